@@ -1,0 +1,163 @@
+"""Reading checkpoints: classic, multi-part, and v2 (JSON or parquet manifest with sidecars).
+
+Parquet is read with column projection: protocol/metaData alone when only those are
+needed (history, timestamps), ``add.*``/``remove.*`` leaves only when file state is
+asked for, never the heavy ``stats_parsed`` columns.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from .errors import CorruptLogError
+from .names import SIDECARS_DIR, LogFile
+from .replay import (
+    _ADD_FIELDS, _REMOVE_FIELDS, empty_file_actions, file_actions_from_struct, parse_json_logs,
+)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .storage import Storage
+
+_METADATA_LINE = re.compile(rb'^\{\s*"metaData"\s*:.*$', re.M)
+_NON_FILE_COLUMNS = ("protocol", "metaData", "txn", "domainMetadata", "checkpointMetadata", "sidecar")
+
+
+@dataclass
+class CheckpointContent:
+    protocol: dict[str, Any] | None = None
+    metadata: dict[str, Any] | None = None
+    #: non-file actions in checkpoint order (txn, domainMetadata, sidecar, checkpointMetadata)
+    others: list[dict[str, Any]] = field(default_factory=list)
+    file_actions: pa.Table | None = None
+
+
+def _pyify(v: Any) -> Any:
+    """Arrow's to_pylist renders maps as lists of pairs; the protocol's JSON has objects."""
+    if isinstance(v, dict):
+        return {k: _pyify(x) for k, x in v.items()}
+    if isinstance(v, list) and v and all(isinstance(x, tuple) and len(x) == 2 for x in v):
+        return {k: _pyify(x) for k, x in v}
+    if isinstance(v, list):
+        return [_pyify(x) for x in v]
+    return v
+
+
+def _open_parquet(storage: "Storage", path: str) -> pq.ParquetFile:
+    try:
+        if storage.is_local:
+            return pq.ParquetFile(path, memory_map=True)
+        return pq.ParquetFile(storage.open(path))
+    except FileNotFoundError:
+        raise
+    except Exception as e:  # pyarrow raises several types for a damaged file
+        raise CorruptLogError(f"checkpoint {path} cannot be read as parquet: {e}", path=path) from None
+
+
+def _read_parquet_non_file(pf: pq.ParquetFile, path: str, only_pm: bool) -> CheckpointContent:
+    names = set(pf.schema_arrow.names)
+    wanted = ["protocol", "metaData"] if only_pm else list(_NON_FILE_COLUMNS)
+    cols = [c for c in wanted if c in names]
+    out = CheckpointContent()
+    if not cols:
+        return out
+    t = pf.read(columns=cols)
+    for c in cols:
+        col = t.column(c)
+        if col.null_count == len(col):
+            continue
+        rows = [_pyify(r) for r in col.filter(col.is_valid()).to_pylist()]
+        if c == "protocol":
+            out.protocol = rows[-1]
+        elif c == "metaData":
+            out.metadata = rows[-1]
+        else:
+            out.others.extend({c: r} for r in rows)
+    return out
+
+
+def _read_parquet_files(pf: pq.ParquetFile, version: int, seq: int) -> list[pa.Table]:
+    schema = pf.schema_arrow
+    tables = []
+    for kind, fields in (("add", _ADD_FIELDS), ("remove", _REMOVE_FIELDS)):
+        idx = schema.get_field_index(kind)
+        if idx < 0:
+            continue
+        present = {schema.field(idx).type.field(i).name for i in range(schema.field(idx).type.num_fields)}
+        sel = [(j, c) for j, c in fields if j in present]
+        if not any(j == "path" for j, _ in sel):
+            continue
+        t = pf.read(columns=[f"{kind}.{j}" for j, _ in sel])
+        fa = file_actions_from_struct(t.column(kind), kind, version, seq)
+        if fa.num_rows:
+            tables.append(fa)
+            seq += fa.num_rows
+    return tables
+
+
+def read_checkpoint(storage: "Storage", files: list[LogFile], version: int,
+                    with_files: bool, partition_columns: tuple[str, ...] = ()) -> CheckpointContent:
+    """Read the checkpoint of ``version`` made of ``files`` (one file, the parts, or a v2 manifest)."""
+    content = CheckpointContent()
+    tables: list[pa.Table] = []
+    seq = -(1 << 62)  # checkpoint rows come before every commit row
+    for f in files:
+        if f.fmt == "json":
+            part = _read_json_checkpoint(storage, f, version, with_files)
+        else:
+            pf = _open_parquet(storage, f.path)
+            part = _read_parquet_non_file(pf, f.path, only_pm=not with_files)
+            if with_files:
+                for t in _read_parquet_files(pf, version, seq):
+                    tables.append(t)
+                    seq += t.num_rows
+        content.protocol = part.protocol or content.protocol
+        content.metadata = part.metadata or content.metadata
+        content.others.extend(part.others)
+        if part.file_actions is not None and part.file_actions.num_rows:
+            tables.append(part.file_actions)
+            seq += part.file_actions.num_rows
+    sidecars = [o["sidecar"] for o in content.others if "sidecar" in o]
+    if with_files:
+        for sc in sidecars:
+            path = sc["path"]
+            full = path if "://" in path or path.startswith("/") else storage.path(f"{SIDECARS_DIR}/{path}")
+            if full.startswith("file:"):
+                full = full[5:].lstrip("/")
+                full = "/" + full
+            try:
+                pf = _open_parquet(storage, full)
+            except FileNotFoundError:
+                raise CorruptLogError(f"checkpoint {version} names sidecar {path}, which is missing",
+                                      path=full) from None
+            for t in _read_parquet_files(pf, version, seq):
+                tables.append(t)
+                seq += t.num_rows
+        content.file_actions = pa.concat_tables(tables) if tables else empty_file_actions()
+    return content
+
+
+def _read_json_checkpoint(storage: "Storage", f: LogFile, version: int, with_files: bool) -> CheckpointContent:
+    data = storage.read_bytes(f.path)
+    pcols: tuple[str, ...] = ()
+    m = _METADATA_LINE.search(data)
+    if m:
+        try:
+            pcols = tuple(json.loads(m.group(0))["metaData"].get("partitionColumns") or ())
+        except (ValueError, KeyError, AttributeError):
+            pcols = ()
+    parsed = parse_json_logs([(version, data, f.path)], pcols, seq_start=-(1 << 61))
+    out = CheckpointContent()
+    for _, obj in parsed.others:
+        if "protocol" in obj:
+            out.protocol = obj["protocol"]
+        elif "metaData" in obj:
+            out.metadata = obj["metaData"]
+        elif any(k in obj for k in ("txn", "domainMetadata", "sidecar", "checkpointMetadata")):
+            out.others.append(obj)
+    out.file_actions = parsed.file_actions if with_files else None
+    return out

@@ -1,0 +1,98 @@
+"""Typed errors of the Delta log layer.
+
+Every error raised on purpose by :mod:`airflow_provider_delta.log` derives from
+:class:`DeltaError`, so callers (and Airflow tasks) can catch one class and still
+tell the cases apart by type. Messages are written for the person reading a task
+log: they say what is wrong and, where it helps, what to do about it.
+"""
+from __future__ import annotations
+
+
+class DeltaError(Exception):
+    """Base class of every error this package raises deliberately."""
+
+
+class TableNotFoundError(DeltaError):
+    """The location holds no Delta table (no ``_delta_log`` or no commits in it)."""
+
+
+class TableAlreadyExistsError(DeltaError):
+    """``DeltaTable.create`` was asked to create a table where one already exists."""
+
+
+class VersionNotFoundError(DeltaError):
+    """A version outside the range that can be reconstructed was requested."""
+
+    def __init__(self, message: str, version: int | None = None,
+                 earliest: int | None = None, latest: int | None = None):
+        super().__init__(message)
+        self.version = version
+        self.earliest = earliest
+        self.latest = latest
+
+
+class TimestampOutOfRangeError(DeltaError):
+    """A time-travel timestamp lies before the earliest or after the latest commit."""
+
+    def __init__(self, message: str, timestamp: int | None = None,
+                 earliest: int | None = None, latest: int | None = None):
+        super().__init__(message)
+        self.timestamp = timestamp
+        self.earliest = earliest
+        self.latest = latest
+
+
+class UnsupportedFeatureError(DeltaError):
+    """The table needs a protocol version or table feature this package cannot honour."""
+
+    def __init__(self, message: str, feature: str | None = None):
+        super().__init__(message)
+        self.feature = feature
+
+
+class CorruptLogError(DeltaError):
+    """A log file cannot be parsed, or the log is structurally broken (gaps, missing actions)."""
+
+    def __init__(self, message: str, path: str | None = None, line: int | None = None):
+        super().__init__(message)
+        self.path = path
+        self.line = line
+
+
+class InvalidTableStateError(DeltaError):
+    """The table's properties and protocol contradict each other (e.g. a feature without its property)."""
+
+
+class InvalidArgumentError(DeltaError, ValueError):
+    """A caller passed a value that cannot be used; nothing was changed."""
+
+
+class StorageError(DeltaError):
+    """The storage backend cannot do what is needed (e.g. no atomic put-if-absent)."""
+
+
+class CommitFailedError(DeltaError):
+    """A commit did not land.
+
+    ``retryable`` says whether trying again (at a newer version) may succeed;
+    ``conflict`` says whether a concurrent commit caused the failure.
+    """
+
+    def __init__(self, message: str, retryable: bool = False, conflict: bool = False,
+                 version: int | None = None):
+        super().__init__(message)
+        self.retryable = retryable
+        self.conflict = conflict
+        self.version = version
+
+
+class ConcurrentModificationError(CommitFailedError):
+    """A concurrent commit changed what this transaction depended on.
+
+    ``winning_version`` names the commit that won and ``reason`` says what conflicted.
+    """
+
+    def __init__(self, message: str, winning_version: int | None = None, reason: str = ""):
+        super().__init__(message, retryable=False, conflict=True, version=winning_version)
+        self.winning_version = winning_version
+        self.reason = reason

@@ -1,0 +1,177 @@
+"""Reading a snapshot's rows into Arrow (small and medium tables; Spark reads big ones).
+
+Partition columns are typed from the table schema, data files are read with
+pyarrow, and each file's columns are cast to the table schema (a column missing
+from an older file reads as nulls, as after schema evolution).
+
+Filters: a list of ``(column, op, value)`` tuples (AND), a list of such lists
+(OR of ANDs), or a ``pyarrow.compute.Expression``. Files whose partition values
+cannot match are skipped before any data is read; the filter is then applied to
+the rows. Tables whose data needs a reader feature not built here (deletion
+vectors, column mapping) raise :class:`UnsupportedFeatureError`; ``files()``
+still works on them.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import fsspec
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from .errors import InvalidArgumentError, UnsupportedFeatureError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .snapshot import Snapshot
+
+_OPS = {"=": "equal", "==": "equal", "!=": "not_equal", "<": "less", "<=": "less_equal",
+        ">": "greater", ">=": "greater_equal"}
+
+
+def _dnf(filter: Any) -> list[list[tuple[str, str, Any]]] | None:
+    if filter is None or isinstance(filter, pc.Expression):
+        return None
+    if not isinstance(filter, (list, tuple)) or not filter:
+        raise InvalidArgumentError("filter must be a list of (column, op, value) tuples, a list of such "
+                                   "lists, or a pyarrow.compute.Expression")
+    if isinstance(filter[0], tuple) and len(filter[0]) == 3 and isinstance(filter[0][0], str):
+        return [list(filter)]
+    return [list(conj) for conj in filter]
+
+
+def _atom(col: pa.Array | pa.ChunkedArray, op: str, value: Any) -> pa.Array:
+    typ = col.type
+    if op in ("in", "not in"):
+        vals = pa.array(list(value)).cast(typ) if value else pa.array([], typ)
+        res = pc.is_in(col, value_set=vals)
+        return pc.invert(res) if op == "not in" else res
+    if op not in _OPS:
+        raise InvalidArgumentError(f"unsupported filter operator {op!r}; use one of {sorted(_OPS) + ['in', 'not in']}")
+    scalar = pa.scalar(value).cast(typ) if value is not None else pa.scalar(None, typ)
+    return getattr(pc, _OPS[op])(col, scalar)
+
+
+def _expr_of(dnf: list[list[tuple[str, str, Any]]], schema: pa.Schema) -> pc.Expression:
+    ors = None
+    for conj in dnf:
+        ands = None
+        for col, op, value in conj:
+            if schema.get_field_index(col) < 0:
+                raise InvalidArgumentError(f"filter column {col!r} is not in the table schema")
+            typ = schema.field(col).type
+            f = pc.field(col)
+            if op in ("in", "not in"):
+                e = f.isin(pa.array(list(value)).cast(typ))
+                e = ~e if op == "not in" else e
+            elif op in _OPS:
+                s = pa.scalar(value).cast(typ)
+                e = {"equal": f == s, "not_equal": f != s, "less": f < s, "less_equal": f <= s,
+                     "greater": f > s, "greater_equal": f >= s}[_OPS[op]]
+            else:
+                raise InvalidArgumentError(f"unsupported filter operator {op!r}")
+            ands = e if ands is None else (ands & e)
+        ors = ands if ors is None else (ors | ands)
+    return ors
+
+
+def partition_table(snap: "Snapshot", files: pa.Table) -> pa.Table:
+    """The typed partition values of ``files``, one column per partition column."""
+    from .schema import partition_values_to_arrow
+    schema = snap.schema
+    cols, names = [], []
+    for c in snap.partition_columns:
+        raw = pc.map_lookup(files.column("partition_values"), pa.scalar(c), "first")
+        cols.append(partition_values_to_arrow(raw, schema.field(c).type))
+        names.append(c)
+    return pa.table(cols, names=names) if cols else pa.table({"__n": pa.nulls(files.num_rows)}).drop(["__n"])
+
+
+def _prune(snap: "Snapshot", files: pa.Table, filter: Any) -> pa.Table:
+    if filter is None or not snap.partition_columns or files.num_rows == 0:
+        return files
+    parts = partition_table(snap, files)
+    pset = set(snap.partition_columns)
+    dnf = _dnf(filter)
+    if dnf is None:  # an Expression: usable for pruning only if it names partition columns alone
+        try:
+            keep = pa.table({**{c: parts.column(c) for c in parts.column_names},
+                             "__i": pa.array(np.arange(files.num_rows))}).filter(filter).column("__i")
+        except (pa.ArrowInvalid, pa.ArrowTypeError, KeyError, pa.ArrowNotImplementedError):
+            return files
+        return files.take(keep)
+    mask = None
+    for conj in dnf:
+        m = pa.array(np.ones(files.num_rows, dtype=bool))
+        for col, op, value in conj:
+            if col in pset:
+                m = pc.and_kleene(m, pc.fill_null(_atom(parts.column(col), op, value), False))
+        mask = m if mask is None else pc.or_(mask, m)
+    return files.filter(mask)
+
+
+def _open(snap: "Snapshot", path: str):
+    storage = snap.table.storage
+    if "://" in path or path.startswith("file:"):
+        if path.startswith("file:") and not path.startswith("file://"):
+            path = "file://" + path[5:]
+        fs, p = fsspec.core.url_to_fs(path, **storage.storage_options)
+        return fs.open(p, "rb")
+    full = storage.path(path)
+    return full if storage.is_local else storage.fs.open(full, "rb")
+
+
+def read_rows(snap: "Snapshot", columns: list[str] | None = None, filter: Any = None) -> pa.Table:
+    conf = snap.configuration
+    mode = conf.get("delta.columnMapping.mode", "none")
+    if mode and mode != "none":
+        raise UnsupportedFeatureError(
+            f"{snap.table.uri}: reading rows of a table with column mapping (mode '{mode}') is not "
+            "supported yet; snapshot.files() still lists its files", feature="columnMapping")
+    files = snap.files()
+    if files.num_rows and files.column("deletion_vector").null_count < files.num_rows:
+        raise UnsupportedFeatureError(
+            f"{snap.table.uri}: files with deletion vectors cannot be read into rows yet; "
+            "snapshot.files() still lists them", feature="deletionVectors")
+    schema = snap.schema
+    if columns is not None:
+        missing = [c for c in columns if schema.get_field_index(c) < 0]
+        if missing:
+            raise InvalidArgumentError(f"columns {missing} are not in the table schema {schema.names}")
+    files = _prune(snap, files, filter)
+    pset = set(snap.partition_columns)
+    parts = partition_table(snap, files) if pset else None
+    data_fields = [f for f in schema if f.name not in pset]
+    out_schema = pa.schema([f for f in schema])
+    pieces = []
+    paths = files.column("path").to_pylist()
+    for i, path in enumerate(paths):
+        with_handle = _open(snap, path)
+        t = pq.read_table(with_handle, columns=None, coerce_int96_timestamp_unit="us")
+        n = t.num_rows
+        arrays = []
+        for f in out_schema:
+            if f.name in pset:
+                arrays.append(pa.repeat(parts.column(f.name)[i], n).cast(f.type))
+            elif f.name in t.column_names:
+                col = t.column(f.name)
+                try:
+                    col = col.cast(f.type) if col.type != f.type else col
+                except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+                    pass
+                arrays.append(col)
+            else:
+                arrays.append(pa.nulls(n, f.type))
+        pieces.append(pa.Table.from_arrays(arrays, names=out_schema.names))
+    if pieces:
+        result = pa.concat_tables(pieces, promote_options="permissive")
+    else:
+        result = out_schema.empty_table()
+    if filter is not None:
+        expr = filter if isinstance(filter, pc.Expression) else _expr_of(_dnf(filter), schema)
+        result = result.filter(expr)
+    if columns is not None:
+        result = result.select(columns)
+    del data_fields
+    return result

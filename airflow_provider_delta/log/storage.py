@@ -1,0 +1,264 @@
+"""Storage access for the Delta log through fsspec.
+
+One small class, :class:`Storage`, gives the log layer what it needs from a
+filesystem: list a directory with sizes and modification times, read a file,
+write a file atomically *only if it does not exist yet* (the commit primitive of
+the Delta protocol), overwrite a file atomically (``_last_checkpoint``) and delete.
+
+Local paths get a fast path through ``os`` because that is where commits must be
+exclusive and where sensors poll most often. Other fsspec backends are used
+through their generic API; put-if-absent is only offered where the backend can do
+it atomically (the in-process ``memory://`` filesystem under a lock). Elsewhere a
+commit is refused with :class:`StorageError` unless the caller opts into
+single-writer mode, because a check-then-write race would silently lose commits.
+"""
+from __future__ import annotations
+
+import os
+import threading
+import uuid
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlparse
+
+import fsspec
+
+from .errors import StorageError
+
+_MEMORY_LOCK = threading.Lock()
+
+
+@dataclass(frozen=True)
+class FileInfo:
+    """One directory entry: full path (in the storage's own form), size and mtime in epoch ms."""
+
+    path: str
+    name: str
+    size: int
+    mtime_ms: int
+
+
+def _normalize_uri(uri: str) -> tuple[str, str]:
+    """Return (protocol, path) for a table URI; local paths become absolute."""
+    uri = str(uri)
+    parsed = urlparse(uri)
+    if parsed.scheme in ("", "file") or (len(parsed.scheme) == 1 and os.name == "nt"):
+        path = parsed.path if parsed.scheme == "file" else uri
+        if parsed.scheme == "file" and parsed.netloc not in ("", "localhost"):
+            path = "//" + parsed.netloc + parsed.path
+        return "file", os.path.abspath(os.path.expanduser(path)).rstrip("/") or "/"
+    return parsed.scheme, uri.rstrip("/")
+
+
+class Storage:
+    """fsspec-backed access rooted at a table location.
+
+    ``single_writer=True`` allows commits on backends without an atomic
+    put-if-absent; only safe when exactly one process ever writes the table.
+    """
+
+    def __init__(self, uri: str, storage_options: dict[str, Any] | None = None,
+                 single_writer: bool = False):
+        self.protocol, self.root = _normalize_uri(uri)
+        self.storage_options = dict(storage_options or {})
+        self.single_writer = single_writer
+        self.is_local = self.protocol == "file"
+        if self.is_local:
+            self.fs = fsspec.filesystem("file")
+        else:
+            self.fs, _ = fsspec.core.url_to_fs(self.root, **self.storage_options)
+        self._fs_root = self.root if self.is_local else self.fs._strip_protocol(self.root)
+
+    # ------------------------------------------------------------------ paths
+    @property
+    def uri(self) -> str:
+        """The table root as a URI other engines understand."""
+        return ("file://" + self.root) if self.is_local else self.root
+
+    def path(self, *parts: str) -> str:
+        """Path inside the table root, in the filesystem's own (protocol-less) form."""
+        p = self._fs_root
+        for part in parts:
+            if part:
+                p = p.rstrip("/") + "/" + part.lstrip("/")
+        return p
+
+    def full_uri(self, rel: str) -> str:
+        """URI (with protocol) of a path relative to the table root."""
+        if self.is_local:
+            return os.path.join(self.root, rel)
+        return self.root + "/" + rel.lstrip("/")
+
+    # ------------------------------------------------------------------ reads
+    def list_dir(self, rel_dir: str) -> list[FileInfo]:
+        """Files (not directories) directly in ``rel_dir``; empty list if it does not exist."""
+        d = self.path(rel_dir)
+        out: list[FileInfo] = []
+        if self.is_local:
+            try:
+                with os.scandir(d) as it:
+                    for e in it:
+                        if e.is_file():
+                            st = e.stat()
+                            out.append(FileInfo(e.path, e.name, st.st_size, int(st.st_mtime * 1000)))
+            except (FileNotFoundError, NotADirectoryError):
+                return []
+            return out
+        try:
+            entries = self.fs.ls(d, detail=True)
+        except FileNotFoundError:
+            return []
+        for e in entries:
+            if e.get("type") == "directory":
+                continue
+            name = e["name"].rstrip("/").rsplit("/", 1)[-1]
+            out.append(FileInfo(e["name"], name, int(e.get("size") or 0), _mtime_of(e)))
+        return out
+
+    def exists(self, rel: str) -> bool:
+        p = self.path(rel)
+        return os.path.exists(p) if self.is_local else self.fs.exists(p)
+
+    def isdir(self, rel: str) -> bool:
+        p = self.path(rel)
+        return os.path.isdir(p) if self.is_local else self.fs.isdir(p)
+
+    def read_bytes(self, rel_or_abs: str) -> bytes:
+        p = self._resolve(rel_or_abs)
+        if self.is_local:
+            with open(p, "rb") as f:
+                return f.read()
+        return self.fs.cat_file(p)
+
+    def open(self, rel_or_abs: str, mode: str = "rb"):
+        return self.fs.open(self._resolve(rel_or_abs), mode)
+
+    def mtime_ms(self, rel: str) -> int:
+        p = self.path(rel)
+        if self.is_local:
+            return int(os.stat(p).st_mtime * 1000)
+        return _mtime_of(self.fs.info(p))
+
+    def walk_files(self, rel_dir: str = "") -> list[FileInfo]:
+        """Every file under ``rel_dir`` recursively (used by vacuum)."""
+        base = self.path(rel_dir)
+        out: list[FileInfo] = []
+        if self.is_local:
+            for dirpath, _dirs, files in os.walk(base):
+                for name in files:
+                    fp = os.path.join(dirpath, name)
+                    try:
+                        st = os.stat(fp)
+                    except FileNotFoundError:
+                        continue
+                    out.append(FileInfo(fp, name, st.st_size, int(st.st_mtime * 1000)))
+            return out
+        for p, info in self.fs.find(base, detail=True).items():
+            out.append(FileInfo(p, p.rsplit("/", 1)[-1], int(info.get("size") or 0), _mtime_of(info)))
+        return out
+
+    def relative(self, abs_path: str) -> str:
+        """Path relative to the table root (inverse of :meth:`path`)."""
+        root = self._fs_root.rstrip("/") + "/"
+        return abs_path[len(root):] if abs_path.startswith(root) else abs_path
+
+    def _resolve(self, rel_or_abs: str) -> str:
+        if self.is_local:
+            return rel_or_abs if os.path.isabs(rel_or_abs) else self.path(rel_or_abs)
+        return rel_or_abs if rel_or_abs.startswith(self._fs_root) else self.path(rel_or_abs)
+
+    # ----------------------------------------------------------------- writes
+    @property
+    def supports_atomic_put_if_absent(self) -> bool:
+        return self.is_local or self.protocol == "memory"
+
+    def put_if_absent(self, rel: str, data: bytes) -> bool:
+        """Write ``data`` at ``rel`` only if nothing is there; return False if it already exists.
+
+        Readers never see a partial file: locally the bytes go to a temporary file first
+        and are published with ``os.link``, which fails atomically if the target exists.
+        """
+        target = self.path(rel)
+        if self.is_local:
+            d = os.path.dirname(target)
+            os.makedirs(d, exist_ok=True)
+            tmp = os.path.join(d, f".{os.path.basename(target)}.{uuid.uuid4().hex}.tmp")
+            with open(tmp, "xb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            try:
+                os.link(tmp, target)
+                return True
+            except FileExistsError:
+                return False
+            finally:
+                os.unlink(tmp)
+        if self.protocol == "memory":
+            with _MEMORY_LOCK:
+                if self.fs.exists(target):
+                    return False
+                self.fs.pipe_file(target, data)
+                return True
+        if not self.single_writer:
+            raise StorageError(
+                f"storage '{self.protocol}://' offers no atomic put-if-absent here, so concurrent "
+                "commits could overwrite each other. Use a commit owner (managed commits), or pass "
+                "single_writer=True if exactly one process ever writes this table.")
+        if self.fs.exists(target):
+            return False
+        self.fs.pipe_file(target, data)
+        return True
+
+    def write_atomic(self, rel: str, data: bytes) -> None:
+        """Create or replace ``rel`` so that readers see either the old or the new content."""
+        target = self.path(rel)
+        if self.is_local:
+            d = os.path.dirname(target)
+            os.makedirs(d, exist_ok=True)
+            tmp = os.path.join(d, f".{os.path.basename(target)}.{uuid.uuid4().hex}.tmp")
+            with open(tmp, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, target)
+            return
+        self.fs.pipe_file(target, data)
+
+    def makedirs(self, rel: str) -> None:
+        p = self.path(rel)
+        if self.is_local:
+            os.makedirs(p, exist_ok=True)
+        else:
+            self.fs.makedirs(p, exist_ok=True)
+
+    def delete(self, rel_or_abs: str) -> None:
+        p = self._resolve(rel_or_abs)
+        if self.is_local:
+            try:
+                os.unlink(p)
+            except FileNotFoundError:
+                pass
+        else:
+            try:
+                self.fs.rm_file(p)
+            except FileNotFoundError:
+                pass
+
+
+def _mtime_of(info: dict) -> int:
+    """Best-effort modification time (epoch ms) from an fsspec info dict."""
+    for key in ("mtime", "LastModified", "last_modified", "created", "updated"):
+        v = info.get(key)
+        if v is None:
+            continue
+        if hasattr(v, "timestamp"):
+            return int(v.timestamp() * 1000)
+        if isinstance(v, str):
+            from datetime import datetime
+            try:
+                return int(datetime.fromisoformat(v.replace("Z", "+00:00")).timestamp() * 1000)
+            except ValueError:
+                continue
+        return int(float(v) * 1000)
+    return 0
