@@ -4,7 +4,7 @@ Public API: :class:`DeltaTable`, the commit owners, and the error types, all
 deriving from :class:`DeltaError`.
 """
 from .errors import (
-    CommitFailedError, ConcurrentModificationError, CorruptLogError, DeltaError,
+    CommitFailedError, ConcurrentModificationError, CorruptLogError, DataFileNotFoundError, DeltaError,
     InvalidArgumentError, InvalidTableStateError, StorageError, TableAlreadyExistsError,
     TableNotFoundError, TimestampOutOfRangeError, UnsupportedFeatureError, VersionNotFoundError,
 )
@@ -13,7 +13,7 @@ from .table import DeltaTable
 __all__ = [
     "DeltaTable", "DeltaError", "TableNotFoundError", "TableAlreadyExistsError",
     "VersionNotFoundError", "TimestampOutOfRangeError", "UnsupportedFeatureError",
-    "CorruptLogError", "InvalidTableStateError", "InvalidArgumentError", "StorageError",
+    "CorruptLogError", "DataFileNotFoundError", "InvalidTableStateError", "InvalidArgumentError", "StorageError",
     "CommitFailedError", "ConcurrentModificationError",
     "CommitOwner", "InMemoryCommitOwner", "SqlCommitOwner",
 ]

@@ -16,6 +16,14 @@ class TableNotFoundError(DeltaError):
     """The location holds no Delta table (no ``_delta_log`` or no commits in it)."""
 
 
+class DataFileNotFoundError(DeltaError):
+    """A data file the log references is gone (deleted by hand, or vacuumed too early)."""
+
+    def __init__(self, message: str, path: str | None = None):
+        super().__init__(message)
+        self.path = path
+
+
 class TableAlreadyExistsError(DeltaError):
     """``DeltaTable.create`` was asked to create a table where one already exists."""
 

@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from .errors import InvalidArgumentError, UnsupportedFeatureError
+from .errors import DataFileNotFoundError, InvalidArgumentError, UnsupportedFeatureError
 
 if TYPE_CHECKING:  # pragma: no cover
     from .snapshot import Snapshot
@@ -142,13 +142,16 @@ def read_rows(snap: "Snapshot", columns: list[str] | None = None, filter: Any = 
     files = _prune(snap, files, filter)
     pset = set(snap.partition_columns)
     parts = partition_table(snap, files) if pset else None
-    data_fields = [f for f in schema if f.name not in pset]
     out_schema = pa.schema([f for f in schema])
     pieces = []
     paths = files.column("path").to_pylist()
     for i, path in enumerate(paths):
-        with_handle = _open(snap, path)
-        t = pq.read_table(with_handle, columns=None, coerce_int96_timestamp_unit="us")
+        try:
+            t = pq.read_table(_open(snap, path), coerce_int96_timestamp_unit="us")
+        except FileNotFoundError:
+            raise DataFileNotFoundError(
+                f"{snap.table.uri} version {snap.version} references data file {path!r}, which does not "
+                "exist (deleted by hand, or vacuumed with too short a retention?)", path=path) from None
         n = t.num_rows
         arrays = []
         for f in out_schema:
@@ -173,5 +176,4 @@ def read_rows(snap: "Snapshot", columns: list[str] | None = None, filter: Any = 
         result = result.filter(expr)
     if columns is not None:
         result = result.select(columns)
-    del data_fields
     return result

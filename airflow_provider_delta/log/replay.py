@@ -84,96 +84,74 @@ def empty_file_actions() -> pa.Table:
 # --------------------------------------------------------------------------- JSON
 def parse_json_logs(blobs: list[tuple[int, bytes, str]], partition_columns: Iterable[str],
                     seq_start: int = 0) -> ParsedLog:
-    """Parse newline-delimited JSON files ``(version, bytes, path)`` given in log order."""
+    """Parse newline-delimited JSON files ``(version, bytes, path)`` given in log order.
+
+    The files are joined into one buffer and parsed in a single pass by Arrow's JSON
+    reader with a schema holding only ``add`` and ``remove`` (other keys are skipped
+    by the C++ parser). Row i of the result is line i, so the few other lines are
+    located through the newline positions and parsed with ``json``.
+    """
     blobs = [b for b in blobs if b[1]]
     if not blobs:
         return ParsedLog(empty_file_actions())
-    parts, counts = [], []
-    for _, data, _ in blobs:
-        if not data.endswith(b"\n"):
-            data = data + b"\n"
-        parts.append(data)
-        counts.append(data.count(b"\n"))
+    parts = [d if d.endswith(b"\n") else d + b"\n" for _, d, _ in blobs]
     big = b"".join(parts)
-    lines = _split_lines(big)
-    versions = np.repeat(np.asarray([b[0] for b in blobs], dtype=np.int64), counts)
-    nonempty = pc.greater(pc.binary_length(pc.utf8_trim_whitespace(lines)), 0)
-    if not pc.all(nonempty).as_py():
-        mask = nonempty.to_numpy(zero_copy_only=False)
-        lines = lines.filter(nonempty)
-        versions = versions[mask]
-    seqs = np.arange(seq_start, seq_start + len(lines), dtype=np.int64)
-    is_add = pc.fill_null(pc.starts_with(lines, '{"add":'), False)
-    is_remove = pc.fill_null(pc.starts_with(lines, '{"remove":'), False)
-    is_other = pc.invert(pc.or_(is_add, is_remove))
-    others: list[tuple[int, dict[str, Any]]] = []
-    other_idx = np.flatnonzero(is_other.to_numpy(zero_copy_only=False))
-    bad_json = False
-    if len(other_idx):
-        other_lines = lines.take(pa.array(other_idx)).to_pylist()
-        for i, line in zip(other_idx, other_lines):
-            try:
-                obj = json.loads(line)
-            except ValueError:
-                bad_json = True
-                break
-            if not isinstance(obj, dict):
-                bad_json = True
-                break
-            if "add" in obj or "remove" in obj:
-                # an add/remove written with unusual formatting: handled by the slow path below
-                others.append((int(versions[i]), {"__file_action__": obj, "__seq__": int(seqs[i])}))
-            else:
-                others.append((int(versions[i]), obj))
-    if bad_json:
-        _raise_first_bad_line(blobs)
+    raw = np.frombuffer(big, dtype=np.uint8)
+    nl = np.flatnonzero(raw == 10)
+    starts = np.concatenate(([0], nl[:-1] + 1))
+    lengths = nl - starts
+    if (lengths == 0).any() or ((lengths == 1) & (raw[starts] == 13)).any():
+        # blank lines: drop them so that row i is line i again (rare, hand-made logs)
+        blobs = [(v, b"\n".join(x for x in d.splitlines() if x.strip()), p) for v, d, p in blobs]
+        return parse_json_logs([b for b in blobs if b[1]], partition_columns, seq_start)
+    file_ends = np.cumsum([len(p) for p in parts])
+    per_file = np.diff(np.concatenate(([0], np.searchsorted(nl, file_ends - 1, side="right"))))
+    versions = np.repeat(np.asarray([b[0] for b in blobs], dtype=np.int64), per_file)
+    seqs = np.arange(seq_start, seq_start + len(nl), dtype=np.int64)
     pcols = list(dict.fromkeys(partition_columns))
+    try:
+        t = _read_file_actions_json(big, pcols)
+        if t.num_rows != len(nl):
+            raise pa.ArrowInvalid("row count mismatch")
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        return _parse_slow(blobs, seq_start)
+    add_col, rm_col = t.column("add").combine_chunks(), t.column("remove").combine_chunks()
+    add_valid, rm_valid = add_col.is_valid(), rm_col.is_valid()
+    others: list[tuple[int, dict[str, Any]]] = []
+    for i in _nonzero(pc.invert(pc.or_(add_valid, rm_valid))):
+        line = big[starts[i]:nl[i]]
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            _raise_first_bad_line(blobs)
+        if not isinstance(obj, dict):
+            _raise_first_bad_line(blobs)
+        others.append((int(versions[i]), obj))
     tables = []
-    for mask, kind in ((is_add, "add"), (is_remove, "remove")):
-        idx = np.flatnonzero(mask.to_numpy(zero_copy_only=False))
+    for valid, col, kind in ((add_valid, add_col, "add"), (rm_valid, rm_col, "remove")):
+        idx = _nonzero(valid)
         if not len(idx):
             continue
-        sel = lines.take(pa.array(idx))
-        v, s = versions[idx], seqs[idx]
-        try:
-            tables.append(_fast_parse(sel, kind, pcols, v, s))
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
-            dicts = _loads_or_raise(sel.to_pylist(), blobs)
-            tables.append(actions_from_dicts([d[kind] for d in dicts], kind == "add", v, s))
-    odd = [(v, o) for v, o in others if "__file_action__" in o]
-    if odd:
-        others = [(v, o) for v, o in others if "__file_action__" not in o]
-        for v, o in odd:
-            a = o["__file_action__"]
-            kind = "add" if "add" in a else "remove"
-            tables.append(actions_from_dicts([a[kind]], kind == "add", np.array([v]), np.array([o["__seq__"]])))
-    fa = pa.concat_tables(tables).sort_by("seq") if len(tables) > 1 else (tables[0] if tables else empty_file_actions())
+        cols = struct_columns(col.filter(valid), kind)
+        if kind == "add" and b'"tags":{' in big:
+            cols["tags"] = _tags_of(big, starts[idx], nl[idx], kind)
+        tables.append(_assemble(cols, len(idx), kind == "add", versions[idx], seqs[idx]))
+    fa = pa.concat_tables(tables) if len(tables) > 1 else (tables[0] if tables else empty_file_actions())
     return ParsedLog(fa, others)
 
 
-def _split_lines(big: bytes) -> pa.Array:
-    """One large buffer -> an Arrow string array of its lines, without a Python loop."""
-    data = pa.py_buffer(big)
-    offsets = pa.py_buffer(np.array([0, len(big)], dtype=np.int64).tobytes())
-    whole = pa.Array.from_buffers(pa.large_string(), 1, [None, offsets, data])
-    lines = pc.split_pattern(whole, "\n").flatten()
-    return lines.slice(0, len(lines) - 1)  # the text ends with "\n": drop the empty tail
+def _nonzero(mask: pa.Array) -> np.ndarray:
+    """Indices of true values, read straight from the Arrow buffer.
+
+    (``Array.to_numpy`` imports pandas on first use, which costs more than the replay.)
+    """
+    idx = pc.indices_nonzero(mask)
+    return np.frombuffer(idx.buffers()[1], dtype=np.uint64, count=len(idx),
+                         offset=idx.offset * 8).astype(np.int64)
 
 
-def _joined_buffer(lines: pa.Array) -> pa.Buffer:
-    """The lines as one newline-terminated buffer (input for Arrow's JSON reader)."""
-    joined = pc.binary_join_element_wise(lines, pa.scalar("", lines.type), "\n")
-    if isinstance(joined, pa.ChunkedArray):
-        joined = joined.combine_chunks()
-    bufs = joined.buffers()
-    offs = np.frombuffer(bufs[1], dtype=np.int64 if pa.types.is_large_string(joined.type) else np.int32)
-    start, end = int(offs[joined.offset]), int(offs[joined.offset + len(joined)])
-    return bufs[2].slice(start, end - start)
-
-
-def _fast_parse(lines: pa.Array, kind: str, pcols: list[str], versions: np.ndarray,
-                seqs: np.ndarray) -> pa.Table:
-    fields = [
+def _read_file_actions_json(big: bytes, pcols: list[str]) -> pa.Table:
+    common = [
         pa.field("path", pa.string()),
         pa.field("partitionValues", pa.struct([(c, pa.string()) for c in pcols])),
         pa.field("size", pa.int64()),
@@ -182,32 +160,49 @@ def _fast_parse(lines: pa.Array, kind: str, pcols: list[str], versions: np.ndarr
         pa.field("baseRowId", pa.int64()),
         pa.field("defaultRowCommitVersion", pa.int64()),
     ]
-    if kind == "add":
-        fields += [pa.field("modificationTime", pa.int64()), pa.field("stats", pa.string()),
-                   pa.field("clusteringProvider", pa.string())]
-    else:
-        fields += [pa.field("deletionTimestamp", pa.int64()), pa.field("extendedFileMetadata", pa.bool_())]
-    schema = pa.schema([pa.field(kind, pa.struct(fields))])
-    buf = _joined_buffer(lines)
-    block = max(1 << 22, min(buf.size + 1, 1 << 30))
-    t = pj.read_json(pa.BufferReader(buf),
-                     read_options=pj.ReadOptions(block_size=block, use_threads=True),
-                     parse_options=pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore",
-                                                   newlines_in_values=False))
-    if t.num_rows != len(lines):
-        raise pa.ArrowInvalid("row count mismatch")
-    cols = struct_columns(t.column(kind), kind)
-    cols.pop("tags", None)
-    # Tags have free-form keys: parse them only on the (rare) lines that carry them.
-    tagged = pc.fill_null(pc.match_substring(lines, '"tags":{'), False)
-    if pc.any(tagged).as_py():
-        idx = np.flatnonzero(tagged.to_numpy(zero_copy_only=False))
-        vals: list[Any] = [None] * len(lines)
-        for i, line in zip(idx, lines.take(pa.array(idx)).to_pylist()):
+    add = common + [pa.field("modificationTime", pa.int64()), pa.field("stats", pa.string()),
+                    pa.field("clusteringProvider", pa.string())]
+    remove = common + [pa.field("deletionTimestamp", pa.int64()), pa.field("extendedFileMetadata", pa.bool_())]
+    schema = pa.schema([pa.field("add", pa.struct(add)), pa.field("remove", pa.struct(remove))])
+    return pj.read_json(pa.BufferReader(big),
+                        read_options=pj.ReadOptions(block_size=1 << 22, use_threads=True),
+                        parse_options=pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore",
+                                                      newlines_in_values=False))
+
+
+def _tags_of(big: bytes, starts: np.ndarray, ends: np.ndarray, kind: str) -> pa.Array:
+    """Tags have free-form keys: parse them with ``json`` on the lines that carry any."""
+    vals: list[Any] = [None] * len(starts)
+    for j, (s, e) in enumerate(zip(starts, ends)):
+        line = big[s:e]
+        if b'"tags":{' in line:
             tags = json.loads(line)[kind].get("tags")
-            vals[i] = list(tags.items()) if tags else None
-        cols["tags"] = pa.array(vals, STR_MAP)
-    return _assemble(cols, len(lines), kind == "add", versions, seqs)
+            vals[j] = [(str(k), None if v is None else str(v)) for k, v in tags.items()] if tags else None
+    return pa.array(vals, STR_MAP)
+
+
+def _parse_slow(blobs: list[tuple[int, bytes, str]], seq_start: int) -> ParsedLog:
+    """Line-by-line parsing with ``json``: for logs the fast path cannot take (e.g. a
+    non-string partition value). Same result, slower."""
+    from .segment import parse_json_lines
+    others: list[tuple[int, dict[str, Any]]] = []
+    rows: dict[str, tuple[list, list, list]] = {"add": ([], [], []), "remove": ([], [], [])}
+    seq = seq_start
+    for version, data, path in blobs:
+        for obj in parse_json_lines(data, path):
+            kind = "add" if "add" in obj else "remove" if "remove" in obj else None
+            if kind is None:
+                others.append((version, obj))
+            else:
+                d, v, s = rows[kind]
+                d.append(obj[kind])
+                v.append(version)
+                s.append(seq)
+            seq += 1
+    tables = [actions_from_dicts(d, kind == "add", np.asarray(v, dtype=np.int64), np.asarray(s, dtype=np.int64))
+              for kind, (d, v, s) in rows.items() if d]
+    fa = pa.concat_tables(tables) if tables else empty_file_actions()
+    return ParsedLog(fa, others)
 
 
 def struct_columns(s: pa.Array, kind: str) -> dict[str, pa.Array]:
@@ -237,14 +232,6 @@ def file_actions_from_struct(s: pa.Array, kind: str, version: int, seq_start: in
                      np.arange(seq_start, seq_start + n, dtype=np.int64))
 
 
-def _loads_or_raise(lines: list[str], blobs) -> list[dict[str, Any]]:
-    try:
-        return [json.loads(x) for x in lines]
-    except ValueError:
-        _raise_first_bad_line(blobs)
-        raise  # pragma: no cover
-
-
 def _raise_first_bad_line(blobs) -> None:
     from .segment import parse_json_lines
     for _, data, path in blobs:
@@ -271,7 +258,7 @@ def struct_to_map(s: pa.Array) -> pa.Array:
     stacked = pa.concat_arrays(children)
     idx = (np.arange(k, dtype=np.int64)[None, :] * n + np.arange(n, dtype=np.int64)[:, None]).ravel()
     items = stacked.take(pa.array(idx))
-    keys = pa.array(np.tile(np.array(names, dtype=object), n), pa.string())
+    keys = pa.array(names, pa.string()).take(pa.array(np.tile(np.arange(k, dtype=np.int32), n)))
     offsets = pa.array(np.arange(0, n * k + 1, k, dtype=np.int32))
     return pa.MapArray.from_arrays(offsets, keys, items)
 
@@ -281,7 +268,7 @@ def _decode_paths(paths: pa.Array) -> pa.Array:
     has_pct = pc.fill_null(pc.match_substring(paths, "%"), False)
     if not pc.any(has_pct).as_py():
         return paths
-    idx = np.flatnonzero(has_pct.to_numpy(zero_copy_only=False))
+    idx = _nonzero(has_pct)
     decoded = [unquote(p) for p in paths.take(pa.array(idx)).to_pylist()]
     out = paths.to_pylist() if len(idx) * 4 > len(paths) else None
     if out is not None:
@@ -377,17 +364,13 @@ def reconcile(base: pa.Table | None, new: pa.Table) -> pa.Table:
         return base if base is not None else empty_file_actions()
     with_dv = _has_dv(new) or (base is not None and _has_dv(base))
     keys = _file_keys(new, with_dv)
-    # newest action per key among the new ones
-    order = pc.sort_indices(pa.table({"k": keys, "s": new.column("seq")}),
-                            sort_keys=[("k", "ascending"), ("s", "descending")])
-    sorted_keys = keys.take(order)
-    if len(sorted_keys) > 1:
-        first = pc.not_equal(sorted_keys.slice(1), sorted_keys.slice(0, len(sorted_keys) - 1))
-        first = pa.concat_arrays([pa.array([True]), first])
-        winners = new.take(order.filter(first))
-        winner_keys = sorted_keys.filter(first)
+    winner_keys = pc.unique(keys)
+    if len(winner_keys) == len(keys):
+        winners = new  # every key appears once: nothing to resolve
     else:
-        winners, winner_keys = new, keys
+        # newest action per key, by hash aggregation (no sort): keep rows holding their key's max seq
+        last = pa.table({"k": keys, "s": new.column("seq")}).group_by("k").aggregate([("s", "max")])
+        winners = new.filter(pc.is_in(new.column("seq"), value_set=last.column("s_max")))
     if base is None or base.num_rows == 0:
         return winners
     base_keys = _file_keys(base, with_dv)

@@ -40,6 +40,9 @@ TOMBSTONE_COLUMNS = ["path", "deletion_timestamp", "data_change", "extended_file
 
 
 def _last_line_match(pattern: re.Pattern, data: bytes) -> dict[str, Any] | None:
+    """The last line matching ``pattern`` parsed as JSON; a plain substring test skips most files."""
+    if pattern.pattern[pattern.pattern.index(b'"'):pattern.pattern.rindex(b'"') + 1] not in data:
+        return None
     found = None
     for m in pattern.finditer(data):
         found = m.group(0)
@@ -223,6 +226,8 @@ class Snapshot:
         """Partition columns of every metaData in the blobs (they may change between versions)."""
         cols = list(self.partition_columns)
         for _, data, _ in blobs:
+            if b'"metaData"' not in data:
+                continue
             for m in _METADATA_LINE.finditer(data):
                 try:
                     cols.extend(json.loads(m.group(0))["metaData"].get("partitionColumns") or ())
