@@ -88,56 +88,76 @@ def parse_json_logs(blobs: list[tuple[int, bytes, str]], partition_columns: Iter
 
     The files are joined into one buffer and parsed in a single pass by Arrow's JSON
     reader with a schema holding only ``add`` and ``remove`` (other keys are skipped
-    by the C++ parser). Row i of the result is line i, so the few other lines are
-    located through the newline positions and parsed with ``json``.
+    by the C++ parser). Row i of the result is line i, so the few other lines
+    (protocol, metaData, txn, commitInfo, ...) are found by position and parsed
+    with ``json``. The result stays chunked as Arrow produced it: no full copy.
     """
-    blobs = [b for b in blobs if b[1]]
+    blobs = [(v, d if d.endswith(b"\n") else d + b"\n", p) for v, d, p in blobs if d]
     if not blobs:
         return ParsedLog(empty_file_actions())
-    parts = [d if d.endswith(b"\n") else d + b"\n" for _, d, _ in blobs]
-    big = b"".join(parts)
-    raw = np.frombuffer(big, dtype=np.uint8)
-    nl = np.flatnonzero(raw == 10)
-    starts = np.concatenate(([0], nl[:-1] + 1))
-    lengths = nl - starts
-    if (lengths == 0).any() or ((lengths == 1) & (raw[starts] == 13)).any():
-        # blank lines: drop them so that row i is line i again (rare, hand-made logs)
-        blobs = [(v, b"\n".join(x for x in d.splitlines() if x.strip()), p) for v, d, p in blobs]
-        return parse_json_logs([b for b in blobs if b[1]], partition_columns, seq_start)
-    file_ends = np.cumsum([len(p) for p in parts])
-    per_file = np.diff(np.concatenate(([0], np.searchsorted(nl, file_ends - 1, side="right"))))
-    versions = np.repeat(np.asarray([b[0] for b in blobs], dtype=np.int64), per_file)
-    seqs = np.arange(seq_start, seq_start + len(nl), dtype=np.int64)
+    counts = np.fromiter((d.count(b"\n") for _, d, _ in blobs), dtype=np.int64, count=len(blobs))
+    total = int(counts.sum())
     pcols = list(dict.fromkeys(partition_columns))
     try:
-        t = _read_file_actions_json(big, pcols)
-        if t.num_rows != len(nl):
-            raise pa.ArrowInvalid("row count mismatch")
+        t = _read_file_actions_json(b"".join(d for _, d, _ in blobs), pcols)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
         return _parse_slow(blobs, seq_start)
-    add_col, rm_col = t.column("add").combine_chunks(), t.column("remove").combine_chunks()
-    add_valid, rm_valid = add_col.is_valid(), rm_col.is_valid()
+    if t.num_rows != total:
+        # blank lines (hand-made logs): drop them so that row i is line i, then retry
+        cleaned = [(v, b"\n".join(x for x in d.splitlines() if x.strip()) + b"\n", p) for v, d, p in blobs]
+        if any(len(c[1]) != len(b[1]) for c, b in zip(cleaned, blobs)):
+            return parse_json_logs([c for c in cleaned if c[1].strip()], partition_columns, seq_start)
+        return _parse_slow(blobs, seq_start)
+    versions = np.repeat(np.fromiter((v for v, _, _ in blobs), dtype=np.int64, count=len(blobs)), counts)
+    seqs = np.arange(seq_start, seq_start + total, dtype=np.int64)
+    file_start_row = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    add_col, rm_col = t.column("add"), t.column("remove")
+    add_valid = pc.is_valid(add_col)
+    rm_valid = pc.is_valid(rm_col)
     others: list[tuple[int, dict[str, Any]]] = []
-    for i in _nonzero(pc.invert(pc.or_(add_valid, rm_valid))):
-        line = big[starts[i]:nl[i]]
-        try:
-            obj = json.loads(line)
-        except ValueError:
-            _raise_first_bad_line(blobs)
-        if not isinstance(obj, dict):
-            _raise_first_bad_line(blobs)
-        others.append((int(versions[i]), obj))
+    other_rows = _nonzero(pc.invert(pc.or_(add_valid, rm_valid)))
+    if len(other_rows):
+        files_of = np.searchsorted(file_start_row, other_rows, side="right") - 1
+        for row, fi in zip(other_rows, files_of):
+            version, data, path = blobs[fi]
+            line = _nth_line(data, int(row - file_start_row[fi]), int(counts[fi]))
+            try:
+                obj = json.loads(line)
+            except ValueError:
+                _raise_first_bad_line(blobs)
+            if not isinstance(obj, dict):
+                _raise_first_bad_line(blobs)
+            others.append((version, obj))
+    has_tags = any(b'"tags":{' in d for _, d, _ in blobs)
     tables = []
-    for valid, col, kind in ((add_valid, add_col, "add"), (rm_valid, rm_col, "remove")):
-        idx = _nonzero(valid)
-        if not len(idx):
-            continue
-        cols = struct_columns(col.filter(valid), kind)
-        if kind == "add" and b'"tags":{' in big:
-            cols["tags"] = _tags_of(big, starts[idx], nl[idx], kind)
-        tables.append(_assemble(cols, len(idx), kind == "add", versions[idx], seqs[idx]))
+    for col, valid, kind in ((add_col, add_valid, "add"), (rm_col, rm_valid, "remove")):
+        offset = 0
+        for chunk, vchunk in zip(col.chunks, valid.chunks):
+            n = len(chunk)
+            idx = _nonzero(vchunk) + offset
+            offset += n
+            if not len(idx):
+                continue
+            cols = struct_columns(chunk.filter(vchunk), kind)
+            if kind == "add" and has_tags:
+                cols["tags"] = _tags_of(blobs, file_start_row, counts, idx, kind)
+            tables.append(_assemble(cols, len(idx), kind == "add", versions[idx], seqs[idx]))
     fa = pa.concat_tables(tables) if len(tables) > 1 else (tables[0] if tables else empty_file_actions())
     return ParsedLog(fa, others)
+
+
+def _nth_line(data: bytes, k: int, n_lines: int) -> bytes:
+    """Line ``k`` (0-based) of ``data``, scanning from whichever end is nearer."""
+    if k <= n_lines // 2:
+        start = 0
+        for _ in range(k):
+            start = data.index(b"\n", start) + 1
+        return data[start:data.index(b"\n", start)]
+    end = len(data) - 1  # data ends with "\n"
+    for _ in range(n_lines - 1 - k):
+        end = data.rindex(b"\n", 0, end)
+    start = data.rfind(b"\n", 0, end) + 1
+    return data[start:end]
 
 
 def _nonzero(mask: pa.Array) -> np.ndarray:
@@ -170,11 +190,15 @@ def _read_file_actions_json(big: bytes, pcols: list[str]) -> pa.Table:
                                                       newlines_in_values=False))
 
 
-def _tags_of(big: bytes, starts: np.ndarray, ends: np.ndarray, kind: str) -> pa.Array:
+def _tags_of(blobs, file_start_row: np.ndarray, counts: np.ndarray, rows: np.ndarray, kind: str) -> pa.Array:
     """Tags have free-form keys: parse them with ``json`` on the lines that carry any."""
-    vals: list[Any] = [None] * len(starts)
-    for j, (s, e) in enumerate(zip(starts, ends)):
-        line = big[s:e]
+    vals: list[Any] = [None] * len(rows)
+    files_of = np.searchsorted(file_start_row, rows, side="right") - 1
+    for j, (row, fi) in enumerate(zip(rows, files_of)):
+        data = blobs[fi][1]
+        if b'"tags":{' not in data:
+            continue
+        line = _nth_line(data, int(row - file_start_row[fi]), int(counts[fi]))
         if b'"tags":{' in line:
             tags = json.loads(line)[kind].get("tags")
             vals[j] = [(str(k), None if v is None else str(v)) for k, v in tags.items()] if tags else None
