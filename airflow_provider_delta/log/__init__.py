@@ -8,10 +8,11 @@ from .errors import (
     InvalidArgumentError, InvalidTableStateError, StorageError, TableAlreadyExistsError,
     TableNotFoundError, TimestampOutOfRangeError, UnsupportedFeatureError, VersionNotFoundError,
 )
+from .catalog import StagedCommitsCatalog
 from .table import DeltaTable
 
 __all__ = [
-    "DeltaTable", "DeltaError", "TableNotFoundError", "TableAlreadyExistsError",
+    "DeltaTable", "StagedCommitsCatalog", "DeltaError", "TableNotFoundError", "TableAlreadyExistsError",
     "VersionNotFoundError", "TimestampOutOfRangeError", "UnsupportedFeatureError",
     "CorruptLogError", "DataFileNotFoundError", "InvalidTableStateError", "InvalidArgumentError", "StorageError",
     "CommitFailedError", "ConcurrentModificationError",

@@ -173,9 +173,14 @@ def list_log(table: "DeltaTable") -> LogListing:
         reached = expected_first - 1
         if ok and reached >= resp.latest_table_version:
             for c in tail:
-                path = table.storage.path(f"{COMMITS_DIR}/{c.file_name}")
-                listing.commits[c.version] = LogFile("commit", c.version, path, c.file_size,
-                                                     c.modification_time)
+                path = table.storage.path(getattr(c, "rel_path", f"{COMMITS_DIR}/{c.file_name}"))
+                size, mtime = c.file_size, c.modification_time
+                if not mtime:
+                    try:
+                        mtime = table.storage.mtime_ms(table.storage.relative(path))
+                    except FileNotFoundError:
+                        mtime = 0
+                listing.commits[c.version] = LogFile("commit", c.version, path, size, mtime)
                 listing.unbackfilled.add(c.version)
             listing.owner_timestamps = {c.version: c.commit_timestamp for c in tail}  # type: ignore[attr-defined]
             return listing

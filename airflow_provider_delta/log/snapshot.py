@@ -54,18 +54,31 @@ def _last_line_match(pattern: re.Pattern, data: bytes) -> dict[str, Any] | None:
         return None
 
 
-def check_readable(protocol: Protocol, where: str) -> None:
-    """Refuse tables whose reader protocol we cannot honour, naming what is missing."""
+def check_readable(protocol: Protocol, where: str, extra_features: frozenset[str] = frozenset()) -> None:
+    """Refuse tables whose reader protocol we cannot honour, naming what is missing.
+
+    ``extra_features`` are reader features the caller can serve (e.g. ``catalogManaged``
+    when the table was opened with a catalog that supplies its staged commits).
+    """
     if protocol.min_reader_version > MAX_READER_VERSION:
         raise UnsupportedFeatureError(
             f"{where}: Unsupported Delta protocol reader version {protocol.min_reader_version} "
             f"(this reader supports up to {MAX_READER_VERSION})", feature=f"readerVersion{protocol.min_reader_version}")
     if protocol.min_reader_version == 3:
-        unknown = [f for f in (protocol.reader_features or ()) if f not in SUPPORTED_READER_FEATURES]
+        unknown = [f for f in (protocol.reader_features or ())
+                   if f not in SUPPORTED_READER_FEATURES and f not in extra_features]
         if unknown:
             raise UnsupportedFeatureError(
                 f"{where}: the table needs reader feature(s) {unknown}, which this reader does not support",
                 feature=unknown[0])
+
+
+def _served_features(table: "DeltaTable") -> frozenset[str]:
+    owner = table.commit_owner
+    if owner is not None and getattr(owner, "serves_catalog_managed", False):
+        from .catalog import CATALOG_MANAGED_FEATURES
+        return CATALOG_MANAGED_FEATURES
+    return frozenset()
 
 
 def _validate_managed(protocol: Protocol, metadata: Metadata) -> None:
@@ -302,7 +315,7 @@ class Snapshot:
             if m:
                 metadata = Metadata.from_json(m["metaData"])
                 break
-        check_readable(protocol, f"{self.table.uri} at version {latest}")
+        check_readable(protocol, f"{self.table.uri} at version {latest}", _served_features(self.table))
         _validate_managed(protocol, metadata)
         if self._state is None:
             blobs = (self._blobs or []) + new_blobs if self._blobs is not None else None
@@ -331,6 +344,6 @@ def load_snapshot(table: "DeltaTable", version: int | None, listing=None) -> Sna
     segment = build_segment(table, version, listing)
     blobs = _read_blobs(table, segment.commits)
     protocol, metadata = load_protocol_metadata(table, segment, blobs)
-    check_readable(protocol, f"{table.uri} at version {segment.version}")
+    check_readable(protocol, f"{table.uri} at version {segment.version}", _served_features(table))
     _validate_managed(protocol, metadata)
     return Snapshot(table, segment, protocol, metadata, blobs)
