@@ -43,17 +43,19 @@ class DeltaTable:
         return self.storage.uri
 
     # ------------------------------------------------------------------ reads
-    def snapshot(self, version: int | None = None, timestamp: Any = None) -> "Snapshot":
+    def snapshot(self, version: int | None = None, timestamp: Any = None,
+                 allow_after_latest: bool = False) -> "Snapshot":
         """The table state at ``version``, at ``timestamp`` (epoch ms, datetime or ISO string), or the latest.
 
         The latest snapshot is refreshed incrementally from the previous one this object
-        loaded, reading only commits newer than it.
+        loaded, reading only commits newer than it. See :meth:`version_at` for how a
+        timestamp is resolved.
         """
         from .snapshot import load_snapshot
         if version is not None and timestamp is not None:
             raise InvalidArgumentError("pass either version or timestamp, not both")
         if timestamp is not None:
-            version = self.version_at(timestamp)
+            version = self.version_at(timestamp, allow_after_latest=allow_after_latest)
         if version is None and self._snapshot_cache is not None:
             snap = self._snapshot_cache.update()
         else:
@@ -67,10 +69,14 @@ class DeltaTable:
         from .segment import latest_version
         return latest_version(self)
 
-    def version_at(self, timestamp: Any) -> int:
-        """The newest version whose commit timestamp is at or before ``timestamp``."""
+    def version_at(self, timestamp: Any, allow_after_latest: bool = False) -> int:
+        """The newest version whose commit timestamp is at or before ``timestamp``.
+
+        A time before the earliest reconstructable version raises TimestampOutOfRangeError;
+        so does a time after the latest commit unless ``allow_after_latest`` (Delta Spark's rules).
+        """
         from .history import version_at
-        return version_at(self, timestamp)
+        return version_at(self, timestamp, allow_after_latest=allow_after_latest)
 
     def history(self, limit: int | None = None) -> list[dict[str, Any]]:
         """Commits newest first, with version, timestamp and commitInfo fields."""
