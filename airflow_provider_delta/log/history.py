@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from . import ict
 from .actions import Metadata, Protocol
 from .errors import CorruptLogError, TimestampOutOfRangeError
-from .segment import LogListing, build_segment, list_log, read_commit_file
+from .segment import LogListing, read_commit_file
 from .timeutil import format_ms, to_epoch_ms
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -121,16 +121,17 @@ def commit_timestamp(table: "DeltaTable", version: int, protocol: Protocol, meta
     return ts
 
 
-def _latest_pm(table: "DeltaTable", listing: LogListing) -> tuple[Protocol, Metadata]:
-    from .snapshot import load_protocol_metadata
-    return load_protocol_metadata(table, build_segment(table, None, listing))
+def _latest(table: "DeltaTable") -> tuple[Protocol, Metadata, LogListing]:
+    """Protocol, metadata and listing of the latest version, through the table's cached
+    snapshot: refreshed incrementally, and checked for readability like any snapshot."""
+    snap = table.snapshot()
+    return snap.protocol, snap.metadata, snap.segment.listing
 
 
 def version_at(table: "DeltaTable", timestamp: Any, allow_after_latest: bool = False) -> int:
     """The newest version whose commit timestamp is at or before ``timestamp``."""
     ts = to_epoch_ms(timestamp)
-    listing = list_log(table)
-    protocol, metadata = _latest_pm(table, listing)
+    protocol, metadata, listing = _latest(table)
     latest = listing.latest
     earliest = listing.earliest_recreatable()
     if earliest is None:
@@ -183,8 +184,7 @@ def history(table: "DeltaTable", limit: int | None = None) -> list[dict[str, Any
     """
     if limit is not None and limit <= 0:
         return []
-    listing = list_log(table)
-    protocol, metadata = _latest_pm(table, listing)
+    protocol, metadata, listing = _latest(table)
     latest = listing.latest
     out: list[dict[str, Any]] = []
     v = latest

@@ -17,6 +17,7 @@ with one hash lookup.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 from urllib.parse import unquote
@@ -66,6 +67,7 @@ _REMOVE_FIELDS = [("path", "path"), ("partitionValues", "partition_values"), ("s
                   ("deletionTimestamp", "deletion_timestamp"),
                   ("extendedFileMetadata", "extended_file_metadata"), ("tags", "tags"), ("stats", "stats")]
 _COL_TYPES = {f.name: f.type for f in FILE_ACTION_SCHEMA}
+_TAGS = re.compile(rb'"tags"\s*:\s*\{')
 
 
 @dataclass
@@ -128,7 +130,7 @@ def parse_json_logs(blobs: list[tuple[int, bytes, str]], partition_columns: Iter
             if not isinstance(obj, dict):
                 _raise_first_bad_line(blobs)
             others.append((version, obj))
-    has_tags = any(b'"tags":{' in d for _, d, _ in blobs)
+    has_tags = any(_TAGS.search(d) for _, d, _ in blobs)
     tables = []
     for col, valid, kind in ((add_col, add_valid, "add"), (rm_col, rm_valid, "remove")):
         offset = 0
@@ -141,7 +143,10 @@ def parse_json_logs(blobs: list[tuple[int, bytes, str]], partition_columns: Iter
             cols = struct_columns(chunk.filter(vchunk), kind)
             if kind == "add" and has_tags:
                 cols["tags"] = _tags_of(blobs, file_start_row, counts, idx, kind)
-            tables.append(_assemble(cols, len(idx), kind == "add", versions[idx], seqs[idx]))
+            try:
+                tables.append(_assemble(cols, len(idx), kind == "add", versions[idx], seqs[idx]))
+            except CorruptLogError:
+                return _parse_slow(blobs, seq_start)  # names the file and line at fault
     fa = pa.concat_tables(tables) if len(tables) > 1 else (tables[0] if tables else empty_file_actions())
     return ParsedLog(fa, others)
 
@@ -196,10 +201,10 @@ def _tags_of(blobs, file_start_row: np.ndarray, counts: np.ndarray, rows: np.nda
     files_of = np.searchsorted(file_start_row, rows, side="right") - 1
     for j, (row, fi) in enumerate(zip(rows, files_of)):
         data = blobs[fi][1]
-        if b'"tags":{' not in data:
+        if not _TAGS.search(data):
             continue
         line = _nth_line(data, int(row - file_start_row[fi]), int(counts[fi]))
-        if b'"tags":{' in line:
+        if _TAGS.search(line):
             tags = json.loads(line)[kind].get("tags")
             vals[j] = [(str(k), None if v is None else str(v)) for k, v in tags.items()] if tags else None
     return pa.array(vals, STR_MAP)
@@ -213,18 +218,25 @@ def _parse_slow(blobs: list[tuple[int, bytes, str]], seq_start: int) -> ParsedLo
     rows: dict[str, tuple[list, list, list]] = {"add": ([], [], []), "remove": ([], [], [])}
     seq = seq_start
     for version, data, path in blobs:
-        for obj in parse_json_lines(data, path):
+        for i, obj in enumerate(parse_json_lines(data, path), start=1):
             kind = "add" if "add" in obj else "remove" if "remove" in obj else None
             if kind is None:
                 others.append((version, obj))
             else:
+                action = obj[kind]
+                if not isinstance(action, dict) or not isinstance(action.get("path"), str):
+                    raise CorruptLogError(f"{path}, action {i}: a {kind} action needs an object with a "
+                                          "string 'path'", path=path, line=i)
                 d, v, s = rows[kind]
                 d.append(obj[kind])
                 v.append(version)
                 s.append(seq)
             seq += 1
-    tables = [actions_from_dicts(d, kind == "add", np.asarray(v, dtype=np.int64), np.asarray(s, dtype=np.int64))
-              for kind, (d, v, s) in rows.items() if d]
+    try:
+        tables = [actions_from_dicts(d, kind == "add", np.asarray(v, dtype=np.int64), np.asarray(s, dtype=np.int64))
+                  for kind, (d, v, s) in rows.items() if d]
+    except (pa.ArrowInvalid, pa.ArrowTypeError, AttributeError, TypeError, ValueError) as e:
+        raise CorruptLogError(f"a file action in {_describe(blobs)} is malformed: {e}") from None
     fa = pa.concat_tables(tables) if tables else empty_file_actions()
     return ParsedLog(fa, others)
 
@@ -254,6 +266,11 @@ def file_actions_from_struct(s: pa.Array, kind: str, version: int, seq_start: in
     n = len(s)
     return _assemble(struct_columns(s, kind), n, kind == "add", np.full(n, version, dtype=np.int64),
                      np.arange(seq_start, seq_start + n, dtype=np.int64))
+
+
+def _describe(blobs) -> str:
+    paths = [p for _, _, p in blobs]
+    return paths[0] if len(paths) == 1 else f"{len(paths)} log files ({paths[0]} ... {paths[-1]})"
 
 
 def _raise_first_bad_line(blobs) -> None:
@@ -303,6 +320,9 @@ def _decode_paths(paths: pa.Array) -> pa.Array:
 
 
 def _assemble(cols: dict[str, Any], n: int, is_add: bool, versions, seqs) -> pa.Table:
+    path = cols.get("path")
+    if path is None or path.null_count:
+        raise CorruptLogError(f"{'an add' if is_add else 'a remove'} action without a path (the log is corrupt)")
     arrays = []
     for f in FILE_ACTION_SCHEMA:
         if f.name == "is_add":

@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 
 from .actions import MAX_READER_VERSION, SUPPORTED_READER_FEATURES, Metadata, Protocol
 from .checkpoint_reader import read_checkpoint
-from .errors import CorruptLogError, UnsupportedFeatureError
+from .errors import CorruptLogError, UnsupportedFeatureError, VersionNotFoundError
 from .replay import parse_json_logs, reconcile
 from .segment import LogSegment, build_segment, list_log, read_commit_file
 
@@ -121,11 +121,16 @@ def load_protocol_metadata(table: "DeltaTable", segment: LogSegment,
         protocol = protocol if protocol is not None else cp.protocol
         metadata = metadata if metadata is not None else cp.metadata
     where = f"{table.uri} at version {segment.version}"
+    if protocol is not None and not isinstance(protocol, dict) or metadata is not None and not isinstance(metadata, dict):
+        raise CorruptLogError(f"{where}: the protocol or metaData action is not a JSON object")
     if protocol is None:
         raise CorruptLogError(f"{where}: No protocol found in the log (the table is corrupt)")
     if metadata is None:
         raise CorruptLogError(f"{where}: No metadata found in the log (the table is corrupt)")
-    return Protocol.from_json(protocol), Metadata.from_json(metadata)
+    try:
+        return Protocol.from_json(protocol), Metadata.from_json(metadata)
+    except (TypeError, ValueError, AttributeError) as e:
+        raise CorruptLogError(f"{where}: malformed protocol or metaData action ({e})") from None
 
 
 class _State:
@@ -140,6 +145,12 @@ class _State:
         self.next_seq = next_seq
 
     def overlay(self, others: list[tuple[int, dict[str, Any]]]) -> None:
+        try:
+            self._overlay(others)
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            raise CorruptLogError(f"a txn or domainMetadata action is malformed ({type(e).__name__}: {e})") from None
+
+    def _overlay(self, others: list[tuple[int, dict[str, Any]]]) -> None:
         for v, obj in others:
             if "txn" in obj:
                 t = obj["txn"]
@@ -222,8 +233,18 @@ class Snapshot:
         base = None
         state = _State(pa.table({}), {}, {}, {}, 0)
         if seg.checkpoint_files:
-            cp = read_checkpoint(self.table.storage, seg.checkpoint_files, seg.checkpoint_version or 0,
-                                 with_files=True, partition_columns=self.partition_columns)
+            try:
+                cp = read_checkpoint(self.table.storage, seg.checkpoint_files, seg.checkpoint_version or 0,
+                                     with_files=True, partition_columns=self.partition_columns)
+            except FileNotFoundError:
+                # cleanup removed the checkpoint after this snapshot was planned: plan again, once
+                fresh = load_snapshot(self.table, self.version)
+                if fresh.segment.checkpoint_files == seg.checkpoint_files:
+                    raise VersionNotFoundError(f"{self.table.uri}: checkpoint {seg.checkpoint_version} "
+                                               "disappeared while reading version "
+                                               f"{self.version}", version=self.version) from None
+                self.segment, self._blobs = fresh.segment, fresh._blobs
+                return self._load_state()
             base = cp.file_actions
             state.overlay([(seg.checkpoint_version or 0, o) for o in cp.others])
         blobs = self._blobs if self._blobs is not None else _read_blobs(self.table, seg.commits)

@@ -98,9 +98,13 @@ class Storage:
             try:
                 with os.scandir(d) as it:
                     for e in it:
-                        if e.is_file():
+                        try:
+                            if not e.is_file():
+                                continue
                             st = e.stat()
-                            out.append(FileInfo(e.path, e.name, st.st_size, int(st.st_mtime * 1000)))
+                        except FileNotFoundError:
+                            continue  # vanished since the scan (a writer's temporary file): skip it alone
+                        out.append(FileInfo(e.path, e.name, st.st_size, st.st_mtime_ns // 1_000_000))
             except (FileNotFoundError, NotADirectoryError):
                 return []
             return out
@@ -136,7 +140,7 @@ class Storage:
     def mtime_ms(self, rel: str) -> int:
         p = self.path(rel)
         if self.is_local:
-            return int(os.stat(p).st_mtime * 1000)
+            return os.stat(p).st_mtime_ns // 1_000_000
         return _mtime_of(self.fs.info(p))
 
     def walk_files(self, rel_dir: str = "") -> list[FileInfo]:
@@ -151,7 +155,7 @@ class Storage:
                         st = os.stat(fp)
                     except FileNotFoundError:
                         continue
-                    out.append(FileInfo(fp, name, st.st_size, int(st.st_mtime * 1000)))
+                    out.append(FileInfo(fp, name, st.st_size, st.st_mtime_ns // 1_000_000))
             return out
         for p, info in self.fs.find(base, detail=True).items():
             out.append(FileInfo(p, p.rsplit("/", 1)[-1], int(info.get("size") or 0), _mtime_of(info)))

@@ -19,6 +19,13 @@ if TYPE_CHECKING:  # pragma: no cover
     from .transaction import Transaction
 
 
+def _version_arg(value: Any, name: str = "version") -> int:
+    """A version/limit argument as an int; anything else is an InvalidArgumentError."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidArgumentError(f"{name} must be an integer, got {value!r}")
+    return value
+
+
 class DeltaTable:
     """A Delta table at ``uri`` (local path, ``file://``, ``memory://`` or any fsspec URL).
 
@@ -54,6 +61,8 @@ class DeltaTable:
         from .snapshot import load_snapshot
         if version is not None and timestamp is not None:
             raise InvalidArgumentError("pass either version or timestamp, not both")
+        if version is not None:
+            version = _version_arg(version)
         if timestamp is not None:
             version = self.version_at(timestamp, allow_after_latest=allow_after_latest)
         if version is None and self._snapshot_cache is not None:
@@ -81,12 +90,12 @@ class DeltaTable:
     def history(self, limit: int | None = None) -> list[dict[str, Any]]:
         """Commits newest first, with version, timestamp and commitInfo fields."""
         from .history import history
-        return history(self, limit)
+        return history(self, None if limit is None else _version_arg(limit, "limit"))
 
     def read_commit(self, version: int) -> list[dict[str, Any]]:
         """The actions of one commit as parsed JSON dicts (un-backfilled ones via the owner)."""
         from .segment import read_commit
-        return read_commit(self, version)
+        return read_commit(self, _version_arg(version))
 
     # ----------------------------------------------------------------- writes
     @classmethod
