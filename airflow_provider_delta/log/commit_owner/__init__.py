@@ -1,0 +1,22 @@
+"""Managed commits: the commit-owner API and its in-memory and SQL implementations.
+
+See :class:`CommitOwner` for the protocol. ``SqlCommitOwner`` is imported lazily
+so that using the in-memory owner (or none) does not import SQLAlchemy.
+"""
+from .base import CommitOwner
+from .conf import MANAGED_FEATURE, OWNER_CONF_PROP, OWNER_PROP
+from .in_memory import InMemoryCommitOwner
+from .records import Commit, GetCommitsResponse, TableState
+from .registry import owner_from_conf
+
+__all__ = [
+    "CommitOwner", "Commit", "GetCommitsResponse", "TableState", "InMemoryCommitOwner",
+    "SqlCommitOwner", "owner_from_conf", "MANAGED_FEATURE", "OWNER_PROP", "OWNER_CONF_PROP",
+]
+
+
+def __getattr__(name: str):
+    if name == "SqlCommitOwner":
+        from .sql import SqlCommitOwner
+        return SqlCommitOwner
+    raise AttributeError(name)

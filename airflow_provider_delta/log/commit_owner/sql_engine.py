@@ -1,0 +1,113 @@
+"""Connecting the SQL commit owner: URL handling and the SQLite locking setup.
+
+Two concerns kept out of the owner's logic:
+
+* The URL given by a user may carry a password; the one written into the table
+  (the owner conf) must not. It also must not depend on which PostgreSQL driver
+  this machine has, while the engine must use one that is installed (SQLAlchemy
+  2.1 defaults ``postgresql://`` to psycopg 3, 1.4 to psycopg2).
+* SQLite allows one writer at a time. A transaction that starts as a reader and
+  later writes can fail at once with "database is locked" instead of waiting, so
+  write transactions start with ``BEGIN IMMEDIATE`` (taking the write lock up
+  front, waiting up to the busy timeout) and the database runs in WAL mode so that
+  readers (sensors polling ``get_commits``) never block the writer.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import URL, Engine, make_url
+
+from ..errors import InvalidArgumentError
+from .conf import secret_looking_keys
+
+#: Execution option that selects the SQLite BEGIN mode of a transaction.
+SQLITE_BEGIN = "delta_owner_sqlite_begin"
+#: How long a SQLite writer waits for the lock before failing.
+SQLITE_BUSY_TIMEOUT_S = 60.0
+
+
+def parse_url(url: Any) -> URL:
+    """Parse a SQLAlchemy URL, refusing what cannot hold shared owner state."""
+    try:
+        u = make_url(url)
+    except Exception as e:
+        raise InvalidArgumentError(f"not a SQLAlchemy database URL: {_redact(url)!r} ({e})") from None
+    if u.get_backend_name() == "sqlite":
+        db = u.database or ""
+        if db in ("", ":memory:") or u.query.get("mode") == "memory":
+            raise InvalidArgumentError(
+                "an in-memory SQLite database lives in one connection and cannot hold commit-owner state "
+                "shared by processes; use a SQLite file (sqlite:////abs/path/owner.db) or "
+                "InMemoryCommitOwner")
+        if not db.startswith("file:") and not os.path.isabs(db):
+            u = u.set(database=os.path.abspath(os.path.expanduser(db)))
+    return u
+
+
+def public_url(u: URL) -> str:
+    """The URL as written into the table's owner conf: no password, no secret-looking query keys."""
+    secret = set(secret_looking_keys(dict(u.query)))
+    query = {k: v for k, v in u.query.items() if k not in secret}
+    # (URL.set ignores None, so rebuild the URL to drop the password)
+    u = URL.create(u.drivername, username=u.username, password=None, host=u.host, port=u.port,
+                   database=u.database, query=query)
+    return u.render_as_string(hide_password=False)
+
+
+def engine_url(u: URL) -> URL:
+    """``u`` with a PostgreSQL driver that is actually installed when none is named."""
+    if u.drivername == "postgresql":
+        for module, driver in (("psycopg2", "postgresql+psycopg2"), ("psycopg", "postgresql+psycopg")):
+            if importlib.util.find_spec(module) is not None:
+                return u.set(drivername=driver)
+    return u
+
+
+def create_owner_engine(u: URL, engine_kwargs: dict[str, Any] | None = None) -> Engine:
+    """An engine for the owner's database, with SQLite set up for concurrent processes."""
+    kwargs = dict(engine_kwargs or {})
+    u = engine_url(u)
+    if u.get_backend_name() == "sqlite":
+        path = u.database or ""
+        if path and not path.startswith("file:"):
+            os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        kwargs.setdefault("connect_args", {}).setdefault("timeout", SQLITE_BUSY_TIMEOUT_S)
+        engine = sa.create_engine(u, **kwargs)
+        _setup_sqlite(engine)
+        return engine
+    kwargs.setdefault("pool_pre_ping", True)
+    return sa.create_engine(u, **kwargs)
+
+
+def _setup_sqlite(engine: Engine) -> None:
+    busy_ms = int(SQLITE_BUSY_TIMEOUT_S * 1000)
+
+    @sa.event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn, _record):  # pragma: no cover - exercised through every SQLite test
+        # Let SQLAlchemy's BEGIN (below) start transactions instead of the driver's implicit ones.
+        dbapi_conn.isolation_level = None
+        cur = dbapi_conn.cursor()
+        try:
+            cur.execute(f"PRAGMA busy_timeout = {busy_ms}")
+            try:
+                cur.execute("PRAGMA journal_mode = WAL")
+            except Exception:  # e.g. a file system without shared memory: stay in rollback mode
+                pass
+        finally:
+            cur.close()
+
+    @sa.event.listens_for(engine, "begin")
+    def _on_begin(conn):  # pragma: no cover - exercised through every SQLite test
+        mode = conn.get_execution_options().get(SQLITE_BEGIN, "DEFERRED")
+        conn.exec_driver_sql(f"BEGIN {mode}")
+
+
+def _redact(url: Any) -> str:
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:
+        return "<unparseable URL>"
