@@ -184,13 +184,7 @@ class Storage:
         """
         target = self.path(rel)
         if self.is_local:
-            d = os.path.dirname(target)
-            os.makedirs(d, exist_ok=True)
-            tmp = os.path.join(d, f".{os.path.basename(target)}.{uuid.uuid4().hex}.tmp")
-            with open(tmp, "xb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
+            tmp = _write_local_temp(target, data)
             try:
                 os.link(tmp, target)
                 return True
@@ -218,14 +212,7 @@ class Storage:
         """Create or replace ``rel`` so that readers see either the old or the new content."""
         target = self.path(rel)
         if self.is_local:
-            d = os.path.dirname(target)
-            os.makedirs(d, exist_ok=True)
-            tmp = os.path.join(d, f".{os.path.basename(target)}.{uuid.uuid4().hex}.tmp")
-            with open(tmp, "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, target)
+            os.replace(_write_local_temp(target, data), target)
             return
         self.fs.pipe_file(target, data)
 
@@ -248,6 +235,22 @@ class Storage:
                 self.fs.rm_file(p)
             except FileNotFoundError:
                 pass
+
+
+def _write_local_temp(target: str, data: bytes) -> str:
+    """Write ``data`` durably to a hidden temporary file beside ``target``; return its path.
+
+    Publishing it (link or rename) is then a single atomic step, so no reader ever
+    sees a partly written file.
+    """
+    d = os.path.dirname(target)
+    os.makedirs(d, exist_ok=True)
+    tmp = os.path.join(d, f".{os.path.basename(target)}.{uuid.uuid4().hex}.tmp")
+    with open(tmp, "xb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    return tmp
 
 
 def _mtime_of(info: dict) -> int:
