@@ -1,0 +1,323 @@
+"""``DeltaTableHook``: an Airflow ``delta`` connection turned into log-layer objects.
+
+The hook owns everything that comes from Airflow's connection store: the base URI
+that relative table URIs are resolved against, fsspec storage options and
+credentials, and the commit owner of managed-commit tables. Operators, the sensor
+and the trigger never read connections themselves; they ask the hook for a
+:class:`~airflow_provider_delta.log.DeltaTable` or for one of the operations below,
+which are thin calls into the log layer.
+
+Connection fields (conn type ``delta``):
+
+* host: base URI, e.g. ``s3://bucket/warehouse`` or ``/data/lake`` (the ``base_uri``
+  extra may be used instead, e.g. for connections defined as URIs);
+* login / password: storage credentials, mapped per storage protocol
+  (``s3``: ``key``/``secret``; ``abfs``/``az``: ``account_name``/``account_key``;
+  ``gs``: ``project``/``token``; others: ``username``/``password``), or onto the keys
+  named by the ``credential_keys`` extra (``{"login": "...", "password": "..."}``).
+  They are never logged;
+* extras: ``storage_options`` (JSON object, passed to fsspec), ``commit_owner``
+  (``{"type": "sql", "url": "..."}`` or ``{"type": "sql", "conn_id": "<db connection>"}``,
+  other keys go to the owner, e.g. ``backfill_batch_size``; the flat
+  ``commit_owner_conn_id`` field is a shortcut), ``single_writer`` (bool).
+
+Without a connection id, absolute paths and URLs (``/data/t``, ``file:///data/t``,
+``memory://t``) work as they are; a relative table URI then uses ``delta_default``.
+"""
+from __future__ import annotations
+
+import inspect
+import time
+from typing import Any
+
+from airflow.sdk import BaseHook
+
+from ..log import DeltaTable
+from ..log.errors import InvalidArgumentError
+from .config import DeltaConnectionConfig, commit_owner_conn_id, is_absolute_uri, uri_protocol
+from .manifest import build_manifest, default_manifest_uri, resolve_manifest_uri, write_json
+
+MANAGED_COMMIT_FEATURES = ("managedCommit", "managedCommit-preview", "coordinatedCommits-preview",
+                           "catalogManaged", "catalogOwned-preview")
+MANAGED_COMMIT_PROPERTIES = ("delta.managedCommit.commitOwner-preview", "delta.managedCommit.commitOwner",
+                             "delta.coordinatedCommits.commitCoordinator-preview")
+
+
+def _connection_fields(conn: Any, extra: dict[str, Any]) -> dict[str, Any]:
+    return {"conn_type": conn.conn_type, "host": conn.host, "login": conn.login,
+            "password": conn.password, "port": conn.port, "schema": conn.schema, "extra": extra}
+
+
+def _accepts(fn: Any, name: str) -> bool:
+    """Whether ``fn`` takes keyword ``name`` (directly or through ``**kwargs``)."""
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+    return name in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+
+
+class DeltaTableHook(BaseHook):
+    """Open Delta tables and run log operations with the settings of a ``delta`` connection.
+
+    :param delta_conn_id: the ``delta`` connection; None means: no connection for absolute
+        table URIs, ``delta_default`` for relative ones.
+    """
+
+    conn_name_attr = "delta_conn_id"
+    default_conn_name = "delta_default"
+    conn_type = "delta"
+    hook_name = "Delta Lake"
+
+    def __init__(self, delta_conn_id: str | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.delta_conn_id = delta_conn_id or None
+        self._configs: dict[str | None, DeltaConnectionConfig] = {}
+        self._owners: dict[str | None, Any] = {}
+        self._tables: dict[str, DeltaTable] = {}
+
+    def __repr__(self) -> str:
+        return f"DeltaTableHook(delta_conn_id={self.delta_conn_id!r})"
+
+    # ------------------------------------------------------------ connection
+    def _conn_id_for(self, table_uri: str | None) -> str | None:
+        if self.delta_conn_id:
+            return self.delta_conn_id
+        if table_uri is not None and not is_absolute_uri(str(table_uri).strip()):
+            return self.default_conn_name
+        return None
+
+    def get_config(self, table_uri: str | None = None) -> DeltaConnectionConfig:
+        """The connection settings that apply to ``table_uri`` (loaded once per connection)."""
+        return self._config_of(self._conn_id_for(table_uri))
+
+    def _config_of(self, conn_id: str | None) -> DeltaConnectionConfig:
+        if conn_id not in self._configs:
+            self._configs[conn_id] = self._load_config(conn_id)
+        return self._configs[conn_id]
+
+    def _load_config(self, conn_id: str | None) -> DeltaConnectionConfig:
+        if conn_id is None:
+            return DeltaConnectionConfig()
+        conn = self._fetch_connection(conn_id)
+        extra = conn.extra_dejson
+        owner_fields = None
+        if oid := commit_owner_conn_id(extra):
+            oconn = self._fetch_connection(oid)
+            owner_fields = _connection_fields(oconn, oconn.extra_dejson)
+        return DeltaConnectionConfig.from_connection(conn_id, conn.host, conn.login, conn.password,
+                                                     extra, owner_fields)
+
+    def _fetch_connection(self, conn_id: str) -> Any:
+        from airflow.sdk.exceptions import AirflowNotFoundException
+        try:
+            return self.get_connection(conn_id)
+        except AirflowNotFoundException:
+            raise InvalidArgumentError(
+                f"Airflow connection {conn_id!r} is not defined"
+                + (" (relative table URIs without delta_conn_id use it as their base URI)"
+                   if conn_id == self.default_conn_name and not self.delta_conn_id else "")) from None
+
+    async def aget_config(self, table_uri: str | None = None) -> DeltaConnectionConfig:
+        """:meth:`get_config` for the event loop (the trigger): connections fetched asynchronously."""
+        from airflow.sdk.exceptions import AirflowNotFoundException
+        conn_id = self._conn_id_for(table_uri)
+        if conn_id in self._configs:
+            return self._configs[conn_id]
+        if conn_id is None:
+            cfg = DeltaConnectionConfig()
+        else:
+            try:
+                conn = await self.aget_connection(conn_id)
+                extra = await conn.aextra_dejson()
+                owner_fields = None
+                if oid := commit_owner_conn_id(extra):
+                    oconn = await self.aget_connection(oid)
+                    owner_fields = _connection_fields(oconn, await oconn.aextra_dejson())
+            except AirflowNotFoundException as e:
+                raise InvalidArgumentError(str(e)) from None
+            cfg = DeltaConnectionConfig.from_connection(conn_id, conn.host, conn.login, conn.password,
+                                                        extra, owner_fields)
+        self._configs[conn_id] = cfg
+        return cfg
+
+    # ---------------------------------------------------------------- tables
+    def resolve_uri(self, table_uri: str) -> str:
+        """The absolute URI of ``table_uri`` (relative ones below the connection's base URI)."""
+        return self.get_config(table_uri).resolve(table_uri)
+
+    def get_commit_owner(self, table_uri: str | None = None) -> Any:
+        """The commit owner configured on the connection (one instance per hook), or None."""
+        cfg = self.get_config(table_uri)
+        if cfg.commit_owner is None:
+            return None
+        if cfg.conn_id not in self._owners:
+            self._owners[cfg.conn_id] = cfg.commit_owner.build()
+        return self._owners[cfg.conn_id]
+
+    def get_table(self, table_uri: str) -> DeltaTable:
+        """The table at ``table_uri`` with the connection's storage options and commit owner.
+
+        One object per URI and hook, so repeated reads refresh its snapshot incrementally.
+        """
+        cfg = self.get_config(table_uri)
+        uri = cfg.resolve(table_uri)
+        if uri not in self._tables:
+            self._tables[uri] = DeltaTable(uri, storage_options=cfg.storage_options_for(uri),
+                                           commit_owner=self.get_commit_owner(table_uri),
+                                           single_writer=cfg.single_writer)
+        return self._tables[uri]
+
+    # ----------------------------------------------------------------- reads
+    def latest_version(self, table_uri: str) -> int:
+        return self.get_table(table_uri).latest_version()
+
+    def snapshot(self, table_uri: str, version: int | None = None, timestamp: Any = None,
+                 allow_after_latest: bool = False) -> Any:
+        """The snapshot at ``version``, at ``timestamp`` (in-commit-timestamp rules), or the latest.
+
+        A timestamp after the latest commit is an error, as in Delta Spark, unless
+        ``allow_after_latest`` (see :meth:`resolve_version`).
+        """
+        table = self.get_table(table_uri)
+        if timestamp is not None:
+            version = self.resolve_version(table_uri, version, timestamp, allow_after_latest)
+        return table.snapshot(version=version)
+
+    def resolve_version(self, table_uri: str, version: int | None = None, timestamp: Any = None,
+                        allow_after_latest: bool = True) -> int:
+        """The version to read: ``version``, else the one as of ``timestamp``, else the latest.
+
+        ``timestamp`` (epoch ms, datetime or ISO string such as a rendered
+        ``{{ data_interval_end }}``) resolves by the log's rules: in-commit timestamps where
+        enabled, else monotonized file times. A time after the latest commit gives the
+        latest version when ``allow_after_latest`` (the table did not change since), but
+        a time still in the future is refused: commits may yet land before it.
+        """
+        from ..log.history import version_at
+        from ..log.timeutil import format_ms, to_epoch_ms
+        table = self.get_table(table_uri)
+        if version is not None and timestamp is not None:
+            raise InvalidArgumentError("pass either version or timestamp, not both")
+        if version is not None:
+            return int(version)
+        if timestamp is None:
+            return table.latest_version()
+        ts = to_epoch_ms(timestamp)
+        now = int(time.time() * 1000)
+        if allow_after_latest and ts > now:
+            raise InvalidArgumentError(
+                f"timestamp {format_ms(ts)} is in the future (now {format_ms(now)}): the version of "
+                f"{table.uri} as of then is not known yet")
+        return version_at(table, ts, allow_after_latest=allow_after_latest)
+
+    def history(self, table_uri: str, limit: int | None = None) -> list[dict[str, Any]]:
+        return self.get_table(table_uri).history(limit)
+
+    def read_commit(self, table_uri: str, version: int) -> list[dict[str, Any]]:
+        return self.get_table(table_uri).read_commit(version)
+
+    def is_managed(self, table_uri: str) -> bool:
+        """Whether the table's latest state enables managed (coordinated) commits."""
+        snap = self.snapshot(table_uri)
+        features = set(snap.protocol.writer_features or ()) | set(snap.protocol.reader_features or ())
+        conf = snap.metadata.configuration or {}
+        return bool(features & set(MANAGED_COMMIT_FEATURES)) or any(k in conf for k in MANAGED_COMMIT_PROPERTIES)
+
+    # ---------------------------------------------------------------- writes
+    def commit_files(self, table_uri: str, add: list[Any] = (), remove: list[Any] = (),  # type: ignore[assignment]
+                     operation: str = "WRITE", app_id: str | None = None, txn_version: int | None = None,
+                     job: dict[str, Any] | None = None, **kwargs: Any) -> int:
+        """Commit data files written elsewhere (e.g. by Spark); returns the new version.
+
+        ``add`` holds :class:`AddFile` objects (or dicts of their fields), ``remove`` paths or
+        files; ``app_id`` + ``txn_version`` record a ``txn`` action so the commit is done
+        exactly once; ``job`` lands in commitInfo; other keywords go to the transaction
+        (``operation_parameters``, ``user_metadata``, ``read_version``, ...).
+        """
+        from ..log.actions import AddFile
+        table = self.get_table(table_uri)
+        with table.transaction(operation=operation, job=job, **kwargs) as txn:
+            if app_id is not None:
+                txn.set_txn(app_id, int(txn_version if txn_version is not None else 0))
+            txn.add_files(f if isinstance(f, AddFile) else AddFile(**f) for f in add)
+            txn.remove_files(remove)
+        return int(txn.version)  # type: ignore[arg-type]
+
+    def write_table(self, table_uri: str, data: Any, mode: str = "append", job: dict[str, Any] | None = None,
+                    **kwargs: Any) -> int:
+        """Write a (small) Arrow table as parquet files and commit it; returns the new version.
+
+        ``job`` lands in commitInfo; other keywords go to the log's writer
+        (``partition_by``, ``properties``, ``user_metadata``, ...).
+        """
+        return self.get_table(table_uri).write(data, mode=mode, job=job, **kwargs)
+
+    def checkpoint(self, table_uri: str, version: int | None = None, parts: int | None = None) -> int:
+        """Write a checkpoint (multi-part when ``parts`` > 1); returns its version.
+
+        The default version is the latest *backfilled* one: on a managed-commit table the
+        newest commits may still be only in ``_delta_log/_commits``, and a checkpoint must
+        sit next to its commit file.
+        """
+        table = self.get_table(table_uri)
+        if version is None:
+            from ..log.segment import list_log
+            version = list_log(table).max_backfilled
+        return table.checkpoint(version=version, parts=parts)
+
+    def backfill(self, table_uri: str, version: int | None = None) -> dict[str, Any]:
+        """Backfill a managed-commit table up to ``version`` (default: the latest)."""
+        return self.get_table(table_uri).backfill(version)
+
+    def cleanup_metadata(self, table_uri: str, **kwargs: Any) -> dict[str, Any]:
+        return self.get_table(table_uri).cleanup_metadata(**kwargs)
+
+    def vacuum(self, table_uri: str, retention_hours: float | None = None, dry_run: bool = True,
+               enforce_retention: bool = True, job: dict[str, Any] | None = None,
+               **kwargs: Any) -> dict[str, Any]:
+        """Vacuum (dry run by default); ``job`` goes into the commits vacuum makes, if any."""
+        table = self.get_table(table_uri)
+        from ..log import maintenance
+        if job is not None and _accepts(maintenance.vacuum, "job"):
+            kwargs["job"] = job
+        return table.vacuum(retention_hours=retention_hours, dry_run=dry_run,
+                            enforce_retention=enforce_retention, **kwargs)
+
+    def write_snapshot_manifest(self, table_uri: str, version: int | None = None, timestamp: Any = None,
+                                manifest_uri: str | None = None, job: dict[str, Any] | None = None,
+                                allow_after_latest: bool = True) -> dict[str, Any]:
+        """Pin a version (given, or resolved from ``timestamp``) in a manifest file.
+
+        Returns ``{"version", "timestamp", "manifest_uri", "num_files", "table_uri"}``. The
+        manifest format is documented in :mod:`airflow_provider_delta.hooks.manifest`.
+        """
+        table = self.get_table(table_uri)
+        snap = table.snapshot(version=self.resolve_version(table_uri, version, timestamp, allow_after_latest))
+        requested = {"version": version, "timestamp": None if timestamp is None else str(timestamp)}
+        doc = build_manifest(snap, table.uri, requested=requested, job=job)
+        if manifest_uri:
+            target = resolve_manifest_uri(manifest_uri, table.uri)
+        else:
+            job = job or {}
+            target = default_manifest_uri(table.uri, snap.version, job.get("dag_id"), job.get("run_id"))
+        cfg = self.get_config(table_uri)
+        written = write_json(target, doc, cfg.storage_options_for(target)
+                             if uri_protocol(target) == uri_protocol(table.uri) else None)
+        return {"version": doc["version"], "timestamp": doc["timestamp"], "manifest_uri": written,
+                "num_files": doc["num_files"], "table_uri": table.uri}
+
+    # ------------------------------------------------------------ connection
+    def test_connection(self) -> tuple[bool, str]:
+        """List the connection's base URI (with its storage options and credentials)."""
+        try:
+            cfg = self._config_of(self.delta_conn_id or self.default_conn_name)
+            if not cfg.base_uri:
+                return False, f"connection {cfg.conn_id!r} has no base URI: set host (e.g. s3://bucket/warehouse)"
+            import fsspec
+            base = cfg.base_uri
+            fs, path = fsspec.core.url_to_fs(base, **cfg.storage_options_for(base))
+            entries = fs.ls(path, detail=False)
+            return True, f"listed {len(entries)} entries under {base}"
+        except Exception as e:  # test_connection reports, it does not raise
+            return False, f"{type(e).__name__}: {e}"

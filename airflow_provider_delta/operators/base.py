@@ -1,0 +1,91 @@
+"""What every Delta task shares: the hook, commit job info, asset events, argument coercion.
+
+Kept in a mixin so the sensor (a ``BaseSensorOperator``) and the operators (plain
+``BaseOperator``) behave the same way without duplicating code.
+"""
+from __future__ import annotations
+
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+from airflow.sdk import Asset, BaseOperator
+
+from ..hooks.commits import _as_version
+from ..hooks.delta_table import DeltaTableHook
+
+if TYPE_CHECKING:  # pragma: no cover
+    from airflow.sdk import Context
+
+
+def optional_int(value: Any, name: str) -> int | None:
+    """Versions and counts may arrive as rendered template strings ('12', 'None', '')."""
+    return _as_version(value, name)
+
+
+def optional_value(value: Any) -> Any:
+    """Rendered templates turn a missing value into '' or 'None': both mean None."""
+    if isinstance(value, str) and value.strip() in ("", "None", "none", "null"):
+        return None
+    return value
+
+
+def job_info(context: "Context") -> dict[str, Any]:
+    """commitInfo ``job`` of a commit made by this task: which DAG run and try made it."""
+    ti = context.get("ti") or context.get("task_instance")
+    dag_run = context.get("dag_run")
+    return {
+        "dag_id": getattr(ti, "dag_id", None) or getattr(dag_run, "dag_id", None),
+        "task_id": getattr(ti, "task_id", None),
+        "run_id": getattr(ti, "run_id", None) or context.get("run_id"),
+        "try_number": getattr(ti, "try_number", None),
+    }
+
+
+class DeltaTaskMixin:
+    """Hook access and asset events for tasks that work on one Delta table.
+
+    Expects ``table_uri`` and ``delta_conn_id`` attributes (template fields of the task).
+    """
+
+    table_uri: str
+    delta_conn_id: str | None
+    outlets: list[Any]
+
+    @cached_property
+    def hook(self) -> DeltaTableHook:
+        return DeltaTableHook(delta_conn_id=self.delta_conn_id or None)
+
+    def emit_asset_events(self, context: "Context", extra: dict[str, Any]) -> None:
+        """Attach ``extra`` (JSON-ready; at least ``version``) to the events of this task's asset outlets.
+
+        Airflow records an event per outlet asset when the task succeeds; this only adds
+        what the table looks like now, so consumers see which version they are handed.
+        """
+        outlets = [o for o in (getattr(self, "outlets", None) or []) if isinstance(o, Asset)]
+        if not outlets:
+            return
+        events = context.get("outlet_events")
+        if events is None:
+            return
+        from ..assets import asset_uri_for_table
+        try:
+            mine = asset_uri_for_table(self.hook.resolve_uri(self.table_uri))
+        except Exception:  # an asset URI is a convenience: never fail the task over it
+            mine = None
+        for asset in outlets:
+            if mine and asset.uri.startswith("delta") and asset.uri != mine:
+                self.log.warning("outlet %s is not the table this task works on (%s)",  # type: ignore[attr-defined]
+                                 asset.uri, mine)
+            events[asset].extra.update(extra)
+
+
+class DeltaBaseOperator(DeltaTaskMixin, BaseOperator):
+    """Base of the Delta operators: ``table_uri`` and ``delta_conn_id`` are always templated."""
+
+    template_fields: tuple[str, ...] = ("table_uri", "delta_conn_id")
+    ui_color = "#00add4"
+
+    def __init__(self, *, table_uri: str, delta_conn_id: str | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.table_uri = table_uri
+        self.delta_conn_id = delta_conn_id

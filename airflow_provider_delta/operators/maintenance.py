@@ -1,0 +1,107 @@
+"""Maintenance operators: metadata cleanup and vacuum, both dry runs unless told otherwise.
+
+Both delete files, and a wrong retention deletes history readers still need (time
+travel, running jobs). So the default only reports what would go; set
+``dry_run=False`` once the report looks right.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Sequence
+
+from .base import DeltaBaseOperator, job_info, optional_value
+
+if TYPE_CHECKING:  # pragma: no cover
+    from airflow.sdk import Context
+
+
+def _optional_float(value: Any, name: str) -> float | None:
+    from ..log.errors import InvalidArgumentError
+    value = optional_value(value)
+    if value is None:
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise InvalidArgumentError(f"{name} must be a number of hours, got {value!r}") from None
+
+
+def _as_bool(value: Any) -> bool:
+    if isinstance(value, str):
+        return value.strip().lower() in ("1", "true", "yes", "on")
+    return bool(value)
+
+
+def _count(report: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={len(v)}" for k, v in report.items() if isinstance(v, (list, tuple))) or str(report)
+
+
+class DeltaMetadataCleanupOperator(DeltaBaseOperator):
+    """Delete expired log files (commits and checkpoints) by Delta Spark's rules.
+
+    :param table_uri: table location (absolute, or relative to the connection's base URI)
+    :param retention_hours: keep log files younger than this (templated); default: the table's
+        ``delta.logRetentionDuration`` (30 days)
+    :param dry_run: only report what would be deleted (default True)
+    :param delta_conn_id: ``delta`` connection
+
+    Returns the log layer's cleanup report plus ``table_uri``, ``dry_run`` and ``version``.
+    """
+
+    template_fields: Sequence[str] = ("table_uri", "delta_conn_id", "retention_hours", "dry_run")
+
+    def __init__(self, *, table_uri: str, retention_hours: float | str | None = None, dry_run: bool = True,
+                 **kwargs: Any) -> None:
+        super().__init__(table_uri=table_uri, **kwargs)
+        self.retention_hours = retention_hours
+        self.dry_run = dry_run
+
+    def execute(self, context: "Context") -> dict[str, Any]:
+        kwargs: dict[str, Any] = {"dry_run": _as_bool(self.dry_run)}
+        hours = _optional_float(self.retention_hours, "retention_hours")
+        if hours is not None:
+            kwargs["retention_ms"] = int(round(hours * 3_600_000))
+        report = dict(self.hook.cleanup_metadata(self.table_uri, **kwargs) or {})
+        table = self.hook.get_table(self.table_uri)
+        version = table.latest_version()
+        self.log.info("Metadata cleanup of %s (dry_run=%s): %s", table.uri, kwargs["dry_run"], _count(report))
+        result = {**report, "table_uri": table.uri, "dry_run": kwargs["dry_run"], "version": version}
+        self.emit_asset_events(context, {"version": version, "dry_run": kwargs["dry_run"]})
+        return result
+
+
+class DeltaVacuumOperator(DeltaBaseOperator):
+    """Delete data files no version within the retention references.
+
+    :param table_uri: table location (absolute, or relative to the connection's base URI)
+    :param retention_hours: keep unreferenced files younger than this (templated); default:
+        the table's ``delta.deletedFileRetentionDuration`` (7 days)
+    :param dry_run: only report what would be deleted (default True)
+    :param enforce_retention: refuse a retention below the table's minimum (default True)
+    :param delta_conn_id: ``delta`` connection
+
+    Returns the log layer's vacuum report plus ``table_uri``, ``dry_run`` and ``version``
+    (the table version after vacuum; a real vacuum may commit VACUUM START/END entries,
+    which carry this task's commitInfo ``job``).
+    """
+
+    template_fields: Sequence[str] = ("table_uri", "delta_conn_id", "retention_hours", "dry_run")
+
+    def __init__(self, *, table_uri: str, retention_hours: float | str | None = None, dry_run: bool = True,
+                 enforce_retention: bool = True, **kwargs: Any) -> None:
+        super().__init__(table_uri=table_uri, **kwargs)
+        self.retention_hours = retention_hours
+        self.dry_run = dry_run
+        self.enforce_retention = enforce_retention
+
+    def execute(self, context: "Context") -> dict[str, Any]:
+        dry_run = _as_bool(self.dry_run)
+        report = dict(self.hook.vacuum(self.table_uri,
+                                       retention_hours=_optional_float(self.retention_hours, "retention_hours"),
+                                       dry_run=dry_run, enforce_retention=self.enforce_retention,
+                                       job=job_info(context)) or {})
+        table = self.hook.get_table(self.table_uri)
+        version = table.latest_version()
+        self.log.info("Vacuum of %s (dry_run=%s): %s", table.uri, dry_run, _count(report))
+        result = {**report, "table_uri": table.uri, "dry_run": dry_run, "version": version}
+        self.emit_asset_events(context, {"version": version, "dry_run": dry_run})
+        return result

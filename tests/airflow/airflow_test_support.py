@@ -1,0 +1,32 @@
+"""Paths and the subprocess environment of the Airflow integration tests (shared helpers).
+
+No ``__init__.py`` in this folder on purpose: a package named ``airflow`` under
+``tests/`` would shadow the real Airflow package.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+DAGS = HERE / "dags"
+RUNNER = HERE / "dag_runner.py"
+PYTHON = sys.executable
+AIRFLOW_BIN = str(Path(sys.executable).with_name("airflow"))
+REPORT_MARK = "@@DAG_TEST_REPORT@@"
+
+
+def airflow_env(home: Path, dags_folder: Path | None = None, extra: dict[str, str] | None = None) -> dict[str, str]:
+    """Environment of an Airflow subprocess with its own home and SQLite database."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW__", "AIRFLOW_CONN_"))}
+    env.update({
+        "AIRFLOW_HOME": str(home),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home}/airflow.db",
+        "AIRFLOW__CORE__DAGS_FOLDER": str(dags_folder or DAGS),
+        "AIRFLOW__LOGGING__LOGGING_LEVEL": "INFO",
+        "PYTHONUNBUFFERED": "1",
+    })
+    env.update(extra or {})
+    return env
