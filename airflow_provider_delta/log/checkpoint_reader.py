@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import date, datetime, timezone
+from decimal import Decimal
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -93,10 +95,40 @@ def _read_parquet_files(pf: pq.ParquetFile, version: int, seq: int) -> list[pa.T
             continue
         t = pf.read(columns=[f"{kind}.{j}" for j, _ in sel])
         fa = file_actions_from_struct(t.column(kind), kind, version, seq)
+        if kind == "add" and "stats_parsed" in present and fa.num_rows and \
+                fa.column("stats").null_count == fa.num_rows:
+            fa = _stats_from_parsed(pf, fa)
         if fa.num_rows:
             tables.append(fa)
             seq += fa.num_rows
     return tables
+
+
+def _json_default(v: Any) -> Any:
+    if isinstance(v, (datetime, date)):
+        if isinstance(v, datetime):
+            v = v.astimezone(timezone.utc) if v.tzinfo else v
+            return v.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        return v.isoformat()
+    if isinstance(v, Decimal):
+        return float(v)
+    if isinstance(v, bytes):
+        return v.decode("utf-8", "replace")
+    return str(v)
+
+
+def _stats_from_parsed(pf: pq.ParquetFile, fa: pa.Table) -> pa.Table:
+    """A checkpoint written with ``writeStatsAsJson=false`` has only ``stats_parsed``:
+    rebuild the JSON ``stats`` strings from it so ``files()`` always offers them.
+    (A per-file Python step, taken only for such checkpoints.)"""
+    parsed = pf.read(columns=["add.path", "add.stats_parsed"]).column("add").combine_chunks()
+    parsed = parsed.filter(parsed.is_valid())
+    if len(parsed) != fa.num_rows:
+        return fa
+    stats = [None if d is None else json.dumps({k: v for k, v in d.items() if v is not None},
+                                               default=_json_default, separators=(",", ":"))
+             for d in parsed.field("stats_parsed").to_pylist()]
+    return fa.set_column(fa.schema.get_field_index("stats"), "stats", pa.array(stats, pa.string()))
 
 
 def read_checkpoint(storage: "Storage", files: list[LogFile], version: int,
