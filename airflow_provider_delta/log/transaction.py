@@ -504,9 +504,16 @@ class Transaction:
             raise InvalidArgumentError(f"{ict.ENABLE_PROPERTY} must be 'true' or 'false'")
         owner_old = (old.configuration.get(MANAGED_OWNER_PROPERTY) if old is not None else None)
         owner_new = metadata.configuration.get(MANAGED_OWNER_PROPERTY)
-        if old is not None and owner_old != owner_new and owner_old and owner_new:
-            raise InvalidArgumentError("the commit owner of a managed-commit table cannot be replaced directly; "
-                                       "disable managed commits first")
+        if old is not None and owner_old != owner_new:
+            # Ownership changes need the owner's cooperation (RFC conversion protocol): a plain
+            # commit would never tell the new owner, or would bypass the old one's backfill.
+            if owner_old and owner_new:
+                what = "cannot be replaced directly; disable managed commits first"
+            elif owner_new:
+                what = "is set with table.enable_managed_commits(owner), not by a plain commit"
+            else:
+                what = "is removed with table.disable_managed_commits(), not by a plain commit"
+            raise InvalidArgumentError(f"{MANAGED_OWNER_PROPERTY} {what}")
 
     def _check_layout_change(self, snap: "Snapshot", old: Metadata, new: Metadata,
                              removes: list[RemoveFile]) -> None:

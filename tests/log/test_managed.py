@@ -356,3 +356,22 @@ def test_creator_died_before_registering_the_new_table(tmp_path):
     assert owner.describe_table(table.snapshot().metadata.id).latest_version == 1
     assert rows(table) == [1]
     owner.dispose()
+
+
+def test_plain_transaction_cannot_change_ownership(tmp_path):
+    """Only the conversion functions may add or remove the owner property."""
+    import pyarrow as pa
+    from airflow_provider_delta.log import DeltaTable, InMemoryCommitOwner, InvalidArgumentError
+
+    plain = DeltaTable.create(str(tmp_path / "plain"), pa.schema([("id", pa.int64())]))
+    with pytest.raises(InvalidArgumentError, match="enable_managed_commits"):
+        with plain.transaction(operation="SET TBLPROPERTIES") as txn:
+            txn.set_properties({"delta.managedCommit.commitOwner": "in-memory"})
+    assert plain.latest_version() == 0
+
+    owner = InMemoryCommitOwner()
+    managed = DeltaTable.create(str(tmp_path / "managed"), pa.schema([("id", pa.int64())]), commit_owner=owner)
+    with pytest.raises(InvalidArgumentError, match="disable_managed_commits"):
+        with managed.transaction(operation="UNSET TBLPROPERTIES") as txn:
+            txn.set_properties({"delta.managedCommit.commitOwner": None})
+    assert managed.latest_version() == 0
