@@ -37,7 +37,8 @@ def get_provider_info() -> dict[str, Any]:
                        "python-modules": ["airflow_provider_delta.operators.backfill",
                                           "airflow_provider_delta.operators.checkpoint",
                                           "airflow_provider_delta.operators.snapshot",
-                                          "airflow_provider_delta.operators.maintenance"]}],
+                                          "airflow_provider_delta.operators.maintenance",
+                                          "airflow_provider_delta.operators.spark"]}],
         "asset-uris": [{
             "schemes": list(SCHEMES),
             "handler": "airflow_provider_delta.assets.sanitize_uri",

@@ -1,4 +1,4 @@
-"""Airflow operators for Delta tables: backfill, checkpoint, time-travel snapshot, maintenance."""
+"""Airflow operators for Delta tables: backfill, checkpoint, time-travel snapshot, maintenance, Spark."""
 from .backfill import DeltaBackfillOperator
 from .base import DeltaBaseOperator
 from .checkpoint import DeltaCheckpointOperator
@@ -6,7 +6,8 @@ from .maintenance import DeltaMetadataCleanupOperator, DeltaVacuumOperator
 from .snapshot import DeltaTimeTravelSnapshotOperator
 
 __all__ = ["DeltaBaseOperator", "DeltaBackfillOperator", "DeltaCheckpointOperator",
-           "DeltaTimeTravelSnapshotOperator", "DeltaMetadataCleanupOperator", "DeltaVacuumOperator"]
+           "DeltaTimeTravelSnapshotOperator", "DeltaMetadataCleanupOperator", "DeltaVacuumOperator",
+           "DeltaSparkSubmitOperator"]
 
 
 def __getattr__(name: str):

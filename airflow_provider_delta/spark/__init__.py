@@ -1,0 +1,35 @@
+"""Code that runs inside a PySpark application: read pinned snapshots, commit output exactly once.
+
+Public API (pyspark is imported only when these are first used, so the Airflow
+side can import the Spark-free helpers of this package)::
+
+    from airflow_provider_delta.spark import read_snapshot, commit_dataframe
+    df = read_snapshot(spark, manifest_uri)                   # or table_uri=..., version=...
+    version = commit_dataframe(df, "/data/out", mode="append", app_id="dag.task", app_version=42)
+
+No Airflow import here: this layer sits below hooks and operators.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["read_snapshot", "commit_dataframe", "pin", "PinnedSnapshot", "JobSpec"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "read_snapshot":
+        from .reader import read_snapshot
+        return read_snapshot
+    if name == "pin":
+        from .reader import pin
+        return pin
+    if name == "commit_dataframe":
+        from .commit import commit_dataframe
+        return commit_dataframe
+    if name == "PinnedSnapshot":
+        from .pinned import PinnedSnapshot
+        return PinnedSnapshot
+    if name == "JobSpec":
+        from .job_args import JobSpec
+        return JobSpec
+    raise AttributeError(name)

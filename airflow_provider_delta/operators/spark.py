@@ -1,0 +1,269 @@
+"""``DeltaSparkSubmitOperator``: a PySpark job that reads a pinned snapshot and commits exactly once.
+
+A thin layer over the Spark provider's ``SparkSubmitOperator``. It runs our entry
+point (:mod:`airflow_provider_delta.spark.job`, or your own ``application``) with
+one JSON argument naming input, output, transform and the exactly-once marker
+``(app_id, app_version)``, and uses the output table itself as the channel back:
+
+* before submitting, if the table already records ``app_version`` (or later) for
+  ``app_id``, the job is not submitted at all (a retry of a task whose first try
+  committed costs no Spark time);
+* after the job, the table must record it; the version of the commit that did
+  is the task's XCom ``return_value`` and goes into the asset events.
+
+Without a Spark connection (``conn_id`` not defined) the job runs in local mode,
+``--master local[*]``, with pyspark's bundled ``spark-submit`` when none is on
+PATH and the worker's Python as the driver's.
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import sys
+from typing import TYPE_CHECKING, Any, Sequence
+
+from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+
+from ..log.errors import CommitFailedError, InvalidArgumentError
+from ..spark import exactly_once
+from ..spark.job_args import SECRETS_ENV, JobSpec
+from .base import DeltaTaskMixin, job_info, optional_int, optional_value
+
+if TYPE_CHECKING:  # pragma: no cover
+    from airflow.sdk import Context
+
+LOCAL_MASTER = "local[*]"
+#: the entry point run when no ``application`` is given
+DEFAULT_APPLICATION = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "spark", "job.py")
+
+
+def bundled_spark_submit() -> str | None:
+    """pyspark's own ``bin/spark-submit`` (found without importing pyspark), if installed."""
+    spec = importlib.util.find_spec("pyspark")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = os.path.join(list(spec.submodule_search_locations)[0], "bin", "spark-submit")
+    return path if os.access(path, os.X_OK) else None
+
+
+def default_app_version(context: "Context") -> int:
+    """A stable number for this DAG run: its logical date (else run_after) in epoch seconds.
+
+    Stable across task retries and re-runs of the same DAG run; increasing with the
+    schedule. Runs processed out of order (a backfill of older dates after newer ones)
+    would be skipped under Delta's ``>=`` rule: give such DAGs a per-run ``app_id``.
+    """
+    dag_run = context.get("dag_run")
+    for key in ("logical_date", "run_after", "data_interval_end"):
+        value = context.get(key) or (getattr(dag_run, key, None) if dag_run is not None else None)
+        if value is not None and hasattr(value, "timestamp"):
+            return int(value.timestamp())
+    raise InvalidArgumentError("cannot derive app_version: the DAG run has no logical date or run_after; "
+                               "pass app_version explicitly")
+
+
+class DeltaSparkSubmitOperator(DeltaTaskMixin, SparkSubmitOperator):
+    """Run a PySpark transform from a pinned Delta snapshot into a Delta table, committing once.
+
+    :param output_table_uri: table to commit to (absolute, or relative to the delta connection's base URI)
+    :param transform: ``package.module:function`` (importable on the driver, e.g. via ``py_files``)
+        or a builtin (``identity``, ``sql``); called as ``func(spark, source, **transform_params)``
+    :param input_manifest_uri: manifest written by ``DeltaTimeTravelSnapshotOperator`` (templated)
+    :param input_table_uri: or a table to read, at ``input_version`` (default: latest when the job runs)
+    :param mode: ``append`` or ``overwrite``
+    :param partition_by: partition columns when the job creates the output table
+    :param table_properties: table properties when the job creates the output table
+    :param transform_params: JSON-serializable keyword arguments of the transform (templated)
+    :param app_id: exactly-once id (default ``<dag_id>.<task_id>``, plus ``.<map_index>`` when mapped)
+    :param app_version: exactly-once version (templated; default: the run's logical date, else
+        ``run_after``, in epoch seconds)
+    :param delta_conn_id: ``delta`` connection for both tables (storage options, commit owner)
+    :param master: Spark master; overrides the Spark connection's (default: the connection's,
+        or ``local[*]`` when ``conn_id`` is not defined)
+    :param conn_id: Spark connection (as for ``SparkSubmitOperator``)
+    :param application: the PySpark program (default: this package's entry point)
+
+    Other keywords go to ``SparkSubmitOperator`` (``conf``, ``py_files``, ``driver_memory``...).
+    Returns (XCom ``return_value``) the version holding this run's output; XCom ``commit`` holds
+    ``{"version", "committed", "table_uri", "app_id", "app_version"}`` (``committed`` is False
+    when an earlier try had already committed).
+    """
+
+    template_fields: Sequence[str] = tuple(SparkSubmitOperator.template_fields) + (
+        "output_table_uri", "input_manifest_uri", "input_table_uri", "input_version", "transform",
+        "transform_params", "app_id", "app_version", "delta_conn_id", "mode", "master")
+    template_fields_renderers = {"transform_params": "json"}
+    ui_color = "#00add4"
+
+    def __init__(self, *, output_table_uri: str, transform: str, input_manifest_uri: str | None = None,
+                 input_table_uri: str | None = None, input_version: int | str | None = None,
+                 mode: str = "append", partition_by: list[str] | None = None,
+                 table_properties: dict[str, Any] | None = None, transform_params: dict[str, Any] | None = None,
+                 app_id: str | None = None, app_version: int | str | None = None,
+                 delta_conn_id: str | None = None, master: str | None = None, conn_id: str = "spark_default",
+                 application: str | None = None, name: str | None = None, **kwargs: Any) -> None:
+        if input_manifest_uri is not None and input_table_uri is not None:
+            raise InvalidArgumentError("pass input_manifest_uri or input_table_uri, not both")
+        if mode not in ("append", "overwrite") and "{{" not in str(mode):
+            raise InvalidArgumentError(f"mode must be 'append' or 'overwrite', got {mode!r}")
+        super().__init__(application=application or DEFAULT_APPLICATION, conn_id=conn_id,
+                         name=name or f"delta-{kwargs.get('task_id', 'spark')}", **kwargs)
+        self.output_table_uri = output_table_uri
+        self.transform = transform
+        self.input_manifest_uri = input_manifest_uri
+        self.input_table_uri = input_table_uri
+        self.input_version = input_version
+        self.mode = mode
+        self.partition_by = list(partition_by) if partition_by else None
+        self.table_properties = dict(table_properties) if table_properties else None
+        self.transform_params = transform_params or {}
+        self.app_id = app_id
+        self.app_version = app_version
+        self.delta_conn_id = delta_conn_id
+        self.master = master
+
+    # DeltaTaskMixin works on ``table_uri``: here, the table the job commits to.
+    @property
+    def table_uri(self) -> str:  # type: ignore[override]
+        return self.output_table_uri
+
+    # ------------------------------------------------------------------ inputs
+    def _app(self, context: "Context") -> tuple[str, int]:
+        app_id = optional_value(self.app_id)
+        if app_id is None:
+            ti = context.get("ti")
+            app_id = f"{getattr(ti, 'dag_id', None) or self.dag_id}.{getattr(ti, 'task_id', None) or self.task_id}"
+            map_index = getattr(ti, "map_index", -1)
+            if isinstance(map_index, int) and map_index >= 0:
+                app_id += f".{map_index}"
+        version = optional_int(self.app_version, "app_version")
+        if version is None:
+            version = default_app_version(context)
+        app_id, version = exactly_once.check_app(str(app_id), version)
+        return app_id, version  # type: ignore[return-value]
+
+    def _side(self, uri: str) -> dict[str, Any]:
+        """Storage options and commit owner of the connection for ``uri`` (passed as secrets)."""
+        cfg = self.hook.get_config(uri)
+        resolved = cfg.resolve(uri)
+        side: dict[str, Any] = {}
+        options = cfg.storage_options_for(resolved)
+        if options:
+            side["storage_options"] = options
+        if cfg.commit_owner is not None:
+            side["commit_owner"] = {"type": cfg.commit_owner.type, "url": cfg.commit_owner.url,
+                                    "options": dict(cfg.commit_owner.options)}
+        if cfg.single_writer:
+            side["single_writer"] = True
+        return side
+
+    def build_spec(self, context: "Context") -> tuple[JobSpec, dict[str, Any]]:
+        """The job's arguments and its secrets, from the rendered fields and the connections."""
+        app_id, app_version = self._app(context)
+        manifest = optional_value(self.input_manifest_uri)
+        input_table = optional_value(self.input_table_uri)
+        params = self.transform_params
+        if isinstance(params, str):
+            params = json.loads(params) if params.strip() else {}
+        spec = JobSpec(
+            output_table_uri=self.hook.resolve_uri(self.output_table_uri), transform=str(self.transform),
+            mode=str(self.mode), partition_by=self.partition_by, properties=self.table_properties,
+            input_manifest_uri=str(manifest) if manifest is not None else None,
+            input_table_uri=self.hook.resolve_uri(input_table) if input_table is not None else None,
+            input_version=optional_int(self.input_version, "input_version"), app_id=app_id,
+            app_version=app_version, params=params, job=job_info(context)).validate()
+        if spec.mode not in ("append", "overwrite"):
+            raise InvalidArgumentError(f"mode must be 'append' or 'overwrite', got {spec.mode!r}")
+        secrets: dict[str, Any] = {}
+        out_side = self._side(self.output_table_uri)
+        if out_side:
+            secrets["output"] = out_side
+        in_uri = input_table if input_table is not None else manifest
+        if in_uri is not None:
+            in_side = self._side(str(in_uri))
+            if in_side:
+                secrets["input"] = in_side
+        return spec, secrets
+
+    # --------------------------------------------------------------- execution
+    def execute(self, context: "Context") -> int | None:
+        spec, secrets = self.build_spec(context)
+        table = self.hook.get_table(spec.output_table_uri)
+        if exactly_once.already_committed(table, spec.app_id, spec.app_version):
+            self.log.info("%s already holds version %s of %r: not submitting the Spark job",
+                          table.uri, spec.app_version, spec.app_id)
+            return self._finish(context, table, spec, committed=False)
+        self.application_args = [spec.to_json()]
+        env = dict(self.env_vars or {})
+        if secrets:
+            env[SECRETS_ENV] = json.dumps(secrets)
+        self.env_vars = env
+        super().execute(context)
+        if not exactly_once.already_committed(table, spec.app_id, spec.app_version):
+            raise CommitFailedError(
+                f"the Spark job finished but {table.uri} holds no commit of version {spec.app_version} of "
+                f"{spec.app_id!r}; see the spark-submit output above", retryable=True)
+        return self._finish(context, table, spec, committed=True)
+
+    def _finish(self, context: "Context", table: Any, spec: JobSpec, committed: bool) -> int | None:
+        version = exactly_once.find_txn_commit(table, spec.app_id, spec.app_version)  # type: ignore[arg-type]
+        current = exactly_once.committed_txn_version(table, spec.app_id)  # type: ignore[arg-type]
+        if version is None and current is not None and current > spec.app_version:  # type: ignore[operator]
+            self.log.warning("%s holds version %s of %r, newer than this run's %s: this run was skipped. If "
+                             "runs are processed out of order (backfills), give each run its own app_id",
+                             table.uri, current, spec.app_id, spec.app_version)
+        info = {"version": version, "committed": committed, "table_uri": table.uri,
+                "app_id": spec.app_id, "app_version": spec.app_version}
+        ti = context.get("ti")
+        if ti is not None:
+            ti.xcom_push(key="commit", value=info)
+        self.emit_asset_events(context, {k: v for k, v in info.items() if k != "table_uri"})
+        return version
+
+    # ------------------------------------------------------------ spark hook
+    def _get_hook(self) -> Any:
+        hook = super()._get_hook()
+        master = optional_value(self.master)
+        if master is None and not self._spark_connection_exists(hook):
+            master = LOCAL_MASTER
+            self.log.info("Spark connection %r is not defined: running in local mode (%s)", self._conn_id, master)
+        if master is not None:
+            _set_master(hook, str(master))
+        if hook._connection["master"].startswith("local"):
+            _prepare_local(hook)
+        return hook
+
+    def _spark_connection_exists(self, hook: Any) -> bool:
+        from airflow.sdk.exceptions import AirflowNotFoundException
+        try:
+            hook.get_connection(self._conn_id)
+            return True
+        except AirflowNotFoundException:
+            return False
+
+
+def _set_master(hook: Any, master: str) -> None:
+    """Point a built SparkSubmitHook at ``master`` (and refresh what it derived from the old one)."""
+    hook._connection["master"] = master
+    hook._is_yarn = "yarn" in master
+    hook._is_yarn_cluster_mode = hook._is_yarn and hook._connection.get("deploy_mode") == "cluster"
+    hook._is_kubernetes = "k8s" in master
+    hook._should_track_driver_status = hook._resolve_should_track_driver_status()
+
+
+def _prepare_local(hook: Any) -> None:
+    """Local mode: a spark-submit that exists, and the driver on this worker's Python."""
+    binary = hook._connection.get("spark_binary") or "spark-submit"
+    env = dict(hook._env_vars or {})
+    if not (os.path.isabs(binary) and os.access(binary, os.X_OK)) and shutil.which(binary) is None:
+        bundled = bundled_spark_submit()
+        if bundled is not None:
+            hook._connection["spark_binary"] = bundled
+            if "SPARK_HOME" not in env and "SPARK_HOME" not in os.environ:
+                env["SPARK_HOME"] = os.path.dirname(os.path.dirname(bundled))
+    for key in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON"):
+        if key not in env and key not in os.environ:
+            env[key] = sys.executable
+    hook._env_vars = env

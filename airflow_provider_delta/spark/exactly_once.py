@@ -1,0 +1,71 @@
+"""Exactly-once bookkeeping through Delta application transactions (``txn`` actions).
+
+A writer that commits ``txn(appId, version)`` together with its data can ask the
+table, before writing again, whether that ``version`` of its work is already in:
+``transaction_version(appId) >= version`` means yes (Delta's rule, the same one
+Structured Streaming uses for its batch ids). A retried Airflow task therefore
+skips instead of appending twice. These helpers are pure log-layer code, shared
+by the Spark job and the Airflow operator (which checks before paying for a
+Spark submit, and afterwards finds the version that holds the data).
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..log.errors import InvalidArgumentError, TableNotFoundError, VersionNotFoundError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..log import DeltaTable
+
+#: how many commits back :func:`find_txn_commit` looks by default
+DEFAULT_SEARCH_DEPTH = 1000
+
+
+def check_app(app_id: Any, app_version: Any) -> tuple[str | None, int | None]:
+    """Validate an (app_id, app_version) pair: both or neither; version a non-negative int."""
+    if app_id is None and app_version is None:
+        return None, None
+    if not isinstance(app_id, str) or not app_id.strip():
+        raise InvalidArgumentError("app_id must be a non-empty string when app_version is given")
+    if isinstance(app_version, bool) or not isinstance(app_version, int) or app_version < 0:
+        raise InvalidArgumentError(f"app_version must be a non-negative integer, got {app_version!r}")
+    return app_id, app_version
+
+
+def committed_txn_version(table: "DeltaTable", app_id: str) -> int | None:
+    """The table's latest recorded version of ``app_id`` (None if never, or no table yet)."""
+    try:
+        return table.snapshot().transaction_version(app_id)
+    except TableNotFoundError:
+        return None
+
+
+def already_committed(table: "DeltaTable", app_id: str | None, app_version: int | None) -> bool:
+    """Whether ``app_version`` of ``app_id`` (or a later one) is already in the table."""
+    if app_id is None or app_version is None:
+        return False
+    current = committed_txn_version(table, app_id)
+    return current is not None and current >= app_version
+
+
+def find_txn_commit(table: "DeltaTable", app_id: str, app_version: int,
+                    max_commits: int = DEFAULT_SEARCH_DEPTH) -> int | None:
+    """The table version whose commit recorded ``txn(app_id, app_version)``, newest first.
+
+    Reads at most ``max_commits`` commits back from the latest; None when not found
+    (for example after metadata cleanup removed the commit).
+    """
+    try:
+        latest = table.latest_version()
+    except TableNotFoundError:
+        return None
+    for v in range(latest, max(-1, latest - max_commits), -1):
+        try:
+            actions = table.read_commit(v)
+        except (VersionNotFoundError, FileNotFoundError):
+            return None
+        for a in actions:
+            t = a.get("txn") if isinstance(a, dict) else None
+            if isinstance(t, dict) and t.get("appId") == app_id and t.get("version") == app_version:
+                return v
+    return None

@@ -1,0 +1,132 @@
+"""The arguments of the Spark entry point (:mod:`.job`), as one JSON document.
+
+The Airflow operator builds a :class:`JobSpec` and passes its JSON as the single
+application argument of ``spark-submit``; secrets (storage credentials, the
+commit owner's database URL) travel separately in the environment variable
+:data:`SECRETS_ENV`, so they appear neither on the command line nor in the
+task's rendered fields. This module has no Spark and no Airflow import, so both
+sides share it.
+
+Document (``input`` optional; ``transform`` required)::
+
+    {"input": {"manifest_uri": "..."} | {"table_uri": "...", "version": 3},
+     "output": {"table_uri": "...", "mode": "append", "partition_by": ["day"],
+                "properties": {...}},
+     "app_id": "dag.task", "app_version": 1767225600,
+     "transform": "package.module:function" | "<builtin name>",
+     "params": {...},                          # keyword arguments of the transform
+     "job": {"dag_id": ..., "task_id": ..., "run_id": ..., "try_number": ...}}
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..log.errors import InvalidArgumentError
+from .exactly_once import check_app
+
+SECRETS_ENV = "DELTA_SPARK_JOB_SECRETS"
+RESULT_MARK = "DELTA_SPARK_JOB_RESULT "
+
+
+@dataclass
+class JobSpec:
+    output_table_uri: str
+    transform: str
+    mode: str = "append"
+    partition_by: list[str] | None = None
+    properties: dict[str, str] | None = None
+    input_manifest_uri: str | None = None
+    input_table_uri: str | None = None
+    input_version: int | None = None
+    app_id: str | None = None
+    app_version: int | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+    job: dict[str, Any] | None = None
+
+    def validate(self) -> "JobSpec":
+        if not isinstance(self.output_table_uri, str) or not self.output_table_uri.strip():
+            raise InvalidArgumentError("output.table_uri is required")
+        if not isinstance(self.transform, str) or not self.transform.strip():
+            raise InvalidArgumentError("transform is required: a builtin name or 'package.module:function'")
+        if self.input_manifest_uri is not None and self.input_table_uri is not None:
+            raise InvalidArgumentError("give the input as a manifest_uri or a table_uri, not both")
+        if self.input_version is not None and self.input_table_uri is None:
+            raise InvalidArgumentError("input.version needs input.table_uri")
+        if self.input_version is not None and (isinstance(self.input_version, bool) or
+                                               not isinstance(self.input_version, int) or self.input_version < 0):
+            raise InvalidArgumentError(f"input.version must be a non-negative integer, got {self.input_version!r}")
+        if not isinstance(self.params, dict):
+            raise InvalidArgumentError("params must be a JSON object")
+        if self.partition_by is not None and (not isinstance(self.partition_by, list)
+                                              or not all(isinstance(c, str) for c in self.partition_by)):
+            raise InvalidArgumentError("output.partition_by must be a list of column names")
+        check_app(self.app_id, self.app_version)
+        return self
+
+    @property
+    def has_input(self) -> bool:
+        return self.input_manifest_uri is not None or self.input_table_uri is not None
+
+    def to_document(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {
+            "output": {"table_uri": self.output_table_uri, "mode": self.mode},
+            "transform": self.transform, "params": self.params,
+            "app_id": self.app_id, "app_version": self.app_version, "job": self.job}
+        if self.partition_by is not None:
+            doc["output"]["partition_by"] = list(self.partition_by)
+        if self.properties:
+            doc["output"]["properties"] = dict(self.properties)
+        if self.input_manifest_uri is not None:
+            doc["input"] = {"manifest_uri": self.input_manifest_uri}
+        elif self.input_table_uri is not None:
+            doc["input"] = {"table_uri": self.input_table_uri, "version": self.input_version}
+        return doc
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_document(), separators=(",", ":"), default=str)
+
+    @classmethod
+    def from_document(cls, doc: Any) -> "JobSpec":
+        if not isinstance(doc, dict):
+            raise InvalidArgumentError("the job arguments must be a JSON object")
+        out = doc.get("output")
+        if not isinstance(out, dict):
+            raise InvalidArgumentError("the job arguments need an 'output' object with 'table_uri'")
+        inp = doc.get("input") or {}
+        if not isinstance(inp, dict):
+            raise InvalidArgumentError("'input' must be an object with 'manifest_uri' or 'table_uri'")
+        return cls(output_table_uri=out.get("table_uri"), transform=doc.get("transform"),
+                   mode=out.get("mode", "append"), partition_by=out.get("partition_by"),
+                   properties=out.get("properties"), input_manifest_uri=inp.get("manifest_uri"),
+                   input_table_uri=inp.get("table_uri"), input_version=inp.get("version"),
+                   app_id=doc.get("app_id"), app_version=doc.get("app_version"),
+                   params=doc.get("params") or {}, job=doc.get("job")).validate()
+
+    @classmethod
+    def parse(cls, text: str) -> "JobSpec":
+        """From the command-line argument: JSON text, or ``@path`` of a JSON file."""
+        if text.startswith("@"):
+            with open(text[1:], encoding="utf-8") as f:
+                text = f.read()
+        try:
+            doc = json.loads(text)
+        except ValueError as e:
+            raise InvalidArgumentError(f"the job arguments are not valid JSON: {e}") from None
+        return cls.from_document(doc)
+
+
+def read_secrets(environ: dict[str, str] | None = None) -> dict[str, Any]:
+    """``{"input": {...}, "output": {...}}`` with storage_options / commit_owner per side, from the env."""
+    raw = (environ if environ is not None else os.environ).get(SECRETS_ENV)
+    if not raw:
+        return {}
+    try:
+        doc = json.loads(raw)
+    except ValueError:
+        raise InvalidArgumentError(f"{SECRETS_ENV} is not valid JSON") from None
+    if not isinstance(doc, dict):
+        raise InvalidArgumentError(f"{SECRETS_ENV} must hold a JSON object")
+    return doc

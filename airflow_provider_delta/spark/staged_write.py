@@ -1,0 +1,184 @@
+"""Writing a DataFrame's parquet files into a table directory with Spark, without committing.
+
+Spark's file committer owns its output directory (``_temporary``, ``_SUCCESS``),
+and two jobs writing into the same directory trample each other's temporary
+files. So each write gets its own staging directory inside the table root
+(``_delta_spark_staging/<write id>/``, hidden from Delta readers and vacuum by the
+leading underscore); once Spark has committed its job there, the files are
+moved into the table's Hive-style partition directories under their
+Spark-given names (which carry the job's UUID, so they never collide), with
+size, partition values and footer statistics collected on the driver.
+
+Nothing here touches the log: :mod:`.commit` decides whether the files get
+committed or deleted again.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import uuid
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ..log.actions import AddFile
+from ..log.errors import DeltaError, InvalidArgumentError, StorageError
+from ..log.schema import serialize_partition_value
+from .file_stats import footer_stats
+from .uris import spark_uri
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import DataFrame
+
+    from ..log import DeltaTable
+
+STAGING_DIR = "_delta_spark_staging"
+HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
+
+
+@dataclass
+class StagedWrite:
+    """Where one write's files are: staging directory, then the published relative paths."""
+
+    table: "DeltaTable"
+    write_id: str
+    published: list[str]
+
+    @property
+    def staging_rel(self) -> str:
+        return f"{STAGING_DIR}/{self.write_id}"
+
+    def discard_staging(self) -> None:
+        """Delete the staging directory (what Spark left there: _SUCCESS, checksums, empty files)."""
+        storage = self.table.storage
+        path = storage.path(self.staging_rel)
+        try:
+            if storage.fs.exists(path):
+                storage.fs.rm(path, recursive=True)
+        except (OSError, FileNotFoundError):
+            pass
+        _remove_if_empty(storage, STAGING_DIR)
+
+    def discard_published(self) -> None:
+        """Delete the files already moved into the table (they were never committed)."""
+        for rel in self.published:
+            try:
+                self.table.storage.delete(rel)
+            except (OSError, DeltaError):
+                pass
+        self.published.clear()
+
+
+def _remove_if_empty(storage: Any, rel: str) -> None:
+    if storage.is_local:
+        try:
+            os.rmdir(storage.path(rel))
+        except OSError:
+            pass
+
+
+def _tzinfo(name: str) -> _dt.tzinfo:
+    """Spark's session time zone (a region id or an offset such as '+01:00') as a tzinfo."""
+    if name.upper() in ("UTC", "Z", "GMT"):
+        return _dt.timezone.utc
+    if name[:1] in "+-":
+        sign = 1 if name[0] == "+" else -1
+        hh, _, mm = name[1:].partition(":")
+        return _dt.timezone(sign * _dt.timedelta(hours=int(hh), minutes=int(mm or 0)))
+    from zoneinfo import ZoneInfo
+    return ZoneInfo(name)
+
+
+def partition_value_from_dir(text: str, t: pa.DataType, session_tz: str) -> str | None:
+    """The log's ``partitionValues`` string for one Spark partition directory value.
+
+    Spark escapes directory values (``%XX``) and writes null as
+    ``__HIVE_DEFAULT_PARTITION__``; timestamps are rendered in the session time
+    zone, so they are converted to the UTC form the log uses.
+    """
+    raw = unquote(text)
+    if text == HIVE_NULL:
+        return None
+    if pa.types.is_timestamp(t):
+        try:
+            value = _dt.datetime.fromisoformat(raw)
+        except ValueError:
+            raise InvalidArgumentError(f"Spark wrote a timestamp partition value {raw!r} that cannot be parsed") \
+                from None
+        if t.tz is not None and value.tzinfo is None:
+            value = value.replace(tzinfo=_tzinfo(session_tz))
+        return serialize_partition_value(value, t)
+    return serialize_partition_value(raw, t)
+
+
+def _parse_partition_dirs(rel: str, partition_columns: tuple[str, ...], types: dict[str, pa.DataType],
+                          session_tz: str) -> dict[str, str | None]:
+    parts = rel.split("/")[:-1]
+    if len(parts) != len(partition_columns):
+        raise StorageError(f"Spark wrote {rel!r}, which is not in a partition directory for "
+                           f"{list(partition_columns)}")
+    values: dict[str, str | None] = {}
+    for col, part in zip(partition_columns, parts):
+        name, sep, value = part.partition("=")
+        if not sep or unquote(name) != col:
+            raise StorageError(f"Spark wrote {rel!r}: expected a directory '{col}=...' at this level")
+        values[col] = partition_value_from_dir(value, types[col], session_tz)
+    return values
+
+
+def _is_data_file(rel: str) -> bool:
+    return rel.endswith(".parquet") and not any(p.startswith(("_", ".")) for p in rel.split("/"))
+
+
+def _move(storage: Any, src_rel: str, dst_rel: str) -> None:
+    src, dst = storage.path(src_rel), storage.path(dst_rel)
+    if storage.is_local:
+        os.makedirs(os.path.dirname(dst), exist_ok=True)
+        if os.path.exists(dst):
+            raise StorageError(f"cannot publish {dst_rel}: a file with that name already exists")
+        os.rename(src, dst)
+        return
+    if storage.fs.exists(dst):
+        raise StorageError(f"cannot publish {dst_rel}: a file with that name already exists")
+    storage.fs.mv(src, dst)
+
+
+def new_staging(table: "DeltaTable") -> StagedWrite:
+    """A fresh, unique staging location for one write (nothing is created yet)."""
+    return StagedWrite(table, uuid.uuid4().hex, [])
+
+
+def write_to_staging(df: "DataFrame", staged: StagedWrite, partition_columns: tuple[str, ...]) -> None:
+    """Let Spark write ``df`` (stored columns plus partition columns) into the staging directory."""
+    table = staged.table
+    target = spark_uri(table.storage.full_uri(staged.staging_rel))
+    writer = df.write.mode("errorifexists").option("compression", "snappy")
+    if partition_columns:
+        writer = writer.partitionBy(*partition_columns)
+    writer.parquet(target)
+
+
+def publish(staged: StagedWrite, data_schema: pa.Schema, partition_columns: tuple[str, ...],
+            partition_types: dict[str, pa.DataType], configuration: dict[str, str],
+            session_tz: str) -> list[AddFile]:
+    """Move the staged data files into the table; return their AddFile actions (empty files dropped)."""
+    storage = staged.table.storage
+    base = storage.path(staged.staging_rel).rstrip("/") + "/"
+    adds: list[AddFile] = []
+    for info in sorted(storage.walk_files(staged.staging_rel), key=lambda i: i.path):
+        rel = info.path[len(base):] if info.path.startswith(base) else info.path.rsplit(base, 1)[-1]
+        if not _is_data_file(rel):
+            continue
+        values = _parse_partition_dirs(rel, partition_columns, partition_types, session_tz)
+        with storage.open(info.path) as f:
+            metadata = pq.read_metadata(f)
+        if metadata.num_rows == 0:
+            continue                    # Spark writes a schema-only file for an empty input
+        _move(storage, f"{staged.staging_rel}/{rel}", rel)
+        staged.published.append(rel)
+        adds.append(AddFile(rel, int(info.size), values, int(info.mtime_ms), True,
+                            footer_stats(metadata, data_schema, configuration)))
+    return adds

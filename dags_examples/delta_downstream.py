@@ -1,0 +1,52 @@
+"""Example DAG 2, ``delta_downstream``: wait for the ingest commit, pin it, aggregate it with Spark.
+
+Runs when the orders asset is updated. The sensor confirms that the ingest
+application has committed (deferring to the triggerer while it waits); the
+snapshot operator pins the version it saw in a manifest; the Spark job reads
+exactly that manifest's files, so orders committed meanwhile do not leak into
+this run, and overwrites ``<base>/daily_totals`` once per run.
+"""
+from __future__ import annotations
+
+from datetime import datetime
+
+from airflow.sdk import DAG
+
+from airflow_provider_delta.operators import DeltaTimeTravelSnapshotOperator
+from airflow_provider_delta.operators.spark import DeltaSparkSubmitOperator
+from airflow_provider_delta.sensors import DeltaCommitSensor
+from example_settings import (DAILY_TOTALS, DAILY_TOTALS_ASSET, INGEST_APP_ID, JOBS_FILE, ORDERS, ORDERS_ASSET,
+                              SPARK_CONF, SPARK_ENV)
+
+with DAG("delta_downstream", schedule=[ORDERS_ASSET], start_date=datetime(2026, 1, 1), catchup=False,
+         tags=["delta", "example"], doc_md=__doc__):
+
+    wait = DeltaCommitSensor(
+        task_id="wait_for_orders",
+        table_uri=ORDERS,
+        app_id=INGEST_APP_ID,
+        after_version=-1,            # any ingest commit counts (the asset event already says one landed)
+        deferrable=True,
+        poke_interval=5,
+        timeout=600,
+    )
+
+    pin = DeltaTimeTravelSnapshotOperator(
+        task_id="pin_orders",
+        table_uri=ORDERS,
+        version="{{ ti.xcom_pull(task_ids='wait_for_orders', key='version') }}",
+    )
+
+    totals = DeltaSparkSubmitOperator(
+        task_id="daily_totals",
+        input_manifest_uri="{{ ti.xcom_pull(task_ids='pin_orders')['manifest_uri'] }}",
+        output_table_uri=DAILY_TOTALS,
+        transform="orders_jobs:daily_totals",
+        mode="overwrite",
+        py_files=JOBS_FILE,
+        conf=SPARK_CONF,
+        env_vars=SPARK_ENV,
+        outlets=[DAILY_TOTALS_ASSET],
+    )
+
+    wait >> pin >> totals

@@ -1,0 +1,24 @@
+"""Example DAG 3, ``delta_maintenance``: checkpoint, metadata cleanup and a vacuum dry run.
+
+For each example table: write a checkpoint (so readers stop replaying the whole
+log), report which expired log files cleanup would delete, and list the data
+files vacuum would delete. Cleanup and vacuum run as dry runs here; set
+``dry_run=False`` to delete.
+"""
+from __future__ import annotations
+
+from datetime import datetime
+
+from airflow.sdk import DAG
+
+from airflow_provider_delta.operators import (DeltaCheckpointOperator, DeltaMetadataCleanupOperator,
+                                              DeltaVacuumOperator)
+from example_settings import DAILY_TOTALS, ORDERS
+
+with DAG("delta_maintenance", schedule="@weekly", start_date=datetime(2026, 1, 1), catchup=False,
+         tags=["delta", "example"], doc_md=__doc__):
+    for name, uri in (("orders", ORDERS), ("daily_totals", DAILY_TOTALS)):
+        checkpoint = DeltaCheckpointOperator(task_id=f"checkpoint_{name}", table_uri=uri)
+        cleanup = DeltaMetadataCleanupOperator(task_id=f"cleanup_{name}", table_uri=uri, dry_run=True)
+        vacuum = DeltaVacuumOperator(task_id=f"vacuum_{name}", table_uri=uri, dry_run=True)
+        checkpoint >> [cleanup, vacuum]
