@@ -369,6 +369,7 @@ def create_table(cls: type, uri: str, schema: Any, partition_by: Iterable[str] =
                  properties: dict[str, Any] | None = None, name: str | None = None,
                  description: str | None = None, commit_owner: Any = None,
                  storage_options: dict[str, Any] | None = None, single_writer: bool = False,
+                 conditional_put: bool | None = None,
                  **commit_kwargs: Any) -> "DeltaTable":
     """Create a table at ``uri`` as version 0 and return it (a ``cls`` instance).
 
@@ -396,7 +397,8 @@ def create_table(cls: type, uri: str, schema: Any, partition_by: Iterable[str] =
                         description=description,
                         created_time=int((commit_kwargs.get("clock") or ict.system_clock)()))
 
-    table = cls(uri, storage_options=storage_options, commit_owner=commit_owner, single_writer=single_writer)
+    table = cls(uri, storage_options=storage_options, commit_owner=commit_owner, single_writer=single_writer,
+                conditional_put=conditional_put)
     if table_has_commits(table):
         raise TableAlreadyExistsError(f"a Delta table already exists at {table.uri}")
     params = {"isManaged": "false", "description": description, "partitionBy": list(cols),

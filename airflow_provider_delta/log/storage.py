@@ -27,6 +27,12 @@ from .errors import StorageError
 
 _MEMORY_LOCK = threading.Lock()
 
+#: fsspec protocols whose ``open(path, "xb")`` is an atomic conditional create on the
+#: service itself (s3fs: ``If-None-Match: *``; gcsfs: ``ifGenerationMatch=0``; adlfs:
+#: ``overwrite=False``), failing with FileExistsError when the object exists. Recent
+#: releases of those packages are needed (s3fs fixed small files in 2025).
+CONDITIONAL_CREATE_PROTOCOLS = frozenset({"s3", "s3a", "gs", "gcs", "abfs", "abfss", "az"})
+
 
 @dataclass(frozen=True)
 class FileInfo:
@@ -53,15 +59,21 @@ def _normalize_uri(uri: str) -> tuple[str, str]:
 class Storage:
     """fsspec-backed access rooted at a table location.
 
-    ``single_writer=True`` allows commits on backends without an atomic
-    put-if-absent; only safe when exactly one process ever writes the table.
+    Commits need an atomic put-if-absent: local files (link of a complete temporary
+    file), ``memory://`` (under a lock), and object stores whose fsspec driver does a
+    conditional create for ``open(path, "xb")`` (see ``CONDITIONAL_CREATE_PROTOCOLS``;
+    ``conditional_put=True`` declares another backend capable, ``False`` distrusts one).
+    ``single_writer=True`` allows commits on any other backend; only safe when exactly
+    one process ever writes the table.
     """
 
     def __init__(self, uri: str, storage_options: dict[str, Any] | None = None,
-                 single_writer: bool = False):
+                 single_writer: bool = False, conditional_put: bool | None = None):
         self.protocol, self.root = _normalize_uri(uri)
         self.storage_options = dict(storage_options or {})
         self.single_writer = single_writer
+        self.conditional_put = (self.protocol in CONDITIONAL_CREATE_PROTOCOLS) if conditional_put is None \
+            else bool(conditional_put)
         self.is_local = self.protocol == "file"
         if self.is_local:
             self.fs = fsspec.filesystem("file")
@@ -174,7 +186,7 @@ class Storage:
     # ----------------------------------------------------------------- writes
     @property
     def supports_atomic_put_if_absent(self) -> bool:
-        return self.is_local or self.protocol == "memory"
+        return self.is_local or self.protocol == "memory" or self.conditional_put
 
     def put_if_absent(self, rel: str, data: bytes) -> bool:
         """Write ``data`` at ``rel`` only if nothing is there; return False if it already exists.
@@ -198,15 +210,32 @@ class Storage:
                     return False
                 self.fs.pipe_file(target, data)
                 return True
+        self._ensure_parent(target)
+        if self.conditional_put:
+            # The object becomes visible only when the upload completes, and only if absent.
+            try:
+                with self.fs.open(target, "xb") as f:
+                    f.write(data)
+                return True
+            except FileExistsError:
+                return False
         if not self.single_writer:
             raise StorageError(
                 f"storage '{self.protocol}://' offers no atomic put-if-absent here, so concurrent "
-                "commits could overwrite each other. Use a commit owner (managed commits), or pass "
+                "commits could overwrite each other. Use a commit owner (managed commits), pass "
+                "conditional_put=True if its fsspec driver does an atomic create for mode 'xb', or "
                 "single_writer=True if exactly one process ever writes this table.")
         if self.fs.exists(target):
             return False
         self.fs.pipe_file(target, data)
         return True
+
+    def _ensure_parent(self, target: str) -> None:
+        """Directory-based fsspec backends need the parent to exist; object stores ignore this."""
+        try:
+            self.fs.makedirs(self.fs._parent(target), exist_ok=True)
+        except (OSError, NotImplementedError, ValueError):
+            pass  # the write itself reports a real problem
 
     def write_atomic(self, rel: str, data: bytes) -> None:
         """Create or replace ``rel`` so that readers see either the old or the new content."""
@@ -214,6 +243,7 @@ class Storage:
         if self.is_local:
             os.replace(_write_local_temp(target, data), target)
             return
+        self._ensure_parent(target)
         self.fs.pipe_file(target, data)
 
     def makedirs(self, rel: str) -> None:

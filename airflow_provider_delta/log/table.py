@@ -31,14 +31,18 @@ class DeltaTable:
 
     ``commit_owner`` makes reads see un-backfilled commits of a managed-commit table
     and routes commits through the owner. ``single_writer`` permits commits on
-    storage without atomic put-if-absent (only safe with exactly one writer).
+    storage without atomic put-if-absent (only safe with exactly one writer);
+    ``conditional_put`` overrides whether the backend's ``open(mode="xb")`` is trusted
+    as an atomic create (on by default for s3, gcs and azure).
     """
 
     def __init__(self, uri: str, storage_options: dict[str, Any] | None = None,
-                 commit_owner: Any = None, single_writer: bool = False):
+                 commit_owner: Any = None, single_writer: bool = False,
+                 conditional_put: bool | None = None):
         if not uri:
             raise InvalidArgumentError("a table URI is required")
-        self.storage = Storage(uri, storage_options, single_writer=single_writer)
+        self.storage = Storage(uri, storage_options, single_writer=single_writer,
+                               conditional_put=conditional_put)
         self.commit_owner = commit_owner
         self._snapshot_cache: "Snapshot | None" = None
 
@@ -103,13 +107,13 @@ class DeltaTable:
                properties: dict[str, str] | None = None, name: str | None = None,
                description: str | None = None, commit_owner: Any = None,
                storage_options: dict[str, Any] | None = None, single_writer: bool = False,
-               **commit_kwargs: Any) -> "DeltaTable":
+               conditional_put: bool | None = None, **commit_kwargs: Any) -> "DeltaTable":
         """Create a new table (version 0); fails with TableAlreadyExistsError if one exists."""
         from .create import create_table
         return create_table(cls, uri, schema, partition_by=partition_by, properties=properties,
                             name=name, description=description, commit_owner=commit_owner,
                             storage_options=storage_options, single_writer=single_writer,
-                            **commit_kwargs)
+                            conditional_put=conditional_put, **commit_kwargs)
 
     def transaction(self, operation: str = "WRITE", **kwargs: Any) -> "Transaction":
         """An optimistic transaction; use as a context manager, it commits on a clean exit."""
