@@ -57,8 +57,23 @@ def test_concurrent_writers_through_the_owner(db_and_batch, tmp_path):
     assert table.latest_version() == total
     expected = sorted(w * 1000 + i for w in range(PROCESSES) for i in range(WRITES_PER_PROCESS))
     assert sorted(table.snapshot().to_pyarrow().column("id").to_pylist()) == expected
+    # in-commit timestamps: commitInfo first, strictly increasing across all writers
+    icts = [table.read_commit(v)[0]["commitInfo"]["inCommitTimestamp"] for v in range(total + 1)]
+    assert all(b > a for a, b in zip(icts, icts[1:])), icts
+    # readers without the owner (deltalake, plain DeltaTable) see the backfilled prefix ...
+    import deltalake
+    prefix = DeltaTable(table.uri).latest_version()
+    assert total - batch < prefix <= total
+    theirs = deltalake.DeltaTable(table.uri)
+    assert theirs.version() == prefix
+    ours_prefix = table.snapshot(version=prefix).to_pyarrow().column("id").to_pylist()
+    assert sorted(theirs.to_pyarrow_table().column("id").to_pylist()) == sorted(ours_prefix)
+    # ... and everything once it is backfilled
     table.backfill()
     plain = DeltaTable(table.uri)
     assert plain.latest_version() == total
     assert sorted(plain.snapshot().to_pyarrow().column("id").to_pylist()) == expected
+    theirs = deltalake.DeltaTable(table.uri)
+    assert theirs.version() == total
+    assert sorted(theirs.to_pyarrow_table().column("id").to_pylist()) == expected
     owner.dispose()
