@@ -17,6 +17,7 @@ with one hash lookup.
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable
@@ -130,7 +131,7 @@ def parse_json_logs(blobs: list[tuple[int, bytes, str]], partition_columns: Iter
             if not isinstance(obj, dict):
                 _raise_first_bad_line(blobs)
             others.append((version, obj))
-    has_tags = any(_TAGS.search(d) for _, d, _ in blobs)
+    has_tags = any(b'"tags"' in d and _TAGS.search(d) for _, d, _ in blobs)
     tables = []
     for col, valid, kind in ((add_col, add_valid, "add"), (rm_col, rm_valid, "remove")):
         offset = 0
@@ -189,8 +190,11 @@ def _read_file_actions_json(big: bytes, pcols: list[str]) -> pa.Table:
                     pa.field("clusteringProvider", pa.string())]
     remove = common + [pa.field("deletionTimestamp", pa.int64()), pa.field("extendedFileMetadata", pa.bool_())]
     schema = pa.schema([pa.field("add", pa.struct(add)), pa.field("remove", pa.struct(remove))])
+    # A few large blocks: enough to keep every core parsing, few enough that the per-chunk
+    # Arrow calls afterwards stay cheap.
+    block = max(1 << 22, len(big) // (2 * (os.cpu_count() or 2)) + 1)
     return pj.read_json(pa.BufferReader(big),
-                        read_options=pj.ReadOptions(block_size=1 << 22, use_threads=True),
+                        read_options=pj.ReadOptions(block_size=block, use_threads=True),
                         parse_options=pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore",
                                                       newlines_in_values=False))
 
@@ -258,14 +262,40 @@ def struct_columns(s: pa.Array, kind: str) -> dict[str, pa.Array]:
 
 
 def file_actions_from_struct(s: pa.Array, kind: str, version: int, seq_start: int) -> pa.Table:
-    """Normalized file actions from a checkpoint's ``add`` or ``remove`` column (non-null rows only)."""
-    if isinstance(s, pa.ChunkedArray):
-        s = s.combine_chunks()
-    if s.null_count:
-        s = s.filter(s.is_valid())
-    n = len(s)
-    return _assemble(struct_columns(s, kind), n, kind == "add", np.full(n, version, dtype=np.int64),
-                     np.arange(seq_start, seq_start + n, dtype=np.int64))
+    """Normalized file actions from a checkpoint's ``add`` or ``remove`` column (non-null rows only).
+
+    A checkpoint's other rows (protocol, metaData, txn, ...) are few, so the valid rows
+    form a few contiguous runs: those are sliced (zero-copy) rather than filtered, which
+    would copy every column, stats strings included.
+    """
+    chunks = s.chunks if isinstance(s, pa.ChunkedArray) else [s]
+    tables = []
+    seq = seq_start
+    for chunk in chunks:
+        for part in _valid_parts(chunk):
+            n = len(part)
+            tables.append(_assemble(struct_columns(part, kind), n, kind == "add",
+                                    np.full(n, version, dtype=np.int64),
+                                    np.arange(seq, seq + n, dtype=np.int64)))
+            seq += n
+    if not tables:
+        return empty_file_actions()
+    return pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+
+
+def _valid_parts(chunk: pa.Array, max_runs: int = 64) -> list[pa.Array]:
+    """The non-null rows of ``chunk`` as zero-copy slices of contiguous runs (a filter if fragmented)."""
+    if chunk.null_count == 0:
+        return [chunk] if len(chunk) else []
+    idx = _nonzero(chunk.is_valid())
+    if not len(idx):
+        return []
+    breaks = np.flatnonzero(np.diff(idx) != 1)
+    if len(breaks) + 1 > max_runs:
+        return [chunk.filter(chunk.is_valid())]
+    starts = np.concatenate(([idx[0]], idx[breaks + 1]))
+    ends = np.concatenate((idx[breaks], [idx[-1]])) + 1
+    return [chunk.slice(int(a), int(b - a)) for a, b in zip(starts, ends)]
 
 
 def _describe(blobs) -> str:
@@ -418,5 +448,7 @@ def reconcile(base: pa.Table | None, new: pa.Table) -> pa.Table:
     if base is None or base.num_rows == 0:
         return winners
     base_keys = _file_keys(base, with_dv)
-    keep = pc.invert(pc.is_in(base_keys, value_set=winner_keys))
-    return pa.concat_tables([base.filter(keep), winners])
+    touched = pc.is_in(base_keys, value_set=winner_keys)
+    if not pc.any(touched).as_py():
+        return pa.concat_tables([base, winners])  # appends only: no copy of the base
+    return pa.concat_tables([base.filter(pc.invert(touched)), winners])

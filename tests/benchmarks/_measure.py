@@ -22,6 +22,10 @@ def main() -> None:
     import pyarrow as pa
     if engine == "ours":
         from airflow_provider_delta.log import DeltaTable
+        # the facade imports its modules lazily; import them now, as deltalake's import already did
+        import airflow_provider_delta.log.history  # noqa: F401
+        import airflow_provider_delta.log.schema  # noqa: F401
+        import airflow_provider_delta.log.snapshot  # noqa: F401
     else:
         import deltalake
     # pyarrow imports pandas lazily on its first Python->Arrow conversion; that is an

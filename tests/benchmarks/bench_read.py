@@ -7,7 +7,8 @@ logs written by ../shared/tools/gen_log.py:
   (b) the same with a checkpoint at the end (written by deltalake)
   (c) a checkpoint of 1,000,000 files plus 100 commits of 1,000 adds
 
-Every measurement runs in a fresh process (warm OS cache, cold interpreter), the
+Every measurement runs in a fresh process (warm OS cache, cold interpreter, all
+imports done before the clock starts); the engines alternate run by run and the
 median of --repeat runs is reported. Generated logs are cached in --workdir.
 
     python tests/benchmarks/bench_read.py [--cases a,b,c] [--repeat 3] [--workdir /tmp/delta-bench]
@@ -44,14 +45,23 @@ def deltalake_checkpoint(path: Path, version: int | None = None) -> None:
     marker.touch()
 
 
-def measure(engine: str, op: str, path: Path, repeat: int) -> dict:
-    runs = []
+def _run_once(engine: str, op: str, path: Path) -> dict:
+    out = subprocess.run([sys.executable, str(HERE / "_measure.py"), engine, op, str(path)],
+                         check=True, capture_output=True, text=True).stdout.strip().splitlines()[-1]
+    return json.loads(out)
+
+
+def measure_pair(op: str, path: Path, repeat: int) -> tuple[dict, dict]:
+    """Alternate the engines run by run, so slow phases of a noisy machine hit both alike."""
+    runs: dict[str, list[dict]] = {"ours": [], "deltalake": []}
     for _ in range(repeat):
-        out = subprocess.run([sys.executable, str(HERE / "_measure.py"), engine, op, str(path)],
-                             check=True, capture_output=True, text=True).stdout.strip().splitlines()[-1]
-        runs.append(json.loads(out))
-    return {"seconds": statistics.median(r["seconds"] for r in runs),
-            "peak_mb": statistics.median(r["peak_mb"] for r in runs), "result": runs[0]["result"]}
+        for engine in runs:
+            runs[engine].append(_run_once(engine, op, path))
+
+    def med(rs: list[dict]) -> dict:
+        return {"seconds": statistics.median(r["seconds"] for r in rs),
+                "peak_mb": statistics.median(r["peak_mb"] for r in rs), "result": rs[0]["result"]}
+    return med(runs["ours"]), med(runs["deltalake"])
 
 
 def prepare(case: str, workdir: Path) -> Path:
@@ -76,7 +86,7 @@ def prepare(case: str, workdir: Path) -> Path:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--cases", default="a,b,c")
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--workdir", default=os.environ.get("DELTA_BENCH_DIR", "/tmp/delta-bench"))
     a = ap.parse_args()
     workdir = Path(a.workdir)
@@ -84,8 +94,7 @@ def main() -> None:
     rows = []
     for case in a.cases.split(","):
         path = prepare(case, workdir)
-        ours = measure("ours", "files", path, a.repeat)
-        theirs = measure("deltalake", "files", path, a.repeat)
+        ours, theirs = measure_pair("files", path, a.repeat)
         if ours["result"] != theirs["result"]:
             raise SystemExit(f"case {case}: file counts differ: ours {ours['result']}, deltalake {theirs['result']}")
         rows.append((case, ours, theirs))
