@@ -21,10 +21,18 @@ def corpus() -> Path:
 
 @pytest.fixture
 def copy_table(tmp_path, corpus):
-    """Copy a corpus table (e.g. 'delta-golden/checkpoint') into tmp_path and return its path."""
+    """Copy a corpus table (e.g. 'delta-golden/checkpoint') into tmp_path and return its path.
+
+    The corpus is read-only and copytree keeps file modes, so the copy is made writable:
+    tests that copy a table do so to change it.
+    """
     def _copy(rel: str) -> Path:
         dst = tmp_path / rel.replace("/", "__")
         shutil.copytree(corpus / rel, dst)
+        for d, dirs, files in os.walk(dst):
+            for n in dirs + files:
+                os.chmod(os.path.join(d, n), 0o755 if n in dirs else 0o644)
+        os.chmod(dst, 0o755)
         return dst
     return _copy
 

@@ -53,16 +53,6 @@ def make_table(path: Path, commits: int = 5, configuration: dict | None = None) 
     return path
 
 
-def writable(path) -> Path:
-    """Corpus copies keep the corpus' read-only modes; tests that write need write access."""
-    path = Path(path)
-    for d, dirs, files in os.walk(path):
-        for n in dirs:
-            os.chmod(os.path.join(d, n), 0o755)
-        for n in files:
-            os.chmod(os.path.join(d, n), 0o644)
-    os.chmod(path, 0o755)
-    return path
 
 
 def log_files(path: Path) -> list[str]:
@@ -324,7 +314,7 @@ def test_parse_stats_tolerates_nan_strings_and_junk():
 
 
 def test_column_mapping_uses_physical_names(copy_table):
-    path = writable(copy_table("delta-golden/table-with-columnmapping-mode-name"))
+    path = copy_table("delta-golden/table-with-columnmapping-mode-name")
     table = DeltaTable(str(path))
     before = rs_state(path)
     # turn on struct stats with a real metadata commit
@@ -351,7 +341,7 @@ def _commit(path: Path, version: int, actions: list[dict]) -> None:
 
 
 def test_txn_domain_metadata_and_deletion_vectors_survive(copy_table):
-    path = writable(copy_table("dat/deletion_vectors/delta"))
+    path = copy_table("dat/deletion_vectors/delta")
     table = DeltaTable(str(path))
     latest = table.latest_version()
     _commit(path, latest + 1, [
@@ -488,7 +478,7 @@ def test_bad_arguments_change_nothing(tmp_path, kwargs, error):
 
 
 def test_multipart_refused_on_v2_checkpoint_tables(copy_table):
-    path = writable(copy_table("delta-golden/v2-checkpoint-parquet"))
+    path = copy_table("delta-golden/v2-checkpoint-parquet")
     before = log_files(path)
     with pytest.raises(InvalidArgumentError, match="v2Checkpoint"):
         DeltaTable(str(path)).checkpoint(parts=2)
@@ -574,7 +564,7 @@ DAT_TABLES = ["basic_append", "basic_partitioned", "multi_partitioned", "partiti
 
 @pytest.mark.parametrize("name", DAT_TABLES)
 def test_dat_tables_read_the_same_from_our_checkpoint(copy_table, name):
-    path = writable(copy_table(f"dat/{name}/delta"))
+    path = copy_table(f"dat/{name}/delta")
     snap = DeltaTable(str(path)).snapshot()
     # with writeStatsAsJson=false a checkpoint keeps stats only as stats_parsed (as Spark does)
     json_stats = snap.metadata.configuration.get("delta.checkpoint.writeStatsAsJson", "true") != "false"

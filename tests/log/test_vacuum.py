@@ -25,16 +25,6 @@ def _touch(path: Path, ms: int) -> None:
     os.utime(path, (ms / 1000, ms / 1000))
 
 
-def writable(path) -> Path:
-    """Corpus copies keep the corpus' read-only modes; tests that write need write access."""
-    path = Path(path)
-    for d, dirs, files in os.walk(path):
-        for n in dirs:
-            os.chmod(os.path.join(d, n), 0o755)
-        for n in files:
-            os.chmod(os.path.join(d, n), 0o644)
-    os.chmod(path, 0o755)
-    return path
 
 
 def tree(root: Path) -> dict[str, str]:
@@ -230,7 +220,7 @@ def test_absolute_paths_inside_the_root_are_protected(tmp_path):
 
 
 def test_deletion_vector_files_are_protected(copy_table):
-    path = writable(copy_table("dat/deletion_vectors/delta"))
+    path = copy_table("dat/deletion_vectors/delta")
     dvs = list(path.glob("deletion_vector_*.bin"))
     assert dvs
     orphan = path / "deletion_vector_00000000-0000-0000-0000-000000000000.bin"
