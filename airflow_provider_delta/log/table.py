@@ -131,6 +131,11 @@ class DeltaTable:
         from .checkpoint import write_checkpoint
         return write_checkpoint(self, version=version, parts=parts)
 
+    def compact_log(self, start: int, end: int) -> str:
+        """Write the log compaction file of backfilled commits ``start``..``end``; returns its path."""
+        from .compaction import write_log_compaction
+        return write_log_compaction(self, start, end)
+
     def cleanup_metadata(self, **kwargs: Any) -> dict[str, Any]:
         """Delete expired log files by Delta Spark's rules; returns what was deleted."""
         from .maintenance import cleanup_metadata

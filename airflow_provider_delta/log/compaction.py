@@ -1,0 +1,90 @@
+"""Log compaction files: ``<x>.<y>.compacted.json``, the reconciled actions of commits x..y.
+
+A reader may use the file instead of the commits it covers, so its content must
+be exactly what replaying those commits gives: the last add or remove per file
+(path plus deletion-vector id), the latest txn per app id, the latest domain
+metadata per domain, and the latest protocol and metaData of the range. commitInfo
+is left out. Removes stay (a later reader still needs them to cancel older adds).
+
+Only backfilled commits are compacted: on a managed-commit table a file in
+``_delta_log`` that names versions still held by the commit owner would look like
+a corrupt log to readers without the owner (managed-commits RFC).
+
+This is maintenance over a handful of commits, not a hot path, so it works on
+parsed JSON objects and keeps each winning action exactly as it was written.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote
+
+from .actions import dumps_actions
+from .errors import InvalidArgumentError, InvalidTableStateError
+from .names import LOG_DIR, commit_path, compaction_path
+from .segment import list_backfilled, parse_json_lines
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .table import DeltaTable
+
+
+def _file_key(action: dict[str, Any]) -> tuple[str, str]:
+    dv = action.get("deletionVector") or {}
+    dv_id = f"{dv.get('storageType', '')}{dv.get('pathOrInlineDv', '')}@{dv.get('offset', '')}" if dv else ""
+    return unquote(action["path"]), dv_id
+
+
+def compacted_actions(commits: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """The reconciled actions of consecutive commits (each a list of action objects, in order)."""
+    files: dict[tuple[str, str], dict[str, Any]] = {}
+    txns: dict[str, dict[str, Any]] = {}
+    domains: dict[str, dict[str, Any]] = {}
+    protocol = metadata = None
+    for actions in commits:
+        for a in actions:
+            if "add" in a or "remove" in a:
+                kind = "add" if "add" in a else "remove"
+                key = _file_key(a[kind])
+                files.pop(key, None)   # re-insert so the output keeps the order of the winning actions
+                files[key] = a
+            elif "txn" in a:
+                txns[a["txn"]["appId"]] = a
+            elif "domainMetadata" in a:
+                domains[a["domainMetadata"]["domain"]] = a
+            elif "protocol" in a:
+                protocol = a
+            elif "metaData" in a:
+                metadata = a
+    out: list[dict[str, Any]] = [x for x in (protocol, metadata) if x is not None]
+    out += [a for a in files.values() if "add" in a] + [a for a in files.values() if "remove" in a]
+    out += list(txns.values()) + list(domains.values())
+    return out
+
+
+def write_log_compaction(table: "DeltaTable", start: int, end: int) -> str:
+    """Write ``<start>.<end>.compacted.json`` from the backfilled commits start..end; returns its path.
+
+    Idempotent: an existing compaction file for the range is left as it is.
+    """
+    for name, v in (("start", start), ("end", end)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            raise InvalidArgumentError(f"{name} must be a non-negative integer, got {v!r}")
+    if end <= start:
+        raise InvalidArgumentError(f"a log compaction covers at least two commits: end ({end}) must be "
+                                   f"greater than start ({start})")
+    listing = list_backfilled(table)
+    missing = [v for v in range(start, end + 1) if v not in listing.commits]
+    if missing:
+        latest = table.latest_version()
+        if table.commit_owner is not None and max(missing) <= latest:
+            raise InvalidTableStateError(
+                f"commits {missing[:10]} of {table.uri} are not backfilled yet; log compaction only covers "
+                f"commits in {LOG_DIR}: run table.backfill() first")
+        raise InvalidArgumentError(f"cannot compact {start}..{end} of {table.uri}: commit files {missing[:10]} "
+                                   f"are not in {LOG_DIR} (latest version {latest})")
+    commits = []
+    for v in range(start, end + 1):
+        rel = commit_path(v)
+        commits.append(parse_json_lines(table.storage.read_bytes(rel), table.storage.path(rel)))
+    rel = compaction_path(start, end)
+    table.storage.put_if_absent(rel, dumps_actions(compacted_actions(commits)))
+    return table.storage.path(rel)
