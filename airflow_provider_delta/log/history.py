@@ -52,9 +52,8 @@ def ict_enablement(protocol: Protocol, metadata: Metadata) -> tuple[int, int | N
 
 def file_timestamps(listing: LogListing) -> dict[int, int]:
     """Monotonized modification times of every listed version (commit file, else checkpoint)."""
-    cached = getattr(listing, "_file_ts", None)
-    if cached is not None:
-        return cached
+    if listing.file_ts is not None:
+        return listing.file_ts
     out: dict[int, int] = {}
     prev = None
     versions = sorted(set(listing.commits) | set(listing.checkpoints))
@@ -65,7 +64,7 @@ def file_timestamps(listing: LogListing) -> dict[int, int]:
             ts = prev + 1
         out[v] = ts
         prev = ts
-    listing._file_ts = out  # type: ignore[attr-defined]
+    listing.file_ts = out
     return out
 
 
@@ -81,7 +80,7 @@ def _commit_info(data: bytes) -> dict[str, Any] | None:
 
 def read_ict(table: "DeltaTable", listing: LogListing, version: int, blob: bytes | None = None) -> int:
     """The in-commit timestamp of ``version`` (the owner's record for un-backfilled commits)."""
-    owner_ts = getattr(listing, "owner_timestamps", {}) or {}
+    owner_ts = listing.owner_timestamps
     if version in owner_ts and owner_ts[version] is not None:
         return int(owner_ts[version])
     lf = listing.commits.get(version)

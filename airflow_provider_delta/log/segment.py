@@ -37,6 +37,10 @@ class LogListing:
     log_dir_exists: bool = True
     #: versions served by the commit owner (not yet backfilled)
     unbackfilled: set[int] = field(default_factory=set)
+    #: the owner's recorded commit timestamp of each un-backfilled version (None: read the file)
+    owner_timestamps: dict[int, int | None] = field(default_factory=dict)
+    #: monotonized file timestamps, computed once per listing (see history.file_timestamps)
+    file_ts: dict[int, int] | None = None
 
     @property
     def latest(self) -> int | None:
@@ -182,7 +186,7 @@ def list_log(table: "DeltaTable") -> LogListing:
                         mtime = 0
                 listing.commits[c.version] = LogFile("commit", c.version, path, size, mtime)
                 listing.unbackfilled.add(c.version)
-            listing.owner_timestamps = {c.version: c.commit_timestamp for c in tail}  # type: ignore[attr-defined]
+            listing.owner_timestamps = {c.version: c.commit_timestamp for c in tail}
             return listing
     raise CorruptLogError(
         f"the commit owner keeps reporting versions that are neither in {LOG_DIR} nor in its "

@@ -351,7 +351,6 @@ class Snapshot:
                        dict(old.commit_infos), old.next_seq + len(parsed.file_actions) + 1)
         state.overlay(parsed.others)
         snap._state = state
-        snap._blobs_tail = new_blobs[-1:]  # type: ignore[attr-defined]
         return snap
 
 
