@@ -87,14 +87,6 @@ def _as_version(value: Any, name: str) -> int | None:
     return v
 
 
-def _in_commit_timestamp(actions: list[dict[str, Any]]) -> int | None:
-    for a in actions:
-        info = a.get("commitInfo")
-        if isinstance(info, dict) and isinstance(info.get("inCommitTimestamp"), (int, float)):
-            return int(info["inCommitTimestamp"])
-    return None
-
-
 def commit_timestamp(version: int, actions: list[dict[str, Any]], listing: Any) -> int | None:
     """A commit's timestamp by the log's rules, from what a poll already has in hand.
 
@@ -103,13 +95,13 @@ def commit_timestamp(version: int, actions: list[dict[str, Any]], listing: Any) 
     file's modification time, monotonized over the listing as Delta Spark does
     (:func:`airflow_provider_delta.log.history.file_timestamps`). No extra file is read.
     """
-    ict = _in_commit_timestamp(actions)
+    from ..log.history import file_timestamps
+    from ..log.ict import timestamp_of
+    ict = timestamp_of(actions)
     if ict is not None:
         return ict
-    owner_ts = getattr(listing, "owner_timestamps", None) or {}
-    if owner_ts.get(version) is not None:
-        return int(owner_ts[version])
-    from ..log.history import file_timestamps
+    if listing.owner_timestamps.get(version) is not None:
+        return int(listing.owner_timestamps[version])
     return file_timestamps(listing).get(version)
 
 
@@ -187,7 +179,7 @@ class CommitWatch:
         A missing table is not an error here (the sensor waits for it to appear). A
         commit file removed by metadata cleanup before it was read is skipped.
         """
-        from ..log.segment import list_log
+        from ..log.segment import list_log, read_listed_commit
         if not self.started:
             self.start(table)
         listing = list_log(table)  # one listing (plus the owner's tail): no file read
@@ -202,7 +194,7 @@ class CommitWatch:
         actions: dict[int, list[dict[str, Any]]] = {}
         for v in versions:
             try:
-                actions[v] = table.read_commit(v)
+                actions[v] = read_listed_commit(table, listing, v)  # no listing per commit
             except VersionNotFoundError:
                 continue  # cleaned up before we could read it
         for v in versions:

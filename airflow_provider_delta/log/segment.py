@@ -301,7 +301,12 @@ def read_commit(table: "DeltaTable", version: int) -> list[dict[str, Any]]:
         return parse_json_lines(data, table.storage.path(rel))
     except FileNotFoundError:
         pass
-    listing = list_log(table)
+    return read_listed_commit(table, list_log(table), version)
+
+
+def read_listed_commit(table: "DeltaTable", listing: LogListing, version: int) -> list[dict[str, Any]]:
+    """The actions of commit ``version`` as found by ``listing`` (backfilled or the owner's),
+    for callers that already listed the log and should not list it again per commit."""
     lf = listing.commits.get(version)
     if lf is None:
         earliest, latest = listing.earliest_recreatable(), listing.latest
