@@ -14,7 +14,7 @@ import pytest
 
 from airflow_provider_delta.log import DeltaTable
 from airflow_provider_delta.log.actions import Metadata, Protocol, dumps_actions
-from airflow_provider_delta.log.commit_owner import CommitOwner, InMemoryCommitOwner, SqlCommitOwner
+from airflow_provider_delta.log.commit_owner import InMemoryCommitOwner, SqlCommitOwner
 from airflow_provider_delta.log.errors import (
     CommitFailedError, CorruptLogError, InvalidArgumentError, InvalidTableStateError)
 from airflow_provider_delta.log.managed import (
@@ -28,26 +28,6 @@ SCHEMA_STRING = json.dumps({"type": "struct", "fields": [
     {"name": "id", "type": "long", "nullable": True, "metadata": {}}]})
 ICT_ON = {"delta.enableInCommitTimestamps": "true"}
 MANAGED_PROTOCOL = Protocol(1, 7, None, ("appendOnly", "invariants", "inCommitTimestamp", MANAGED_FEATURE))
-
-
-@pytest.fixture(params=["memory", "sqlite", "postgres"])
-def make_owner(request, tmp_path):
-    made: list[CommitOwner] = []
-
-    def make(batch: int = 1) -> CommitOwner:
-        if request.param == "memory":
-            owner: CommitOwner = InMemoryCommitOwner(backfill_batch_size=batch)
-        elif request.param == "sqlite":
-            owner = SqlCommitOwner(f"sqlite:///{tmp_path}/owner.db", backfill_batch_size=batch)
-        else:
-            owner = SqlCommitOwner(request.getfixturevalue("postgres_url"), backfill_batch_size=batch)
-        made.append(owner)
-        return owner
-
-    yield make
-    for o in made:
-        if isinstance(o, SqlCommitOwner):
-            o.dispose()
 
 
 def meta(conf: dict[str, str]) -> Metadata:
