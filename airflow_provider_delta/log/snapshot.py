@@ -82,10 +82,7 @@ def _served_features(table: "DeltaTable") -> frozenset[str]:
 
 
 def _validate_managed(protocol: Protocol, metadata: Metadata) -> None:
-    try:
-        from .managed import validate_managed_state
-    except ImportError:  # pragma: no cover - managed commits module not present
-        return
+    from .managed import validate_managed_state
     validate_managed_state(protocol, metadata)
 
 

@@ -32,10 +32,9 @@ from . import ict
 from .actions import AddFile, DomainMetadata, Metadata, Protocol, RemoveFile, Txn, dumps_actions
 from .conflicts import ISOLATION_LEVELS, SNAPSHOT_ISOLATION, WRITE_SERIALIZABLE, ReadSet, WinningCommit, \
     check_conflicts
-from .create import (MANAGED_COMMIT_FEATURE, MANAGED_OWNER_PROPERTY, check_can_add_data, check_writable,
-                     features_in_use, is_downgrade, protocol_with_features)
-from .errors import (CommitFailedError, ConcurrentModificationError, DeltaError, InvalidArgumentError,
-                     InvalidTableStateError, VersionNotFoundError)
+from .create import (MANAGED_OWNER_PROPERTY, check_can_add_data, check_writable, features_in_use, is_downgrade,
+                     protocol_with_features)
+from .errors import CommitFailedError, ConcurrentModificationError, DeltaError, InvalidArgumentError, VersionNotFoundError
 from .names import LOG_DIR, commit_path
 from .schema import schema_to_arrow, serialize_partition_value
 
@@ -606,19 +605,7 @@ class Transaction:
         """
         if protocol is None or metadata is None:
             return False
-        try:
-            from .managed import require_owner
-        except ImportError:  # pragma: no cover - managed commits module absent
-            has_feature = protocol.has_writer_feature(MANAGED_COMMIT_FEATURE)
-            has_owner = bool(metadata.configuration.get(MANAGED_OWNER_PROPERTY))
-            if has_feature != has_owner:
-                raise InvalidTableStateError(
-                    "table is inconsistent: the managedCommit feature and the delta.managedCommit.commitOwner "
-                    "property must be set together")
-            if has_feature and self.table.commit_owner is None:
-                raise InvalidArgumentError(f"{self.table.uri} is a managed-commit table: open it with "
-                                           "DeltaTable(uri, commit_owner=...) to commit")
-            return has_feature
+        from .managed import require_owner
         return require_owner(self.table, protocol, metadata) is not None
 
     # ----- committing: attempts and retries
@@ -750,22 +737,15 @@ class Transaction:
         judged from the metadata just committed, so ordinary commits do not pay
         for loading the new snapshot.
         """
-        try:
-            from . import checkpoint
-        except ImportError:  # pragma: no cover - checkpoint writer absent
-            return
-        hook = getattr(checkpoint, "maybe_auto_checkpoint", None)
-        if hook is None:
-            return
-        interval_of = getattr(checkpoint, "checkpoint_interval", None)
-        if interval_of is not None and self._final_configuration is not None:
+        from .checkpoint import checkpoint_interval, maybe_auto_checkpoint
+        if self._final_configuration is not None:
             try:
-                if version % interval_of(self._final_configuration) != 0:
+                if version % checkpoint_interval(self._final_configuration) != 0:
                     return
             except DeltaError:
                 pass    # let the hook report the bad property
         try:
-            hook(self.table, version)
+            maybe_auto_checkpoint(self.table, version)
         except Exception as e:  # the commit stands; a checkpoint can be written later
             log.warning("version %d of %s committed, but the automatic checkpoint failed: %s: %s",
                         version, self.table.uri, type(e).__name__, e)
