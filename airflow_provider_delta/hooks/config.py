@@ -26,6 +26,7 @@ from typing import Any, Mapping
 from urllib.parse import urlsplit
 
 from ..log.errors import InvalidArgumentError
+from ..log.storage import normalize_uri
 
 # Storage protocol -> (option receiving the login, option receiving the password).
 # The names are the fsspec implementations' own keyword arguments.
@@ -62,9 +63,8 @@ def is_absolute_uri(uri: str) -> bool:
 
 
 def uri_protocol(uri: str) -> str:
-    """The storage protocol of a URI; ``file`` for local paths."""
-    scheme = urlsplit(str(uri)).scheme.lower()
-    return scheme if len(scheme) > 1 else "file"
+    """The storage protocol of a URI; ``file`` for local paths (the log layer's rule)."""
+    return normalize_uri(uri)[0]
 
 
 def join_uri(base: str, rel: str) -> str:

@@ -44,11 +44,16 @@ class FileInfo:
     mtime_ms: int
 
 
-def _normalize_uri(uri: str) -> tuple[str, str]:
-    """Return (protocol, path) for a table URI; local paths become absolute."""
+def normalize_uri(uri: str) -> tuple[str, str]:
+    """(protocol, location) of a table URI: the one place that decides what is local.
+
+    Local paths and ``file:`` URLs give ``("file", <absolute path>)`` (``file://localhost/x``
+    is ``/x``); any other URL keeps its form, without a trailing slash. A one-letter
+    scheme is a Windows drive letter, not a protocol.
+    """
     uri = str(uri)
     parsed = urlparse(uri)
-    if parsed.scheme in ("", "file") or (len(parsed.scheme) == 1 and os.name == "nt"):
+    if len(parsed.scheme) <= 1 or parsed.scheme == "file":
         path = parsed.path if parsed.scheme == "file" else uri
         if parsed.scheme == "file" and parsed.netloc not in ("", "localhost"):
             path = "//" + parsed.netloc + parsed.path
@@ -69,7 +74,7 @@ class Storage:
 
     def __init__(self, uri: str, storage_options: dict[str, Any] | None = None,
                  single_writer: bool = False, conditional_put: bool | None = None):
-        self.protocol, self.root = _normalize_uri(uri)
+        self.protocol, self.root = normalize_uri(uri)
         self.storage_options = dict(storage_options or {})
         self.single_writer = single_writer
         self.conditional_put = (self.protocol in CONDITIONAL_CREATE_PROTOCOLS) if conditional_put is None \

@@ -7,10 +7,8 @@ a JVM, so they are refused with a clear message instead of a Hadoop stack trace.
 """
 from __future__ import annotations
 
-import os
-from urllib.parse import urlsplit
-
 from ..log.errors import InvalidArgumentError
+from ..log.storage import normalize_uri
 
 #: fsspec scheme -> Hadoop scheme, where they differ
 HADOOP_SCHEMES = {"s3": "s3a", "s3n": "s3a", "gcs": "gs", "local": "file"}
@@ -21,19 +19,12 @@ PROCESS_LOCAL_SCHEMES = ("memory",)
 def spark_uri(uri: str) -> str:
     """``uri`` in the form Spark reads and writes (``file:///abs/path``, ``s3a://bucket/key``...)."""
     uri = str(uri)
-    scheme = urlsplit(uri).scheme.lower()
-    if len(scheme) <= 1:                       # a local path (or a Windows drive letter)
-        return "file://" + os.path.abspath(os.path.expanduser(uri))
+    scheme, location = normalize_uri(uri)      # the log layer decides what is local
+    if scheme == "file":
+        return "file://" + location
     if scheme in PROCESS_LOCAL_SCHEMES:
         raise InvalidArgumentError(
             f"{uri} lives in an in-process {scheme}:// filesystem that Spark cannot reach; use a local "
             "path or a shared storage URL")
-    if scheme == "file":
-        rest = uri[len("file:"):]
-        if rest.startswith("//"):
-            rest = rest[2:]
-            if rest.startswith("localhost/"):
-                rest = rest[len("localhost"):]
-        return "file://" + ("/" + rest.lstrip("/"))
     target = HADOOP_SCHEMES.get(scheme)
     return target + uri[len(scheme):] if target else uri

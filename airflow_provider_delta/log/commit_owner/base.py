@@ -21,7 +21,7 @@ from abc import ABC, abstractmethod
 
 from ..errors import CommitFailedError, CorruptLogError, DeltaError, InvalidArgumentError, InvalidTableStateError
 from ..names import COMMITS_DIR, commit_path, uuid_commit_name
-from ..storage import Storage, _normalize_uri
+from ..storage import Storage, normalize_uri
 from .backfill import copy_in_order
 from .conf import MANAGED_FEATURE, OWNER_PROP
 from .records import ACTIVE, CLOSED, PROPOSED, Commit, GetCommitsResponse, TableState
@@ -445,4 +445,4 @@ def _check_version(value: object, what: str) -> int:
 
 def _same_uri(a: str, b: str) -> bool:
     """Whether two spellings name the same table location (``/x`` and ``file:///x`` do)."""
-    return a == b or _normalize_uri(a) == _normalize_uri(b)
+    return a == b or normalize_uri(a) == normalize_uri(b)
