@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable
 
-from ..log.errors import InvalidArgumentError, TableNotFoundError, VersionNotFoundError
+from ..log import InvalidArgumentError, TableNotFoundError
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..log import DeltaTable
@@ -85,24 +85,6 @@ def _as_version(value: Any, name: str) -> int | None:
     if v < 0 and not (name == "after_version" and v == -1):
         raise InvalidArgumentError(f"{name} must not be negative, got {v}")
     return v
-
-
-def commit_timestamp(version: int, actions: list[dict[str, Any]], listing: Any) -> int | None:
-    """A commit's timestamp by the log's rules, from what a poll already has in hand.
-
-    A commit written with in-commit timestamps carries its time (``inCommitTimestamp``;
-    the commit owner's record for un-backfilled commits); any other commit's time is its
-    file's modification time, monotonized over the listing as Delta Spark does
-    (:func:`airflow_provider_delta.log.history.file_timestamps`). No extra file is read.
-    """
-    from ..log.history import file_timestamps
-    from ..log.ict import timestamp_of
-    ict = timestamp_of(actions)
-    if ict is not None:
-        return ict
-    if listing.owner_timestamps.get(version) is not None:
-        return int(listing.owner_timestamps[version])
-    return file_timestamps(listing).get(version)
 
 
 @dataclass
@@ -179,31 +161,20 @@ class CommitWatch:
         A missing table is not an error here (the sensor waits for it to appear). A
         commit file removed by metadata cleanup before it was read is skipped.
         """
-        from ..log.segment import list_log, read_listed_commit
         if not self.started:
             self.start(table)
-        listing = list_log(table)  # one listing (plus the owner's tail): no file read
-        latest = listing.latest
-        if latest is None:  # no table (yet)
-            return self.done
-        self.latest = latest
         assert self.last_seen is not None
-        if latest <= self.last_seen:
+        new = table.commits_since(self.last_seen)  # one listing; no file read when nothing is new
+        if new.latest is None:  # no table (yet)
             return self.done
-        versions = list(range(self.last_seen + 1, latest + 1))
-        actions: dict[int, list[dict[str, Any]]] = {}
-        for v in versions:
-            try:
-                actions[v] = read_listed_commit(table, listing, v)  # no listing per commit
-            except VersionNotFoundError:
-                continue  # cleaned up before we could read it
-        for v in versions:
-            if v not in actions:
-                continue
-            summary = summarize_commit(v, actions[v], commit_timestamp(v, actions[v], listing))
+        self.latest = new.latest
+        if new.latest <= self.last_seen:
+            return self.done
+        for c in new.commits:
+            summary = summarize_commit(c.version, c.actions, c.timestamp)
             if self.matches(summary):
                 self.commits.append(summary)
-        self.last_seen = latest
+        self.last_seen = new.latest
         return self.done
 
     # --------------------------------------------------------- serialization

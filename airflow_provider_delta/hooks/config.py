@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 from urllib.parse import urlsplit
 
-from ..log.errors import InvalidArgumentError
-from ..log.storage import normalize_uri
+from ..log import InvalidArgumentError
+from ..log import normalize_uri
 
 # Storage protocol -> (option receiving the login, option receiving the password).
 # The names are the fsspec implementations' own keyword arguments.

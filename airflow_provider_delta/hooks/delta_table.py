@@ -26,35 +26,18 @@ Without a connection id, absolute paths and URLs (``/data/t``, ``file:///data/t`
 """
 from __future__ import annotations
 
-import inspect
 import time
 from typing import Any
 
 from airflow.sdk import BaseHook
 
-from ..log import DeltaTable
-from ..log.errors import InvalidArgumentError
+from ..log import AddFile, DeltaTable, InvalidArgumentError, format_ms, to_epoch_ms
 from .config import DeltaConnectionConfig, commit_owner_conn_id, is_absolute_uri, uri_protocol
 from .manifest import build_manifest, default_manifest_uri, resolve_manifest_uri, write_json
-
-MANAGED_COMMIT_FEATURES = ("managedCommit", "managedCommit-preview", "coordinatedCommits-preview",
-                           "catalogManaged", "catalogOwned-preview")
-MANAGED_COMMIT_PROPERTIES = ("delta.managedCommit.commitOwner-preview", "delta.managedCommit.commitOwner",
-                             "delta.coordinatedCommits.commitCoordinator-preview")
-
 
 def _connection_fields(conn: Any, extra: dict[str, Any]) -> dict[str, Any]:
     return {"conn_type": conn.conn_type, "host": conn.host, "login": conn.login,
             "password": conn.password, "port": conn.port, "schema": conn.schema, "extra": extra}
-
-
-def _accepts(fn: Any, name: str) -> bool:
-    """Whether ``fn`` takes keyword ``name`` (directly or through ``**kwargs``)."""
-    try:
-        params = inspect.signature(fn).parameters
-    except (TypeError, ValueError):
-        return False
-    return name in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
 
 
 class DeltaTableHook(BaseHook):
@@ -194,8 +177,6 @@ class DeltaTableHook(BaseHook):
         latest version when ``allow_after_latest`` (the table did not change since), but
         a time still in the future is refused: commits may yet land before it.
         """
-        from ..log.history import version_at
-        from ..log.timeutil import format_ms, to_epoch_ms
         table = self.get_table(table_uri)
         if version is not None and timestamp is not None:
             raise InvalidArgumentError("pass either version or timestamp, not both")
@@ -209,7 +190,7 @@ class DeltaTableHook(BaseHook):
             raise InvalidArgumentError(
                 f"timestamp {format_ms(ts)} is in the future (now {format_ms(now)}): the version of "
                 f"{table.uri} as of then is not known yet")
-        return version_at(table, ts, allow_after_latest=allow_after_latest)
+        return table.version_at(ts, allow_after_latest=allow_after_latest)
 
     def history(self, table_uri: str, limit: int | None = None) -> list[dict[str, Any]]:
         return self.get_table(table_uri).history(limit)
@@ -219,10 +200,7 @@ class DeltaTableHook(BaseHook):
 
     def is_managed(self, table_uri: str) -> bool:
         """Whether the table's latest state enables managed (coordinated) commits."""
-        snap = self.snapshot(table_uri)
-        features = set(snap.protocol.writer_features or ()) | set(snap.protocol.reader_features or ())
-        conf = snap.metadata.configuration or {}
-        return bool(features & set(MANAGED_COMMIT_FEATURES)) or any(k in conf for k in MANAGED_COMMIT_PROPERTIES)
+        return self.snapshot(table_uri).commits_are_coordinated
 
     # ---------------------------------------------------------------- writes
     def commit_files(self, table_uri: str, add: list[Any] = (), remove: list[Any] = (),  # type: ignore[assignment]
@@ -235,7 +213,6 @@ class DeltaTableHook(BaseHook):
         exactly once; ``job`` lands in commitInfo; other keywords go to the transaction
         (``operation_parameters``, ``user_metadata``, ``read_version``, ...).
         """
-        from ..log.actions import AddFile
         table = self.get_table(table_uri)
         with table.transaction(operation=operation, job=job, **kwargs) as txn:
             if app_id is not None:
@@ -262,8 +239,7 @@ class DeltaTableHook(BaseHook):
         """
         table = self.get_table(table_uri)
         if version is None:
-            from ..log.segment import list_log
-            version = list_log(table).max_backfilled
+            version = table.latest_backfilled_version()
         return table.checkpoint(version=version, parts=parts)
 
     def backfill(self, table_uri: str, version: int | None = None) -> dict[str, Any]:
@@ -276,13 +252,9 @@ class DeltaTableHook(BaseHook):
     def vacuum(self, table_uri: str, retention_hours: float | None = None, dry_run: bool = True,
                enforce_retention: bool = True, job: dict[str, Any] | None = None,
                **kwargs: Any) -> dict[str, Any]:
-        """Vacuum (dry run by default); ``job`` goes into the commits vacuum makes, if any."""
-        table = self.get_table(table_uri)
-        from ..log import maintenance
-        if job is not None and _accepts(maintenance.vacuum, "job"):
-            kwargs["job"] = job
-        return table.vacuum(retention_hours=retention_hours, dry_run=dry_run,
-                            enforce_retention=enforce_retention, **kwargs)
+        """Vacuum (dry run by default); ``job`` is logged with what vacuum deleted and returned in the result."""
+        return self.get_table(table_uri).vacuum(retention_hours=retention_hours, dry_run=dry_run,
+                                                enforce_retention=enforce_retention, job=job, **kwargs)
 
     def write_snapshot_manifest(self, table_uri: str, version: int | None = None, timestamp: Any = None,
                                 manifest_uri: str | None = None, job: dict[str, Any] | None = None,

@@ -49,12 +49,12 @@ import time
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from ..log.errors import InvalidArgumentError, StorageError
-from ..log.timeutil import format_ms
+from ..log import InvalidArgumentError, StorageError
+from ..log import format_ms
 from .config import is_absolute_uri, join_uri, uri_protocol
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..log.snapshot import Snapshot
+    from ..log import Snapshot
 
 MANIFEST_FORMAT = "delta-snapshot-manifest"
 MANIFEST_FORMAT_VERSION = 1

@@ -1,28 +1,52 @@
 """The Delta transaction log in pure Python (pyarrow + fsspec; no Airflow, no Spark).
 
-Public API: :class:`DeltaTable`, the commit owners, and the error types, all
-deriving from :class:`DeltaError`.
+Public API: :class:`DeltaTable`, its :class:`Snapshot` and :class:`Transaction`, the
+action types a writer builds (:class:`AddFile`, :class:`RemoveFile`, :class:`Metadata`,
+:class:`Protocol`), the commit owners and the catalog of staged commits, the answer
+of :meth:`DeltaTable.commits_since`, and the error types, all deriving from
+:class:`DeltaError`. ``docs/architecture.md`` shows how the modules behind them are tiered.
 """
+from .actions import AddFile, DomainMetadata, Metadata, Protocol, RemoveFile
+from .catalog import StagedCommitsCatalog
+from .commit_owner import CommitOwner, InMemoryCommitOwner, owner_from_conf
+from .commit_source import CommitSource
+from .features import column_mapping_mode
 from .errors import (
     CommitFailedError, ConcurrentModificationError, CorruptLogError, DataFileNotFoundError, DeltaError,
     InvalidArgumentError, InvalidTableStateError, StorageError, TableAlreadyExistsError,
     TableNotFoundError, TimestampOutOfRangeError, UnsupportedFeatureError, VersionNotFoundError,
 )
-from .catalog import StagedCommitsCatalog
+from .managed_state import owner_of
+from .new_commits import CommitRecord, CommitsSince
+from .schema import (arrow_to_schema, partition_values_to_arrow, schema_string, schema_to_arrow,
+                     serialize_partition_value)
+from .snapshot import Snapshot
+from .stats import collect_stats
+from .storage import normalize_uri
 from .table import DeltaTable
+from .timeutil import format_ms, to_epoch_ms
+from .transaction import Transaction
+from .write_plan import WritePlan, check_mode, partition_arg, plan_write, write_transaction
 
 __all__ = [
-    "DeltaTable", "StagedCommitsCatalog", "DeltaError", "TableNotFoundError", "TableAlreadyExistsError",
+    "DeltaTable", "Snapshot", "Transaction", "AddFile", "RemoveFile", "Metadata", "Protocol", "DomainMetadata",
+    "CommitOwner", "InMemoryCommitOwner", "SqlCommitOwner", "CommitSource", "StagedCommitsCatalog",
+    "CommitRecord", "CommitsSince", "to_epoch_ms", "format_ms",
+    # for engines that write data files themselves (the Spark integration): the same schema,
+    # statistics and write-planning rules DeltaTable.write follows
+    "schema_to_arrow", "arrow_to_schema", "schema_string", "partition_values_to_arrow",
+    "serialize_partition_value", "collect_stats", "normalize_uri", "owner_from_conf", "owner_of",
+    "WritePlan", "plan_write", "write_transaction", "check_mode", "partition_arg", "column_mapping_mode",
+    "DeltaError", "TableNotFoundError", "TableAlreadyExistsError",
     "VersionNotFoundError", "TimestampOutOfRangeError", "UnsupportedFeatureError",
     "CorruptLogError", "DataFileNotFoundError", "InvalidTableStateError", "InvalidArgumentError", "StorageError",
     "CommitFailedError", "ConcurrentModificationError",
-    "CommitOwner", "InMemoryCommitOwner", "SqlCommitOwner",
 ]
 
 
 def __getattr__(name: str):
-    # Commit owners import SQLAlchemy; load them only when asked for.
-    if name in ("CommitOwner", "InMemoryCommitOwner", "SqlCommitOwner"):
-        from . import commit_owner
-        return getattr(commit_owner, name)
+    # SqlCommitOwner imports SQLAlchemy: load it only when asked for (PEP 562).
+    if name == "SqlCommitOwner":
+        from .commit_owner.sql import SqlCommitOwner
+        return SqlCommitOwner
     raise AttributeError(name)

@@ -16,9 +16,8 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from .errors import InvalidArgumentError
+from .features import CATALOG_MANAGED_FEATURES
 from .names import STAGED_COMMITS_DIR, parse_uuid_commit_name
-
-CATALOG_MANAGED_FEATURES = frozenset({"catalogManaged", "catalogOwned-preview"})
 
 
 @dataclass(frozen=True)
@@ -43,8 +42,8 @@ class CatalogCommits:
 class StagedCommitsCatalog:
     """The catalog's view of a catalog-managed table: ratified staged commits by version."""
 
-    #: lets the reader accept the ``catalogManaged`` reader feature when this is the table's owner
-    serves_catalog_managed = True
+    #: lets the reader accept the ``catalogManaged`` reader feature when this serves the table's commits
+    served_reader_features = CATALOG_MANAGED_FEATURES
 
     def __init__(self, ratified: Mapping[int, str], max_ratified_version: int | None = None):
         for v, name in ratified.items():

@@ -41,7 +41,7 @@ import tempfile
 import time
 import uuid
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import Any, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -49,59 +49,29 @@ import pyarrow.compute as pc
 import pyarrow.json as pj
 import pyarrow.parquet as pq
 
+from .action_schemas import (ADD_BASE_FIELDS, DOMAIN_TYPE, DV_TYPE, METADATA_TYPE, PROTOCOL_TYPE, REMOVE_TYPE,
+                             STR_MAP, TXN_TYPE)
 from .actions import encode_path
 from .errors import (DeltaError, InvalidArgumentError, InvalidTableStateError,
                      StorageError)
 from .intervals import deleted_file_retention_ms, set_transaction_retention_ms
+from .features import (CHECKPOINT_INTERVAL_DEFAULT, CHECKPOINT_INTERVAL_PROPERTY, CHECKPOINT_STATS_AS_JSON_PROPERTY,
+                       CHECKPOINT_STATS_AS_STRUCT_PROPERTY, column_mapping_mode)
+from .listing import read_last_checkpoint
 from .names import LAST_CHECKPOINT, LOG_DIR, classic_checkpoint_path, commit_path, multipart_checkpoint_path
+from .schema import partition_values_to_arrow, physical_name, schema_to_arrow
+from .snapshot import Snapshot
+from .table_log import TableLog
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .snapshot import Snapshot
-    from .table import DeltaTable
 
 log = logging.getLogger(__name__)
 
-CHECKPOINT_INTERVAL_KEY = "delta.checkpointInterval"
-DEFAULT_CHECKPOINT_INTERVAL = 10
-WRITE_STATS_AS_JSON_KEY = "delta.checkpoint.writeStatsAsJson"
-WRITE_STATS_AS_STRUCT_KEY = "delta.checkpoint.writeStatsAsStruct"
-COLUMN_MAPPING_MODE_KEY = "delta.columnMapping.mode"
 
 #: Rows per parquet row group (and per processing batch).
 ROW_GROUP_ROWS = 100_000
 #: Spark's Murmur3Hash default seed, used by HashPartitioning.
 SPARK_HASH_SEED = 42
 
-# ----------------------------------------------------------------------- schema
-STR_MAP = pa.map_(pa.string(), pa.string())
-STR_LIST = pa.list_(pa.field("element", pa.string()))
-DV_TYPE = pa.struct([
-    ("storageType", pa.string()), ("pathOrInlineDv", pa.string()), ("offset", pa.int32()),
-    ("sizeInBytes", pa.int32()), ("cardinality", pa.int64()), ("maxRowIndex", pa.int64()),
-])
-TXN_TYPE = pa.struct([("appId", pa.string()), ("version", pa.int64()), ("lastUpdated", pa.int64())])
-REMOVE_TYPE = pa.struct([
-    ("path", pa.string()), ("deletionTimestamp", pa.int64()), ("dataChange", pa.bool_()),
-    ("extendedFileMetadata", pa.bool_()), ("partitionValues", STR_MAP), ("size", pa.int64()),
-    ("deletionVector", DV_TYPE), ("baseRowId", pa.int64()), ("defaultRowCommitVersion", pa.int64()),
-])
-METADATA_TYPE = pa.struct([
-    ("id", pa.string()), ("name", pa.string()), ("description", pa.string()),
-    ("format", pa.struct([("provider", pa.string()), ("options", STR_MAP)])),
-    ("schemaString", pa.string()), ("partitionColumns", STR_LIST), ("configuration", STR_MAP),
-    ("createdTime", pa.int64()),
-])
-PROTOCOL_TYPE = pa.struct([
-    ("minReaderVersion", pa.int32()), ("minWriterVersion", pa.int32()),
-    ("readerFeatures", STR_LIST), ("writerFeatures", STR_LIST),
-])
-DOMAIN_TYPE = pa.struct([("domain", pa.string()), ("configuration", pa.string()), ("removed", pa.bool_())])
-_ADD_BASE_FIELDS = [
-    pa.field("path", pa.string()), pa.field("partitionValues", STR_MAP), pa.field("size", pa.int64()),
-    pa.field("modificationTime", pa.int64()), pa.field("dataChange", pa.bool_()), pa.field("tags", STR_MAP),
-    pa.field("deletionVector", DV_TYPE), pa.field("baseRowId", pa.int64()),
-    pa.field("defaultRowCommitVersion", pa.int64()), pa.field("clusteringProvider", pa.string()),
-]
 #: characters encode_path leaves alone; anything else sends a path through Python quoting
 _UNSAFE_PATH_CHARS = r"[^A-Za-z0-9/=:@$&+,;~\-_.!*'()]"
 
@@ -134,7 +104,6 @@ def _leaf_stats_fields(fields: list[pa.Field], physical: bool) -> tuple[list[pa.
     Min/max exist for the types Delta Spark collects them for (numbers, decimals, dates,
     timestamps, strings); null counts for every column, nested structs mirrored.
     """
-    from .schema import physical_name
     minmax: list[pa.Field] = []
     nulls: list[pa.Field] = []
     for f in fields:
@@ -154,20 +123,19 @@ def _leaf_stats_fields(fields: list[pa.Field], physical: bool) -> tuple[list[pa.
     return minmax, nulls
 
 
-def checkpoint_layout(snapshot: "Snapshot") -> CheckpointLayout:
+def checkpoint_layout(snapshot: Snapshot) -> CheckpointLayout:
     """The checkpoint schema for ``snapshot``, following its table properties."""
-    from .schema import physical_name, schema_to_arrow
     md = snapshot.metadata
     conf = md.configuration
-    write_json = _conf_bool(conf, WRITE_STATS_AS_JSON_KEY, True)
-    write_struct = _conf_bool(conf, WRITE_STATS_AS_STRUCT_KEY, False)
-    add_fields = list(_ADD_BASE_FIELDS)
+    write_json = _conf_bool(conf, CHECKPOINT_STATS_AS_JSON_PROPERTY, True)
+    write_struct = _conf_bool(conf, CHECKPOINT_STATS_AS_STRUCT_PROPERTY, False)
+    add_fields = list(ADD_BASE_FIELDS)
     if write_json:
         add_fields.append(pa.field("stats", pa.string()))
     partition_type = stats_type = None
     partition_keys: tuple[str, ...] = ()
     if write_struct:
-        physical = conf.get(COLUMN_MAPPING_MODE_KEY, "none").lower() in ("id", "name")
+        physical = column_mapping_mode(conf) in ("id", "name")
         schema = schema_to_arrow(md.schema_string)
         pcols = list(md.partition_columns)
         by_name = {f.name: f for f in schema}
@@ -304,7 +272,6 @@ def parse_stats(texts: pa.Array, stats_type: pa.StructType) -> pa.StructArray:
 
 
 def _partition_parsed(pv: pa.Array, layout: CheckpointLayout) -> pa.StructArray:
-    from .schema import partition_values_to_arrow
     children = []
     for key, f in zip(layout.partition_keys, layout.partition_type):
         raw = pc.map_lookup(pv, pa.scalar(key), "first") if len(pv) else pa.array([], pa.string())
@@ -367,7 +334,7 @@ def _batch(schema: pa.Schema, column: str, values: pa.Array) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
-def non_file_rows(snapshot: "Snapshot", schema: pa.Schema, now_ms: int) -> pa.RecordBatch:
+def non_file_rows(snapshot: Snapshot, schema: pa.Schema, now_ms: int) -> pa.RecordBatch:
     """protocol, metaData, txn and domainMetadata rows (one batch)."""
     p, md = snapshot.protocol, snapshot.metadata
     rows: list[tuple[str, dict[str, Any]]] = [
@@ -393,7 +360,7 @@ def non_file_rows(snapshot: "Snapshot", schema: pa.Schema, now_ms: int) -> pa.Re
     return pa.RecordBatch.from_arrays(columns, schema=schema)
 
 
-def _live_tombstones(snapshot: "Snapshot", now_ms: int) -> pa.Table:
+def _live_tombstones(snapshot: Snapshot, now_ms: int) -> pa.Table:
     t = snapshot.tombstones(now_ms=now_ms)
     if t.num_rows == 0:
         return t
@@ -425,7 +392,7 @@ def _split_by_part(t: pa.Table, parts: int) -> Iterator[tuple[int, pa.Table]]:
             yield i, grouped.slice(lo, hi - lo)
 
 
-def checkpoint_batches(snapshot: "Snapshot", layout: CheckpointLayout, now_ms: int, parts: int = 1,
+def checkpoint_batches(snapshot: Snapshot, layout: CheckpointLayout, now_ms: int, parts: int = 1,
                        rows_per_batch: int = ROW_GROUP_ROWS) -> Iterator[tuple[int, str, pa.RecordBatch]]:
     """(part index, kind, batch) of checkpoint rows: non-file actions, then adds, then removes.
 
@@ -523,7 +490,7 @@ def spark_murmur3(strings: pa.Array, seed: int = SPARK_HASH_SEED) -> np.ndarray:
 class _PartWriter:
     """One checkpoint part being written to a hidden temporary file."""
 
-    def __init__(self, table: "DeltaTable", rel: str, schema: pa.Schema):
+    def __init__(self, table: TableLog, rel: str, schema: pa.Schema):
         storage = table.storage
         self.rel = rel
         name = rel.rsplit("/", 1)[-1]
@@ -571,7 +538,7 @@ class _PartWriter:
             pass
 
 
-def _publish(table: "DeltaTable", part: _PartWriter) -> None:
+def _publish(table: TableLog, part: _PartWriter) -> None:
     """Make a finished part visible under its final name, never replacing an existing file.
 
     An existing file means another writer published the same checkpoint part first;
@@ -602,7 +569,7 @@ def _part_names(version: int, parts: int) -> list[str]:
     return [multipart_checkpoint_path(version, i + 1, parts) for i in range(parts)]
 
 
-def _validate_parts(parts: Any, snapshot: "Snapshot") -> int:
+def _validate_parts(parts: Any, snapshot: Snapshot) -> int:
     if parts is None:
         return 1
     if isinstance(parts, bool) or not isinstance(parts, int) or parts < 1:
@@ -616,7 +583,7 @@ def _validate_parts(parts: Any, snapshot: "Snapshot") -> int:
     return parts
 
 
-def _check_backfilled(table: "DeltaTable", version: int, explicit: bool) -> None:
+def _check_backfilled(table: TableLog, version: int, explicit: bool) -> None:
     """Checkpoints only at versions whose ``_delta_log/<v>.json`` exists (managed commits RFC)."""
     if table.storage.exists(commit_path(version)):
         return
@@ -630,18 +597,17 @@ def _check_backfilled(table: "DeltaTable", version: int, explicit: bool) -> None
         "cannot be checkpointed yet; call table.backfill() first or pass an older backfilled version")
 
 
-def write_last_checkpoint(table: "DeltaTable", info: dict[str, Any]) -> bool:
+def write_last_checkpoint(table: TableLog, info: dict[str, Any]) -> bool:
     """Replace ``_last_checkpoint`` with ``info`` unless it already names a newer version."""
-    from .segment import read_last_checkpoint
-    current = read_last_checkpoint(table)
+    current = read_last_checkpoint(table.storage)
     if current is not None and int(current["version"]) > int(info["version"]):
         return False
     table.storage.write_atomic(LAST_CHECKPOINT, json.dumps(info, separators=(",", ":")).encode())
     return True
 
 
-def write_checkpoint(table: "DeltaTable", version: int | None = None, parts: int | None = None,
-                     *, now_ms: int | None = None, snapshot: "Snapshot | None" = None) -> int:
+def write_checkpoint(table: TableLog, version: int | None = None, parts: int | None = None,
+                     *, now_ms: int | None = None, snapshot: Snapshot | None = None) -> int:
     """Write a classic checkpoint of ``version`` (default: latest), multi-part if ``parts`` > 1.
 
     Returns the checkpointed version. ``now_ms`` (default: the clock) decides which
@@ -684,21 +650,21 @@ def write_checkpoint(table: "DeltaTable", version: int | None = None, parts: int
 
 def checkpoint_interval(configuration: dict[str, str]) -> int:
     """``delta.checkpointInterval`` (default 10); InvalidTableStateError unless a positive integer."""
-    raw = configuration.get(CHECKPOINT_INTERVAL_KEY)
+    raw = configuration.get(CHECKPOINT_INTERVAL_PROPERTY)
     if raw is None:
-        return DEFAULT_CHECKPOINT_INTERVAL
+        return CHECKPOINT_INTERVAL_DEFAULT
     try:
         value = int(str(raw).strip())
     except ValueError:
         value = 0
     if value <= 0:
-        raise InvalidTableStateError(f"table property {CHECKPOINT_INTERVAL_KEY} must be a positive integer, "
+        raise InvalidTableStateError(f"table property {CHECKPOINT_INTERVAL_PROPERTY} must be a positive integer, "
                                      f"got {raw!r}")
     return value
 
 
-def maybe_auto_checkpoint(table: "DeltaTable", version: int,
-                          snapshot: "Snapshot | None" = None) -> int | None:
+def maybe_auto_checkpoint(table: TableLog, version: int,
+                          snapshot: Snapshot | None = None) -> int | None:
     """Checkpoint ``version`` if ``delta.checkpointInterval`` divides it; called after each commit.
 
     As in Delta Spark, version 0 is never auto-checkpointed and a failure here never
@@ -708,7 +674,7 @@ def maybe_auto_checkpoint(table: "DeltaTable", version: int,
     that is not backfilled yet is skipped silently. ``snapshot`` may pass the
     just-committed snapshot to avoid loading it again.
     """
-    if version is None or version <= 0 or not getattr(table, "auto_checkpoint", True):
+    if version is None or version <= 0 or not table.auto_checkpoint:
         return None
     try:
         if snapshot is None or snapshot.version != version:
@@ -717,8 +683,8 @@ def maybe_auto_checkpoint(table: "DeltaTable", version: int,
         try:
             interval = checkpoint_interval(snapshot.metadata.configuration)
         except InvalidTableStateError as e:
-            log.warning("%s; using the default of %d", e, DEFAULT_CHECKPOINT_INTERVAL)
-            interval = DEFAULT_CHECKPOINT_INTERVAL
+            log.warning("%s; using the default of %d", e, CHECKPOINT_INTERVAL_DEFAULT)
+            interval = CHECKPOINT_INTERVAL_DEFAULT
         if version % interval != 0:
             return None
         if not table.storage.exists(commit_path(version)):

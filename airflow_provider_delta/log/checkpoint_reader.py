@@ -16,11 +16,10 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from .action_schemas import ADD_FIELDS, REMOVE_FIELDS, empty_file_actions
 from .errors import CorruptLogError
 from .names import SIDECARS_DIR, LogFile
-from .replay import (
-    _ADD_FIELDS, _REMOVE_FIELDS, empty_file_actions, file_actions_from_struct, parse_json_logs,
-)
+from .replay import file_actions_from_struct, parse_json_logs
 
 if TYPE_CHECKING:  # pragma: no cover
     from .storage import Storage
@@ -85,7 +84,7 @@ def _read_parquet_non_file(pf: pq.ParquetFile, path: str, only_pm: bool) -> Chec
 def _read_parquet_files(pf: pq.ParquetFile, version: int, seq: int) -> list[pa.Table]:
     schema = pf.schema_arrow
     tables = []
-    for kind, fields in (("add", _ADD_FIELDS), ("remove", _REMOVE_FIELDS)):
+    for kind, fields in (("add", ADD_FIELDS), ("remove", REMOVE_FIELDS)):
         idx = schema.get_field_index(kind)
         if idx < 0:
             continue

@@ -15,16 +15,16 @@ parsed JSON objects and keeps each winning action exactly as it was written.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import unquote
 
 from .actions import dumps_actions
 from .errors import InvalidArgumentError, InvalidTableStateError
 from .names import LOG_DIR, commit_path, compaction_path
-from .segment import list_backfilled, parse_json_lines
+from .commit_reader import parse_json_lines
+from .listing import list_backfilled
+from .table_log import TableLog
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .table import DeltaTable
 
 
 def _file_key(action: dict[str, Any]) -> tuple[str, str]:
@@ -60,7 +60,7 @@ def compacted_actions(commits: list[list[dict[str, Any]]]) -> list[dict[str, Any
     return out
 
 
-def write_log_compaction(table: "DeltaTable", start: int, end: int) -> str:
+def write_log_compaction(table: TableLog, start: int, end: int) -> str:
     """Write ``<start>.<end>.compacted.json`` from the backfilled commits start..end; returns its path.
 
     Idempotent: an existing compaction file for the range is left as it is.
@@ -71,7 +71,7 @@ def write_log_compaction(table: "DeltaTable", start: int, end: int) -> str:
     if end <= start:
         raise InvalidArgumentError(f"a log compaction covers at least two commits: end ({end}) must be "
                                    f"greater than start ({start})")
-    listing = list_backfilled(table)
+    listing = list_backfilled(table.storage)
     missing = [v for v in range(start, end + 1) if v not in listing.commits]
     if missing:
         latest = table.latest_version()

@@ -23,14 +23,14 @@ import time
 from typing import Any, Callable, Iterable
 
 from .actions import Metadata, Protocol
+from .features import ICT_ENABLE_PROPERTY as ENABLE_PROPERTY
+from .features import ICT_ENABLEMENT_TIMESTAMP_PROPERTY as ENABLEMENT_TIMESTAMP_PROPERTY
+from .features import ICT_ENABLEMENT_VERSION_PROPERTY as ENABLEMENT_VERSION_PROPERTY
+from .features import ICT_FEATURE, ICT_FEATURE_NAMES
 
-#: The released writer feature name; the RFC text spells it with an "s", which we accept when reading.
-ICT_FEATURE = "inCommitTimestamp"
-ICT_FEATURE_NAMES = frozenset({"inCommitTimestamp", "inCommitTimestamps"})
-
-ENABLE_PROPERTY = "delta.enableInCommitTimestamps"
-ENABLEMENT_VERSION_PROPERTY = "delta.inCommitTimestampEnablementVersion"
-ENABLEMENT_TIMESTAMP_PROPERTY = "delta.inCommitTimestampEnablementTimestamp"
+__all__ = ["ICT_FEATURE", "ICT_FEATURE_NAMES", "ENABLE_PROPERTY", "ENABLEMENT_VERSION_PROPERTY",
+           "ENABLEMENT_TIMESTAMP_PROPERTY", "Clock", "system_clock", "property_enabled", "has_feature",
+           "is_enabled", "enablement", "next_timestamp", "timestamp_of", "with_enablement", "without_enablement"]
 
 Clock = Callable[[], int]
 
@@ -52,6 +52,22 @@ def is_enabled(protocol: Protocol | None, metadata: Metadata | None) -> bool:
     """ICT is active: writer 7 with the feature listed and the table property true."""
     return (protocol is not None and protocol.min_writer_version >= 7 and has_feature(protocol)
             and metadata is not None and property_enabled(metadata.configuration))
+
+
+def enablement(protocol: Protocol, metadata: Metadata) -> tuple[int, int | None] | None:
+    """(enablement version, enablement timestamp) when ICT is on; (0, None) if on since creation.
+
+    Commits from the enablement version on take their time from ``inCommitTimestamp``;
+    earlier ones from their (monotonized) file modification time.
+    """
+    if not is_enabled(protocol, metadata):
+        return None
+    conf = metadata.configuration
+    v = conf.get(ENABLEMENT_VERSION_PROPERTY)
+    t = conf.get(ENABLEMENT_TIMESTAMP_PROPERTY)
+    if v is None or t is None:
+        return (0, None)
+    return (int(v), int(t))
 
 
 def next_timestamp(clock: Clock, previous: int | None) -> int:

@@ -23,14 +23,8 @@ from decimal import Decimal, InvalidOperation
 from typing import Mapping
 
 from .errors import InvalidArgumentError, InvalidTableStateError
-
-LOG_RETENTION_KEY = "delta.logRetentionDuration"
-DELETED_FILE_RETENTION_KEY = "delta.deletedFileRetentionDuration"
-SET_TRANSACTION_RETENTION_KEY = "delta.setTransactionRetentionDuration"
-
-#: Delta Spark's defaults (DeltaConfigs.LOG_RETENTION / TOMBSTONE_RETENTION).
-DEFAULT_LOG_RETENTION = "interval 30 days"
-DEFAULT_DELETED_FILE_RETENTION = "interval 1 week"
+from .features import (DELETED_FILE_RETENTION_DEFAULT, DELETED_FILE_RETENTION_PROPERTY, LOG_RETENTION_DEFAULT,
+                       LOG_RETENTION_PROPERTY, SET_TRANSACTION_RETENTION_PROPERTY)
 
 _MICROS = {
     "week": 7 * 86_400_000_000,
@@ -101,16 +95,16 @@ def table_interval_ms(configuration: Mapping[str, str], key: str, default: str) 
 
 def log_retention_ms(configuration: Mapping[str, str]) -> int:
     """``delta.logRetentionDuration`` (default 30 days) in ms."""
-    return table_interval_ms(configuration, LOG_RETENTION_KEY, DEFAULT_LOG_RETENTION)
+    return table_interval_ms(configuration, LOG_RETENTION_PROPERTY, LOG_RETENTION_DEFAULT)
 
 
 def deleted_file_retention_ms(configuration: Mapping[str, str]) -> int:
     """``delta.deletedFileRetentionDuration`` (default 1 week) in ms."""
-    return table_interval_ms(configuration, DELETED_FILE_RETENTION_KEY, DEFAULT_DELETED_FILE_RETENTION)
+    return table_interval_ms(configuration, DELETED_FILE_RETENTION_PROPERTY, DELETED_FILE_RETENTION_DEFAULT)
 
 
 def set_transaction_retention_ms(configuration: Mapping[str, str]) -> int | None:
     """``delta.setTransactionRetentionDuration`` in ms; None (keep forever) when unset, as in Spark."""
-    if configuration.get(SET_TRANSACTION_RETENTION_KEY) is None:
+    if configuration.get(SET_TRANSACTION_RETENTION_PROPERTY) is None:
         return None
-    return table_interval_ms(configuration, SET_TRANSACTION_RETENTION_KEY, "0 days")
+    return table_interval_ms(configuration, SET_TRANSACTION_RETENTION_PROPERTY, "0 days")

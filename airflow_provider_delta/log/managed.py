@@ -1,11 +1,8 @@
-"""Managed commits at the table level: is a table managed, backfill, and the ownership changes.
+"""Managed commits at the table level: backfill, and the ownership changes.
 
-A managed-commit table carries the writer feature ``managedCommit``, the property
-``delta.managedCommit.commitOwner`` naming its owner, optionally the owner's conf,
-and active in-commit timestamps (backfilled files get new mtimes, so commit times
-must come from inside the commits). The commit owner itself lives in
-:mod:`.commit_owner`; this module checks a table against those rules and performs
-the RFC's two conversions:
+The rules a managed-commit table's state must follow live in :mod:`.managed_state`;
+the commit owner itself lives in :mod:`.commit_owner`. This module asks the owner
+to backfill and performs the RFC's two conversions:
 
 * filesystem -> managed: the owner agrees (a *proposal*), then the ownership commit
   is written with put-if-absent straight into ``_delta_log``; that write is the
@@ -17,91 +14,24 @@ the RFC's two conversions:
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 from . import ict
 from .actions import Metadata, Protocol, dumps_actions
+from .commit_info import engine_info
 from .commit_owner.base import CommitOwner
-from .commit_owner.conf import (MANAGED_FEATURE, OWNER_CONF_PROP, OWNER_PROP, check_owner_conf,
-                                dumps_owner_conf, parse_owner_conf)
-from .errors import (CommitFailedError, CorruptLogError, InvalidArgumentError, InvalidTableStateError)
+from .commit_owner.conf import check_owner_conf, dumps_owner_conf
+from .errors import CommitFailedError, CorruptLogError, InvalidArgumentError, InvalidTableStateError
+from .features import (MANAGED_COMMIT_FEATURE, MANAGED_OWNER_CONF_PROPERTY, MANAGED_OWNER_PROPERTY, check_writable,
+                       protocol_with_features)
+from .managed_state import require_owner, validate_managed_state
 from .names import commit_path
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .snapshot import Snapshot
-    from .table import DeltaTable
-
-__all__ = ["MANAGED_FEATURE", "OWNER_PROP", "OWNER_CONF_PROP", "validate_managed_state", "owner_of",
-           "require_owner", "backfill", "enable_managed_commits", "disable_managed_commits"]
-
-# ------------------------------------------------------------------ table state
-def validate_managed_state(protocol: Protocol, metadata: Metadata) -> bool:
-    """True if the table uses managed commits; InvalidTableStateError if it is half-configured.
-
-    The RFC calls a table invalid when the owner property and the ``managedCommit``
-    writer feature do not come together; managed commits also need writer version 7
-    and active in-commit timestamps, and the owner conf must be a JSON string map
-    without secrets.
-    """
-    conf = metadata.configuration
-    owner = conf.get(OWNER_PROP)
-    has_feature = protocol.has_writer_feature(MANAGED_FEATURE)
-    if owner is None and not has_feature:
-        return False
-    if owner is None:
-        raise InvalidTableStateError(
-            f"invalid table state: the protocol lists writer feature '{MANAGED_FEATURE}' but the "
-            f"metadata has no {OWNER_PROP} property naming the commit owner")
-    if not has_feature:
-        raise InvalidTableStateError(
-            f"invalid table state: property {OWNER_PROP}={owner!r} is set but the protocol does not "
-            f"list writer feature '{MANAGED_FEATURE}'")
-    if not owner.strip():
-        raise InvalidTableStateError(f"invalid table state: {OWNER_PROP} is empty")
-    if protocol.min_writer_version < 7:
-        raise InvalidTableStateError(
-            f"invalid table state: managed commits need writer version 7, the table has "
-            f"{protocol.min_writer_version}")
-    if not ict.is_enabled(protocol, metadata):
-        raise InvalidTableStateError(
-            "invalid table state: managed commits need in-commit timestamps (writer feature "
-            f"'{ict.ICT_FEATURE}' and {ict.ENABLE_PROPERTY}=true)")
-    parse_owner_conf(conf.get(OWNER_CONF_PROP))
-    return True
-
-
-def owner_of(metadata: Metadata) -> tuple[str, dict[str, str]] | None:
-    """(owner name, owner conf) a table's metadata names, or None for a filesystem table."""
-    name = metadata.configuration.get(OWNER_PROP)
-    if name is None:
-        return None
-    return name, parse_owner_conf(metadata.configuration.get(OWNER_CONF_PROP))
-
-
-def require_owner(table: "DeltaTable", protocol: Protocol, metadata: Metadata) -> CommitOwner | None:
-    """The owner to commit through: None for a filesystem table, else ``table.commit_owner``.
-
-    A writer of a managed-commit table must not write ``_delta_log/<v>.json`` itself,
-    so a missing or differently named owner is an error, not a fallback.
-    """
-    if not validate_managed_state(protocol, metadata):
-        return None
-    name = metadata.configuration[OWNER_PROP]
-    owner = table.commit_owner
-    if owner is None:
-        raise InvalidArgumentError(
-            f"{table.uri} is a managed-commit table owned by commit owner '{name}' (conf "
-            f"{metadata.configuration.get(OWNER_CONF_PROP, '{}')}); open it with "
-            "DeltaTable(uri, commit_owner=...) to write or backfill it")
-    if getattr(owner, "name", None) != name:
-        raise InvalidArgumentError(
-            f"{table.uri} is owned by commit owner '{name}', but the table was opened with "
-            f"'{getattr(owner, 'name', owner)}'")
-    return owner
+from .snapshot import Snapshot
+from .table_log import TableLog
 
 
 # --------------------------------------------------------------------- backfill
-def backfill(table: "DeltaTable", version: int | None = None) -> dict[str, Any]:
+def backfill(table: TableLog, version: int | None = None) -> dict[str, Any]:
     """Ask the owner to copy ratified commits up to ``version`` (default: all) into ``_delta_log``.
 
     Returns ``{"managed", "from", "to", "backfilled", "backfilled_version", "latest_version"}``;
@@ -111,7 +41,7 @@ def backfill(table: "DeltaTable", version: int | None = None) -> dict[str, Any]:
     if version is not None and (isinstance(version, bool) or not isinstance(version, int) or version < 0):
         raise InvalidArgumentError(f"version must be a non-negative integer, got {version!r}")
     snap = table.snapshot()
-    owner = require_owner(table, snap.protocol, snap.metadata)
+    owner = require_owner(table.uri, table.commit_owner, snap.protocol, snap.metadata)
     if owner is None:
         return {"managed": False, "from": None, "to": None, "backfilled": [],
                 "backfilled_version": snap.version, "latest_version": snap.version,
@@ -126,7 +56,7 @@ def backfill(table: "DeltaTable", version: int | None = None) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------- conversions
-def enable_managed_commits(table: "DeltaTable", owner: CommitOwner,
+def enable_managed_commits(table: TableLog, owner: CommitOwner,
                            clock: Callable[[], int] | None = None) -> int:
     """Convert a filesystem table into one owned by ``owner``; returns the ownership commit's version.
 
@@ -135,7 +65,6 @@ def enable_managed_commits(table: "DeltaTable", owner: CommitOwner,
     timestamps. If another commit takes its version first, the owner forgets the
     proposal and CommitFailedError(retryable=True, conflict=True) is raised.
     """
-    from .create import check_writable, protocol_with_features
     if not isinstance(owner, CommitOwner):
         raise InvalidArgumentError(f"not a commit owner: {owner!r}")
     owner_conf = check_owner_conf(owner.owner_conf())
@@ -143,12 +72,12 @@ def enable_managed_commits(table: "DeltaTable", owner: CommitOwner,
     if validate_managed_state(snap.protocol, snap.metadata):
         raise InvalidTableStateError(
             f"{table.uri} already uses managed commits (owner "
-            f"'{snap.metadata.configuration[OWNER_PROP]}'); disable them first to change the owner")
+            f"'{snap.metadata.configuration[MANAGED_OWNER_PROPERTY]}'); disable them first to change the owner")
     check_writable(snap.protocol)
     version = snap.version + 1
     now, timestamp = _timestamps(clock, snap)
-    protocol = protocol_with_features(snap.protocol, [MANAGED_FEATURE, ict.ICT_FEATURE], min_writer=7)
-    updates = {OWNER_PROP: owner.name, OWNER_CONF_PROP: dumps_owner_conf(owner_conf) if owner_conf else None}
+    protocol = protocol_with_features(snap.protocol, [MANAGED_COMMIT_FEATURE, ict.ICT_FEATURE], min_writer=7)
+    updates = {MANAGED_OWNER_PROPERTY: owner.name, MANAGED_OWNER_CONF_PROPERTY: dumps_owner_conf(owner_conf) if owner_conf else None}
     metadata = snap.metadata.with_configuration(updates)
     if not ict.is_enabled(snap.protocol, snap.metadata):
         metadata = ict.with_enablement(metadata.with_configuration({ict.ENABLE_PROPERTY: "true"}),
@@ -174,7 +103,7 @@ def enable_managed_commits(table: "DeltaTable", owner: CommitOwner,
     return version
 
 
-def disable_managed_commits(table: "DeltaTable", clock: Callable[[], int] | None = None) -> int:
+def disable_managed_commits(table: TableLog, clock: Callable[[], int] | None = None) -> int:
     """Convert a managed-commit table back to filesystem commits; returns the converting version.
 
     The owner stops accepting commits, backfills everything, and the commit removing the
@@ -183,7 +112,7 @@ def disable_managed_commits(table: "DeltaTable", clock: Callable[[], int] | None
     owner accepts commits again. In-commit timestamps stay enabled.
     """
     snap = table.snapshot()
-    owner = require_owner(table, snap.protocol, snap.metadata)
+    owner = require_owner(table.uri, table.commit_owner, snap.protocol, snap.metadata)
     if owner is None:
         raise InvalidTableStateError(f"{table.uri} does not use managed commits")
     table_id = snap.metadata.id
@@ -198,11 +127,11 @@ def disable_managed_commits(table: "DeltaTable", clock: Callable[[], int] | None
                 f"owner ratified up to {latest}")
         version = latest + 1
         now, timestamp = _timestamps(clock, snap)
-        writer = tuple(f for f in (snap.protocol.writer_features or ()) if f != MANAGED_FEATURE)
+        writer = tuple(f for f in (snap.protocol.writer_features or ()) if f != MANAGED_COMMIT_FEATURE)
         protocol = Protocol(snap.protocol.min_reader_version, snap.protocol.min_writer_version,
                             snap.protocol.reader_features, writer)
-        metadata = snap.metadata.with_configuration({OWNER_PROP: None, OWNER_CONF_PROP: None})
-        removed = [k for k in (OWNER_PROP, OWNER_CONF_PROP) if k in snap.metadata.configuration]
+        metadata = snap.metadata.with_configuration({MANAGED_OWNER_PROPERTY: None, MANAGED_OWNER_CONF_PROPERTY: None})
+        removed = [k for k in (MANAGED_OWNER_PROPERTY, MANAGED_OWNER_CONF_PROPERTY) if k in snap.metadata.configuration]
         data = _commit_bytes(now, timestamp, snap.version, "UNSET TBLPROPERTIES",
                              {"properties": json.dumps(removed), "ifExists": "true"}, protocol, metadata)
         landed = storage.put_if_absent(commit_path(version), data)
@@ -220,7 +149,7 @@ def disable_managed_commits(table: "DeltaTable", clock: Callable[[], int] | None
 
 
 # --------------------------------------------------------------------- helpers
-def _timestamps(clock: Callable[[], int] | None, snap: "Snapshot") -> tuple[int, int]:
+def _timestamps(clock: Callable[[], int] | None, snap: Snapshot) -> tuple[int, int]:
     """(wall-clock now, in-commit timestamp strictly after the previous commit)."""
     now = int((clock or ict.system_clock)())
     return now, ict.next_timestamp(lambda: now, snap.timestamp)
@@ -228,7 +157,6 @@ def _timestamps(clock: Callable[[], int] | None, snap: "Snapshot") -> tuple[int,
 
 def _commit_bytes(now: int, timestamp: int, read_version: int, operation: str,
                   parameters: dict[str, Any], protocol: Protocol, metadata: Metadata) -> bytes:
-    from .transaction import engine_info
     info = {"timestamp": now, "inCommitTimestamp": timestamp, "operation": operation,
             "operationParameters": parameters, "readVersion": read_version,
             "isolationLevel": "Serializable", "isBlindAppend": False, "engineInfo": engine_info()}

@@ -21,6 +21,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from .features import column_mapping_mode
+from .schema import partition_values_to_arrow
 from .errors import DataFileNotFoundError, InvalidArgumentError, UnsupportedFeatureError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -78,7 +80,6 @@ def _expr_of(dnf: list[list[tuple[str, str, Any]]], schema: pa.Schema) -> pc.Exp
 
 def partition_table(snap: "Snapshot", files: pa.Table) -> pa.Table:
     """The typed partition values of ``files``, one column per partition column."""
-    from .schema import partition_values_to_arrow
     schema = snap.schema
     cols, names = [], []
     for c in snap.partition_columns:
@@ -112,7 +113,7 @@ def _prune(snap: "Snapshot", files: pa.Table, filter: Any) -> pa.Table:
 
 
 def _open(snap: "Snapshot", path: str):
-    storage = snap.table.storage
+    storage = snap.storage
     if "://" in path or path.startswith("file:"):
         if path.startswith("file:") and not path.startswith("file://"):
             path = "file://" + path[5:]
@@ -124,15 +125,15 @@ def _open(snap: "Snapshot", path: str):
 
 def read_rows(snap: "Snapshot", columns: list[str] | None = None, filter: Any = None) -> pa.Table:
     conf = snap.configuration
-    mode = conf.get("delta.columnMapping.mode", "none")
-    if mode and mode != "none":
+    mode = column_mapping_mode(conf)
+    if mode != "none":
         raise UnsupportedFeatureError(
-            f"{snap.table.uri}: reading rows of a table with column mapping (mode '{mode}') is not "
+            f"{snap.uri}: reading rows of a table with column mapping (mode '{mode}') is not "
             "supported yet; snapshot.files() still lists its files", feature="columnMapping")
     files = snap.files()
     if files.num_rows and files.column("deletion_vector").null_count < files.num_rows:
         raise UnsupportedFeatureError(
-            f"{snap.table.uri}: files with deletion vectors cannot be read into rows yet; "
+            f"{snap.uri}: files with deletion vectors cannot be read into rows yet; "
             "snapshot.files() still lists them", feature="deletionVectors")
     schema = snap.schema
     if columns is not None:
@@ -150,7 +151,7 @@ def read_rows(snap: "Snapshot", columns: list[str] | None = None, filter: Any = 
             t = pq.read_table(_open(snap, path), coerce_int96_timestamp_unit="us")
         except FileNotFoundError:
             raise DataFileNotFoundError(
-                f"{snap.table.uri} version {snap.version} references data file {path!r}, which does not "
+                f"{snap.uri} version {snap.version} references data file {path!r}, which does not "
                 "exist (deleted by hand, or vacuumed with too short a retention?)", path=path) from None
         n = t.num_rows
         arrays = []

@@ -28,46 +28,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pj
 
+from .action_schemas import (ADD_FIELDS, DV_TYPE, FILE_ACTION_SCHEMA, FILE_ACTION_TYPES, REMOVE_FIELDS,
+                             STR_MAP, empty_file_actions)
+from .commit_reader import parse_json_lines
 from .errors import CorruptLogError
 
-STR_MAP = pa.map_(pa.string(), pa.string())
-DV_TYPE = pa.struct([
-    ("storageType", pa.string()), ("pathOrInlineDv", pa.string()), ("offset", pa.int32()),
-    ("sizeInBytes", pa.int32()), ("cardinality", pa.int64()), ("maxRowIndex", pa.int64()),
-])
-
-#: Columns of a normalized file-action table (adds and removes together).
-FILE_ACTION_SCHEMA = pa.schema([
-    ("path", pa.string()),
-    ("partition_values", STR_MAP),
-    ("size", pa.int64()),
-    ("modification_time", pa.int64()),
-    ("data_change", pa.bool_()),
-    ("stats", pa.string()),
-    ("tags", STR_MAP),
-    ("deletion_vector", DV_TYPE),
-    ("base_row_id", pa.int64()),
-    ("default_row_commit_version", pa.int64()),
-    ("clustering_provider", pa.string()),
-    ("deletion_timestamp", pa.int64()),
-    ("extended_file_metadata", pa.bool_()),
-    ("is_add", pa.bool_()),
-    ("version", pa.int64()),
-    ("seq", pa.int64()),
-])
-
-#: (json field name, normalized column name) of add / remove actions
-_ADD_FIELDS = [("path", "path"), ("partitionValues", "partition_values"), ("size", "size"),
-               ("modificationTime", "modification_time"), ("dataChange", "data_change"),
-               ("stats", "stats"), ("tags", "tags"), ("deletionVector", "deletion_vector"),
-               ("baseRowId", "base_row_id"), ("defaultRowCommitVersion", "default_row_commit_version"),
-               ("clusteringProvider", "clustering_provider")]
-_REMOVE_FIELDS = [("path", "path"), ("partitionValues", "partition_values"), ("size", "size"),
-                  ("dataChange", "data_change"), ("deletionVector", "deletion_vector"),
-                  ("baseRowId", "base_row_id"), ("defaultRowCommitVersion", "default_row_commit_version"),
-                  ("deletionTimestamp", "deletion_timestamp"),
-                  ("extendedFileMetadata", "extended_file_metadata"), ("tags", "tags"), ("stats", "stats")]
-_COL_TYPES = {f.name: f.type for f in FILE_ACTION_SCHEMA}
 _TAGS = re.compile(rb'"tags"\s*:\s*\{')
 
 
@@ -79,9 +44,6 @@ class ParsedLog:
     #: the non-file actions in log order: (version, action dict)
     others: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
 
-
-def empty_file_actions() -> pa.Table:
-    return FILE_ACTION_SCHEMA.empty_table()
 
 
 # --------------------------------------------------------------------------- JSON
@@ -217,7 +179,6 @@ def _tags_of(blobs, file_start_row: np.ndarray, counts: np.ndarray, rows: np.nda
 def _parse_slow(blobs: list[tuple[int, bytes, str]], seq_start: int) -> ParsedLog:
     """Line-by-line parsing with ``json``: for logs the fast path cannot take (e.g. a
     non-string partition value). Same result, slower."""
-    from .segment import parse_json_lines
     others: list[tuple[int, dict[str, Any]]] = []
     rows: dict[str, tuple[list, list, list]] = {"add": ([], [], []), "remove": ([], [], [])}
     seq = seq_start
@@ -250,7 +211,7 @@ def struct_columns(s: pa.Array, kind: str) -> dict[str, pa.Array]:
     if isinstance(s, pa.ChunkedArray):
         s = s.combine_chunks()
     cols: dict[str, pa.Array] = {}
-    for jname, cname in (_ADD_FIELDS if kind == "add" else _REMOVE_FIELDS):
+    for jname, cname in (ADD_FIELDS if kind == "add" else REMOVE_FIELDS):
         idx = s.type.get_field_index(jname)
         if idx < 0:
             continue
@@ -304,7 +265,6 @@ def _describe(blobs) -> str:
 
 
 def _raise_first_bad_line(blobs) -> None:
-    from .segment import parse_json_lines
     for _, data, path in blobs:
         parse_json_lines(data, path)
     raise CorruptLogError("a log file holds an action that is not a JSON object")
@@ -395,7 +355,7 @@ def _cast_dv(a: pa.Array) -> pa.Array:
 
 def actions_from_dicts(dicts: list[dict[str, Any]], is_add: bool, versions, seqs) -> pa.Table:
     """The slow path: normalized file actions from parsed JSON dicts."""
-    names = _ADD_FIELDS if is_add else _REMOVE_FIELDS
+    names = ADD_FIELDS if is_add else REMOVE_FIELDS
     cols: dict[str, Any] = {}
     for jname, cname in names:
         vals = [d.get(jname) for d in dicts]
@@ -409,7 +369,7 @@ def actions_from_dicts(dicts: list[dict[str, Any]], is_add: bool, versions, seqs
             cols[cname] = pa.array([v if v is None or isinstance(v, str) else json.dumps(v) for v in vals],
                                    pa.string())
         else:
-            cols[cname] = pa.array(vals, _COL_TYPES[cname])
+            cols[cname] = pa.array(vals, FILE_ACTION_TYPES[cname])
     return _assemble(cols, len(dicts), is_add, versions, seqs)
 
 

@@ -31,13 +31,14 @@ import decimal as _decimal
 import json
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from .errors import CorruptLogError, InvalidArgumentError, UnsupportedFeatureError
+from .features import PHYSICAL_NAME_KEY
 
 __all__ = [
     "DELTA_METADATA_KEY",
@@ -54,7 +55,6 @@ __all__ = [
 ]
 
 DELTA_METADATA_KEY = b"delta.metadata"
-PHYSICAL_NAME_KEY = "delta.columnMapping.physicalName"
 
 # Delta's largest decimal precision is 38 (Spark's DecimalType.MAX_PRECISION); wider
 # values are accepted only to keep pyarrow decimal256 columns round-trippable.
@@ -507,3 +507,29 @@ def _serialize_timestamp(value: Any, t: pa.TimestampType) -> str:
     # naive datetimes for a zoned column are taken as UTC, like pyarrow does
     return (f"{value.year:04d}-{value.month:02d}-{value.day:02d} "
             f"{value.hour:02d}:{value.minute:02d}:{value.second:02d}.{value.microsecond:06d}")
+
+
+def validate_partition_columns(schema: pa.Schema, partition_by: Iterable[str]) -> tuple[str, ...]:
+    """Partition columns must be distinct top-level primitive columns, and not all of them."""
+    if isinstance(partition_by, str):
+        partition_by = [partition_by]
+    cols = tuple(partition_by or ())
+    seen: set[str] = set()
+    for c in cols:
+        if not isinstance(c, str):
+            raise InvalidArgumentError(f"partition column names must be strings, got {c!r}")
+        if c in seen:
+            raise InvalidArgumentError(f"partition column {c!r} is listed twice")
+        seen.add(c)
+        idx = schema.get_field_index(c)
+        if idx < 0:
+            raise InvalidArgumentError(f"partition column {c!r} is not a column of the schema "
+                                       f"({', '.join(schema.names)})")
+        t = schema.field(idx).type
+        if pa.types.is_nested(t) or pa.types.is_dictionary(t):
+            raise InvalidArgumentError(f"partition column {c!r} has type {t}; partition columns must be "
+                                       "of a primitive type")
+    if cols and len(cols) == len(schema):
+        raise InvalidArgumentError("cannot use all columns as partition columns: no data would remain "
+                                   "in the files")
+    return cols

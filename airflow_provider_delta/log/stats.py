@@ -34,8 +34,10 @@ from typing import Any, Iterable
 import pyarrow as pa
 import pyarrow.compute as pc
 
-DEFAULT_NUM_INDEXED_COLS = 32
-DEFAULT_STRING_PREFIX_LENGTH = 32
+from .features import (DATA_SKIPPING_NUM_INDEXED_COLS_DEFAULT, DATA_SKIPPING_NUM_INDEXED_COLS_PROPERTY,
+                       DATA_SKIPPING_STATS_COLUMNS_PROPERTY, DATA_SKIPPING_STRING_PREFIX_LENGTH_DEFAULT,
+                       DATA_SKIPPING_STRING_PREFIX_LENGTH_PROPERTY)
+
 
 _ASCII_MAX = "\x7f"
 _UTF8_MAX = "\U0010ffff"
@@ -182,12 +184,12 @@ class _Selector:
 
     def __init__(self, configuration: dict[str, str] | None):
         conf = configuration or {}
-        cols = conf.get("delta.dataSkippingStatsColumns")
+        cols = conf.get(DATA_SKIPPING_STATS_COLUMNS_PROPERTY)
         self.paths = _parse_stats_columns(cols) if cols and cols.strip() else None
         try:
-            self.limit = int(conf.get("delta.dataSkippingNumIndexedCols", DEFAULT_NUM_INDEXED_COLS))
+            self.limit = int(conf.get(DATA_SKIPPING_NUM_INDEXED_COLS_PROPERTY, DATA_SKIPPING_NUM_INDEXED_COLS_DEFAULT))
         except ValueError:
-            self.limit = DEFAULT_NUM_INDEXED_COLS
+            self.limit = DATA_SKIPPING_NUM_INDEXED_COLS_DEFAULT
         self.seen = 0
 
     def take(self, path: tuple[str, ...]) -> bool:
@@ -207,9 +209,10 @@ def collect_stats(data: pa.Table, configuration: dict[str, str] | None = None) -
     """
     conf = configuration or {}
     try:
-        prefix_len = int(conf.get("delta.dataSkippingStringPrefixLength", DEFAULT_STRING_PREFIX_LENGTH))
+        prefix_len = int(conf.get(DATA_SKIPPING_STRING_PREFIX_LENGTH_PROPERTY,
+                                  DATA_SKIPPING_STRING_PREFIX_LENGTH_DEFAULT))
     except ValueError:
-        prefix_len = DEFAULT_STRING_PREFIX_LENGTH
+        prefix_len = DATA_SKIPPING_STRING_PREFIX_LENGTH_DEFAULT
     selector = _Selector(conf)
     mins: dict[str, Any] = {}
     maxs: dict[str, Any] = {}

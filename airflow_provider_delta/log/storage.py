@@ -272,6 +272,20 @@ class Storage:
                 pass
 
 
+    def delete_with_crc_companion(self, rel: str) -> None:
+        """Delete ``rel`` and, on a local file system, the Hadoop ``.<name>.crc`` file beside it.
+
+        Hadoop's local file system (which Delta Spark writes through) keeps such a
+        checksum file next to every file it writes and deletes it with the file.
+        """
+        self.delete(rel)
+        if not self.is_local:
+            return
+        d, _, name = rel.rpartition("/")
+        companion = f"{d}/.{name}.crc" if d else f".{name}.crc"
+        if self.exists(companion):
+            self.delete(companion)
+
 def _write_local_temp(target: str, data: bytes) -> str:
     """Write ``data`` durably to a hidden temporary file beside ``target``; return its path.
 

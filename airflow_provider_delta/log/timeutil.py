@@ -7,6 +7,7 @@ with its default session time zone of UTC.
 """
 from __future__ import annotations
 
+import time
 from datetime import date, datetime, timezone
 from typing import Any
 
@@ -42,3 +43,12 @@ def to_epoch_ms(value: Any) -> int:
 def format_ms(ms: int) -> str:
     """Human-readable UTC rendering of epoch ms, for error messages and logs."""
     return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def now_or(now_ms: Any) -> int:
+    """``now_ms`` (epoch milliseconds, for tests and replays) or the current time."""
+    if now_ms is None:
+        return time.time_ns() // 1_000_000
+    if isinstance(now_ms, bool) or not isinstance(now_ms, int):
+        raise InvalidArgumentError(f"now_ms must be epoch milliseconds (int), got {now_ms!r}")
+    return now_ms

@@ -23,42 +23,30 @@ from __future__ import annotations
 import json
 import logging
 import uuid
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from typing import Any, Callable, Iterable
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import ict
-from .actions import AddFile, DomainMetadata, Metadata, Protocol, RemoveFile, Txn, dumps_actions
-from .conflicts import ISOLATION_LEVELS, SNAPSHOT_ISOLATION, WRITE_SERIALIZABLE, ReadSet, WinningCommit, \
-    check_conflicts
-from .create import (MANAGED_OWNER_PROPERTY, check_can_add_data, check_writable, features_in_use, is_downgrade,
-                     protocol_with_features)
-from .errors import CommitFailedError, ConcurrentModificationError, DeltaError, InvalidArgumentError, VersionNotFoundError
-from .names import LOG_DIR, commit_path
-from .schema import schema_to_arrow, serialize_partition_value
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .snapshot import Snapshot
-    from .table import DeltaTable
+from .actions import AddFile, DomainMetadata, Metadata, Protocol, RemoveFile, Txn
+from .commit_info import CommitProvenance
+from .committer import CommitPlan, Committer
+from .conflicts import ISOLATION_LEVELS, SNAPSHOT_ISOLATION, WRITE_SERIALIZABLE, ReadSet
+from .errors import DeltaError, InvalidArgumentError
+from .features import (APPEND_ONLY_PROPERTY, FEATURE_PROPERTY_PREFIX, ISOLATION_LEVEL_PROPERTY,
+                       MANAGED_OWNER_PROPERTY, MIN_READER_VERSION_PROPERTY, MIN_WRITER_VERSION_PROPERTY,
+                       check_can_add_data, check_writable, features_in_use, is_downgrade, is_true,
+                       protocol_with_features)
+from .managed_state import require_owner
+from .names import LOG_DIR
+from .schema import schema_to_arrow, serialize_partition_value, validate_partition_columns
+from .snapshot import Snapshot
+from .table_log import TableLog
 
 log = logging.getLogger(__name__)
 
-ENGINE_NAME = "airflow-provider-delta"
-_PROTOCOL_REQUEST_PROPERTIES = ("delta.minReaderVersion", "delta.minWriterVersion")
-_FEATURE_PREFIX = "delta.feature."
-
-
-def engine_info() -> str:
-    from .. import __version__
-    return f"{ENGINE_NAME}/{__version__}"
-
-
-def _param_value(value: Any) -> str | None:
-    """Delta Spark stores operation parameters as strings; structured values as JSON text."""
-    if value is None or isinstance(value, str):
-        return value
-    return json.dumps(value, separators=(",", ":"), default=str)
+_PROTOCOL_REQUEST_PROPERTIES = (MIN_READER_VERSION_PROPERTY, MIN_WRITER_VERSION_PROPERTY)
 
 
 def _json_safe(value: Any, what: str) -> Any:
@@ -85,16 +73,6 @@ def _canonical_value(value: str, t: pa.DataType | None) -> str | None:
         return value
 
 
-def _stats_records(stats: str | None) -> int | None:
-    if not stats:
-        return None
-    try:
-        n = json.loads(stats).get("numRecords")
-        return int(n) if n is not None else None
-    except (ValueError, AttributeError, TypeError):
-        return None
-
-
 class Transaction:
     """One optimistic commit. Use as a context manager (commits on a clean exit) or call :meth:`commit`.
 
@@ -105,7 +83,7 @@ class Transaction:
     ``WriteSerializable`` (Delta's default).
     """
 
-    def __init__(self, table: "DeltaTable", operation: str = "WRITE",
+    def __init__(self, table: TableLog, operation: str = "WRITE",
                  operation_parameters: dict[str, Any] | None = None, isolation_level: str | None = None,
                  user_metadata: str | None = None, job: dict[str, Any] | None = None, max_retries: int = 10,
                  read_version: int | None = None, clock: Callable[[], int] | None = None,
@@ -134,7 +112,7 @@ class Transaction:
         self.operation_metrics = dict(operation_metrics or {})
         self.txn_id = str(uuid.uuid4())
         self._read_version = read_version
-        self._snapshot: "Snapshot | None" = None
+        self._snapshot: Snapshot | None = None
         self._snapshot_loaded = read_version == -1
         self._adds: dict[tuple[str, str | None], AddFile] = {}
         self._removes: dict[tuple[str, str | None], RemoveFile | str] = {}
@@ -153,11 +131,10 @@ class Transaction:
         self.attempts = 0
         #: True if a commit owner failed in a way that leaves the outcome unknown
         self.outcome_unknown = False
-        self._final_configuration: dict[str, str] | None = None
 
     # ----------------------------------------------------------------- reading
     @property
-    def snapshot(self) -> "Snapshot | None":
+    def snapshot(self) -> Snapshot | None:
         """The snapshot this transaction reads (None when creating a table)."""
         if not self._snapshot_loaded:
             self._snapshot = self.table.snapshot(version=self._read_version)
@@ -332,7 +309,7 @@ class Transaction:
             raise InvalidArgumentError(f"set_metadata takes a Metadata, got {type(metadata).__name__}")
         conf = dict(metadata.configuration)
         requests = {k: conf.pop(k) for k in list(conf)
-                    if k in _PROTOCOL_REQUEST_PROPERTIES or k.startswith(_FEATURE_PREFIX)}
+                    if k in _PROTOCOL_REQUEST_PROPERTIES or k.startswith(FEATURE_PROPERTY_PREFIX)}
         if requests:
             self._protocol_requests.update(requests)
             metadata = Metadata(metadata.id, metadata.schema_string, metadata.partition_columns, conf,
@@ -392,14 +369,21 @@ class Transaction:
         self._state = "committing"
         try:
             plan = self._plan()
-            version = self._commit_loop(plan)
+            committer = Committer(self.table, plan, self._provenance(), self.clock, self.max_retries)
+            try:
+                version = committer.commit()
+            finally:
+                self.attempts, self.outcome_unknown = committer.attempts, committer.outcome_unknown
         except BaseException:
             self._state = "failed"
             raise
         self._state = "committed"
         self.version = version
-        self._post_commit(version)
         return version
+
+    def _provenance(self) -> CommitProvenance:
+        return CommitProvenance(self.operation, self.operation_parameters, self.user_metadata, self.job,
+                                self.operation_metrics, self.txn_id)
 
     def validate(self) -> None:
         """Check the changes gathered so far without committing (raises what :meth:`commit` would)."""
@@ -407,7 +391,7 @@ class Transaction:
         self._plan()
 
     # ----- planning: validate everything once
-    def _plan(self) -> dict[str, Any]:
+    def _plan(self) -> CommitPlan:
         snap = self.snapshot
         old_protocol = snap.protocol if snap is not None else None
         old_metadata = snap.metadata if snap is not None else None
@@ -424,13 +408,14 @@ class Transaction:
                 f"protocol {self._protocol.to_json()} would drop support that the table has "
                 f"({old_protocol.to_json()}); protocols can only be upgraded")
         features = features_in_use(metadata.schema_string, metadata.configuration) if self._metadata else set()
-        features |= {k[len(_FEATURE_PREFIX):] for k, v in self._protocol_requests.items()
-                     if k.startswith(_FEATURE_PREFIX) and str(v).lower() in ("supported", "enabled")}
+        features |= {k[len(FEATURE_PROPERTY_PREFIX):] for k, v in self._protocol_requests.items()
+                     if k.startswith(FEATURE_PROPERTY_PREFIX) and str(v).lower() in ("supported", "enabled")}
         try:
-            min_r = int(self._protocol_requests.get("delta.minReaderVersion", 1))
-            min_w = int(self._protocol_requests.get("delta.minWriterVersion", 1))
+            min_r = int(self._protocol_requests.get(MIN_READER_VERSION_PROPERTY, 1))
+            min_w = int(self._protocol_requests.get(MIN_WRITER_VERSION_PROPERTY, 1))
         except ValueError:
-            raise InvalidArgumentError("delta.minReaderVersion/minWriterVersion must be integers") from None
+            raise InvalidArgumentError(f"{MIN_READER_VERSION_PROPERTY}/{MIN_WRITER_VERSION_PROPERTY} must be "
+                                       "integers") from None
         protocol = protocol_with_features(base, features, min_reader=min_r, min_writer=min_w)
         if old_protocol is not None:
             check_writable(old_protocol)
@@ -460,7 +445,7 @@ class Transaction:
             self._check_layout_change(snap, old_metadata, metadata, removes)
         self._validate_adds(metadata)
         conf = metadata.configuration
-        if str(conf.get("delta.appendOnly", "false")).lower() == "true" and any(
+        if is_true(conf, APPEND_ONLY_PROPERTY) and any(
                 r.data_change for r in removes):
             raise InvalidArgumentError(
                 "this table is append-only (delta.appendOnly=true): files cannot be removed with "
@@ -468,22 +453,24 @@ class Transaction:
         if any(a.data_change for a in self._adds.values()):
             check_can_add_data(protocol, metadata)
 
-        level = self.isolation_level or conf.get("delta.isolationLevel") or WRITE_SERIALIZABLE
+        level = self.isolation_level or conf.get(ISOLATION_LEVEL_PROPERTY) or WRITE_SERIALIZABLE
         if level not in ISOLATION_LEVELS:
             level = WRITE_SERIALIZABLE
         only_rearranges = (self._adds or removes) and not any(a.data_change for a in self._adds.values()) \
             and not any(r.data_change for r in removes)
         self._read.isolation_level = SNAPSHOT_ISOLATION if only_rearranges else level
 
-        via_owner = self._managed_active(old_protocol, old_metadata)
-        self._final_configuration = dict(metadata.configuration)
-        return {"protocol": protocol if protocol_changed else None,
-                "metadata": metadata if self._metadata is not None else None,
-                "removes": removes, "ict_before": ict_before, "ict_after": ict_after, "enabling": enabling,
-                "isolation_level": self._read.isolation_level, "via_owner": via_owner,
-                "table_id": old_metadata.id if old_metadata is not None else metadata.id,
-                "blind_append": self._is_blind_append(removes),
-                "prev_timestamp": snap.timestamp if snap is not None else None}
+        owner = require_owner(self.table.uri, self.table.commit_owner, old_protocol, old_metadata) \
+            if old_protocol is not None and old_metadata is not None else None
+        return CommitPlan(
+            read_version=self.read_version, protocol=protocol if protocol_changed else None,
+            metadata=metadata if self._metadata is not None else None, adds=list(self._adds.values()),
+            removes=removes, txns=list(self._txns.values()), domains=list(self._domains.values()),
+            read_set=self._read, ict_before=ict_before, ict_after=ict_after, enabling=enabling,
+            isolation_level=self._read.isolation_level, blind_append=self._is_blind_append(removes),
+            owner=owner, table_id=old_metadata.id if old_metadata is not None else metadata.id,
+            prev_timestamp=snap.timestamp if snap is not None else None,
+            final_configuration=dict(metadata.configuration))
 
     def _validate_metadata(self, metadata: Metadata, old: Metadata | None) -> None:
         if not metadata.id:
@@ -493,7 +480,6 @@ class Transaction:
         if metadata.format_provider != "parquet":
             raise InvalidArgumentError(f"only parquet tables can be written, not {metadata.format_provider!r}")
         schema = schema_to_arrow(metadata.schema_string)
-        from .create import validate_partition_columns
         validate_partition_columns(schema, metadata.partition_columns)
         for k, v in metadata.configuration.items():
             if not isinstance(k, str) or not isinstance(v, str):
@@ -514,7 +500,7 @@ class Transaction:
                 what = "is removed with table.disable_managed_commits(), not by a plain commit"
             raise InvalidArgumentError(f"{MANAGED_OWNER_PROPERTY} {what}")
 
-    def _check_layout_change(self, snap: "Snapshot", old: Metadata, new: Metadata,
+    def _check_layout_change(self, snap: Snapshot, old: Metadata, new: Metadata,
                              removes: list[RemoveFile]) -> None:
         """Partitioning or an incompatible schema may only change when all data is replaced.
 
@@ -557,7 +543,7 @@ class Transaction:
             if (path, dv) in self._removes:
                 raise InvalidArgumentError(f"file {path!r} is both added and removed in one transaction")
 
-    def _resolve_removes(self, snap: "Snapshot | None") -> list[RemoveFile]:
+    def _resolve_removes(self, snap: Snapshot | None) -> list[RemoveFile]:
         """Turn removes into full RemoveFile actions, checking that each file is live at the read version."""
         if not self._removes:
             return []
@@ -596,166 +582,12 @@ class Transaction:
     def _is_blind_append(self, removes: list[RemoveFile]) -> bool:
         return not removes and all(a.data_change for a in self._adds.values()) and not self._read.read_anything
 
-    def _managed_active(self, protocol: Protocol | None, metadata: Metadata | None) -> bool:
-        """Whether commits must go through the commit owner (decided by the table as read).
-
-        The commit that *enables* managed commits is still a filesystem commit (the
-        ownership change takes effect once it is in ``_delta_log``); one that disables
-        them goes through the owner, which must agree.
-        """
-        if protocol is None or metadata is None:
-            return False
-        from .managed import require_owner
-        return require_owner(self.table, protocol, metadata) is not None
-
-    # ----- committing: attempts and retries
-    def _commit_loop(self, plan: dict[str, Any]) -> int:
-        version = self.read_version + 1
-        prev_ict = plan["prev_timestamp"] if (plan["ict_before"] or plan["enabling"]) else None
-        retries = 0
-        while True:
-            self.attempts += 1
-            commit_ts = ict.next_timestamp(self.clock, prev_ict) if plan["ict_after"] else int(self.clock())
-            data = self._serialize(plan, version, commit_ts)
-            if self._try_commit(plan, version, data, commit_ts):
-                return version
-            if self.read_version == -1:
-                raise ConcurrentModificationError(
-                    f"a table was created at {self.table.uri} concurrently (version 0 exists)",
-                    winning_version=0, reason="table_created")
-            if retries >= self.max_retries:
-                raise CommitFailedError(
-                    f"gave up committing to {self.table.uri} after {retries + 1} attempts: other writers "
-                    f"kept taking the next version (last tried {version})", retryable=True, conflict=True,
-                    version=version)
-            retries += 1
-            # Read the winners one by one from the version we lost until the first missing one
-            # (as Delta Spark does), rather than trusting a directory listing to be complete.
-            w = version
-            while True:
-                try:
-                    actions = self.table.read_commit(w)
-                except VersionNotFoundError:
-                    break
-                check_conflicts(self._read, WinningCommit.from_actions(w, actions), can_write=check_writable)
-                if plan["ict_after"]:
-                    prev_ict = ict.timestamp_of(actions) if plan["ict_before"] else None
-                    if prev_ict is None:
-                        prev_ict = self._commit_file_mtime(w)
-                w += 1
-            version = w
-
-    def _commit_file_mtime(self, version: int) -> int | None:
-        try:
-            return self.table.storage.mtime_ms(commit_path(version))
-        except (OSError, FileNotFoundError):
-            return None
-
-    def _try_commit(self, plan: dict[str, Any], version: int, data: bytes, commit_ts: int) -> bool:
-        """One attempt; True if it landed, False if the version was taken by someone else."""
-        if not plan["via_owner"]:
-            return self.table.storage.put_if_absent(commit_path(version), data)
-        owner = self.table.commit_owner
-        try:
-            owner.commit(self.table.storage, plan["table_id"], version, data, commit_ts)
-            return True
-        except CommitFailedError as e:
-            if e.conflict:
-                return False
-            raise
-        except DeltaError:
-            raise
-        except Exception as e:
-            self.outcome_unknown = True
-            raise CommitFailedError(
-                f"commit owner failed while committing version {version} of {self.table.uri}: "
-                f"{type(e).__name__}: {e}; the outcome is unknown, check the table before retrying",
-                retryable=False, version=version) from e
-
-    def _serialize(self, plan: dict[str, Any], version: int, commit_ts: int) -> bytes:
-        """The commit file for one attempt (commitInfo first)."""
-        actions: list[dict[str, Any]] = [{"commitInfo": self._commit_info(plan, commit_ts)}]
-        if plan["protocol"] is not None:
-            actions.append({"protocol": plan["protocol"].to_json()})
-        metadata = plan["metadata"]
-        if metadata is not None:
-            if plan["enabling"]:
-                metadata = ict.with_enablement(metadata, version, commit_ts)
-            actions.append({"metaData": metadata.to_json()})
-        now = int(self.clock())
-        for t in self._txns.values():
-            actions.append(Txn(t.app_id, t.version, now).to_json())
-        for d in self._domains.values():
-            actions.append(d.to_json())
-        for r in plan["removes"]:
-            actions.append(r.to_json())
-        for a in self._adds.values():
-            actions.append(a.to_json())
-        return dumps_actions(actions)
-
-    def _commit_info(self, plan: dict[str, Any], commit_ts: int) -> dict[str, Any]:
-        info: dict[str, Any] = {}
-        if plan["ict_after"]:
-            info["inCommitTimestamp"] = commit_ts
-        info["timestamp"] = commit_ts
-        info["operation"] = self.operation
-        info["operationParameters"] = {k: _param_value(v) for k, v in self.operation_parameters.items()}
-        if self.read_version >= 0:
-            info["readVersion"] = self.read_version
-        info["isolationLevel"] = plan["isolation_level"]
-        info["isBlindAppend"] = plan["blind_append"]
-        info["operationMetrics"] = self._metrics(plan["removes"])
-        if self.user_metadata is not None:
-            info["userMetadata"] = self.user_metadata
-        if self.job:
-            info["job"] = self.job
-        info["engineInfo"] = engine_info()
-        info["txnId"] = self.txn_id
-        return info
-
-    def _metrics(self, removes: list[RemoveFile]) -> dict[str, str]:
-        m: dict[str, Any] = {}
-        adds = list(self._adds.values())
-        if adds:
-            m["numFiles"] = len(adds)
-            m["numOutputBytes"] = sum(a.size for a in adds)
-            rows = [_stats_records(a.stats) for a in adds]
-            if all(r is not None for r in rows):
-                m["numOutputRows"] = sum(rows)  # type: ignore[arg-type]
-        if removes:
-            m["numRemovedFiles"] = len(removes)
-            sizes = [r.size for r in removes]
-            if all(s is not None for s in sizes):
-                m["numRemovedBytes"] = sum(sizes)  # type: ignore[arg-type]
-        m.update(self.operation_metrics)
-        return {k: str(v) for k, v in m.items()}
-
-    def _post_commit(self, version: int) -> None:
-        """Hooks after a successful commit; their failures never undo the commit.
-
-        The automatic checkpoint is only called on versions its interval selects,
-        judged from the metadata just committed, so ordinary commits do not pay
-        for loading the new snapshot.
-        """
-        from .checkpoint import checkpoint_interval, maybe_auto_checkpoint
-        if self._final_configuration is not None:
-            try:
-                if version % checkpoint_interval(self._final_configuration) != 0:
-                    return
-            except DeltaError:
-                pass    # let the hook report the bad property
-        try:
-            maybe_auto_checkpoint(self.table, version)
-        except Exception as e:  # the commit stands; a checkpoint can be written later
-            log.warning("version %d of %s committed, but the automatic checkpoint failed: %s: %s",
-                        version, self.table.uri, type(e).__name__, e)
-
     # ----- helpers
     def _check_open(self) -> None:
         if self._state != "open":
             raise InvalidArgumentError(f"transaction is {self._state}; start a new one")
 
-    def _require_snapshot(self, what: str) -> "Snapshot":
+    def _require_snapshot(self, what: str) -> Snapshot:
         snap = self.snapshot
         if snap is None:
             raise InvalidArgumentError(f"cannot {what}: the table does not exist yet")
@@ -770,7 +602,7 @@ class Transaction:
             raise InvalidArgumentError(f"{path!r} is inside {LOG_DIR}: data files cannot live there")
 
 
-def enable_in_commit_timestamps(table: "DeltaTable", **kwargs: Any) -> int:
+def enable_in_commit_timestamps(table: TableLog, **kwargs: Any) -> int:
     """Turn on in-commit timestamps; returns the version from which they apply.
 
     One commit upgrades the protocol (writer 7 with ``inCommitTimestamp``, keeping

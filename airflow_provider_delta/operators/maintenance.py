@@ -15,7 +15,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 def _optional_float(value: Any, name: str) -> float | None:
-    from ..log.errors import InvalidArgumentError
+    from ..log import InvalidArgumentError
     value = optional_value(value)
     if value is None:
         return None

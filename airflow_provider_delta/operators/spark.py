@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
-from ..log.errors import CommitFailedError, InvalidArgumentError
+from ..log import CommitFailedError, InvalidArgumentError
 from ..spark import exactly_once
 from ..spark.job_args import SECRETS_ENV, JobSpec
 from .base import DeltaTaskMixin, job_info, optional_int, optional_value

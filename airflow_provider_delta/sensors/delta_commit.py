@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from airflow.sdk import BaseSensorOperator, PokeReturnValue, conf
 
 from ..hooks.commits import CommitWatch
-from ..log.errors import TableNotFoundError, TimestampOutOfRangeError
+from ..log import TableNotFoundError, TimestampOutOfRangeError
 from ..operators.base import DeltaTaskMixin
 from ..triggers.delta_commit import DeltaCommitTrigger
 

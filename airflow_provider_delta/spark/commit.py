@@ -22,22 +22,12 @@ from __future__ import annotations
 
 import json
 import logging
-import time
-import uuid
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable
 
 import pyarrow as pa
 
-from ..log import DeltaTable
-from ..log.actions import Metadata
-from ..log.create import (check_can_add_data, check_writable, normalize_properties, protocol_for_new_table,
-                          validate_partition_columns)
-from ..log.errors import (ConcurrentModificationError, InvalidArgumentError, TableNotFoundError,
-                          UnsupportedFeatureError)
-from ..log.schema import arrow_to_schema, schema_string, schema_to_arrow
-from ..log.transaction import Transaction
-from ..log.writer import conform_to_schema
+from ..log import (ConcurrentModificationError, DeltaTable, InvalidArgumentError, TableNotFoundError,
+                   check_mode, partition_arg, plan_write, schema_to_arrow, write_transaction)
 from .exactly_once import already_committed, check_app
 from .reader import spark_schema
 from .staged_write import new_staging, publish, write_to_staging
@@ -47,9 +37,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
 
 log = logging.getLogger(__name__)
-
-MODES = ("append", "overwrite")
-
 
 def _arrow_schema_of(df: "DataFrame") -> pa.Schema:
     """The DataFrame's schema in the log's terms (Spark's schema JSON is Delta's format)."""
@@ -76,71 +63,10 @@ def _conform(df: "DataFrame", table_schema_json: dict[str, Any], partition_colum
 
 
 def _check_mode_args(mode: str, partition_by: Any, job: Any) -> tuple[str, ...] | None:
-    if mode not in MODES:
-        raise InvalidArgumentError(f"mode must be one of {MODES}, got {mode!r}")
+    check_mode(mode)
     if job is not None and not isinstance(job, dict):
         raise InvalidArgumentError("job must be a dict (e.g. dag_id, task_id, run_id, try_number)")
-    if partition_by is None:
-        return None
-    if isinstance(partition_by, str):
-        return (partition_by,)
-    return tuple(partition_by)
-
-
-@dataclass
-class _Target:
-    """What the output table is (or will be): schema, partitioning, properties, new-table actions."""
-
-    schema: pa.Schema
-    schema_json: dict[str, Any]
-    partition_columns: tuple[str, ...]
-    configuration: dict[str, str]
-    protocol: Any = None          # set when the commit creates the table
-    metadata: Metadata | None = None
-
-
-def _target(table: DeltaTable, snap: Any, df: "DataFrame", partition_by: tuple[str, ...] | None,
-            properties: dict[str, Any] | None) -> _Target:
-    """Check that ``df`` fits the existing table, or describe the table it will create."""
-    df_schema = _arrow_schema_of(df)
-    if snap is None:
-        schema = schema_to_arrow(schema_string(df_schema))      # canonical Delta types
-        cols = validate_partition_columns(schema, partition_by or ())
-        protocol, conf = protocol_for_new_table(arrow_to_schema(schema), normalize_properties(properties))
-        metadata = Metadata(str(uuid.uuid4()), schema_string(schema), cols, conf,
-                            created_time=int(time.time() * 1000))
-        return _Target(schema, arrow_to_schema(schema), cols, conf, protocol, metadata)
-    if properties:
-        raise InvalidArgumentError("properties can only be given when the table is created")
-    cols = tuple(snap.partition_columns)
-    if partition_by is not None and partition_by != cols:
-        raise InvalidArgumentError(f"{table.uri} is partitioned by {list(cols)}, not {list(partition_by)}")
-    check_writable(snap.protocol)
-    check_can_add_data(snap.protocol, snap.metadata)
-    conf = dict(snap.metadata.configuration)
-    if str(conf.get("delta.columnMapping.mode", "none")).lower() != "none":
-        raise UnsupportedFeatureError(f"{table.uri} uses column mapping; Spark writes logical column names "
-                                      "into the files, which such a table cannot read", feature="columnMapping")
-    conform_to_schema(pa.Table.from_batches([], schema=df_schema), snap.schema)   # raises on a mismatch
-    return _Target(snap.schema, json.loads(snap.metadata.schema_string), cols, conf)
-
-
-def _transaction(table: DeltaTable, snap: Any, target: _Target, mode: str, app_id: str | None,
-                 app_version: int | None, **kwargs: Any) -> Transaction:
-    """The commit, fully validated before any file is written."""
-    txn = Transaction(table, operation_parameters={"mode": mode.capitalize(),
-                                                   "partitionBy": list(target.partition_columns)},
-                      read_version=-1 if snap is None else snap.version, **kwargs)
-    if target.protocol is not None:
-        txn.set_protocol(target.protocol)
-    if target.metadata is not None:
-        txn.set_metadata(target.metadata)
-    if app_id is not None:
-        txn.set_txn(app_id, app_version)  # type: ignore[arg-type]
-    if snap is not None and mode == "overwrite":
-        txn.remove_files(txn.read_files().column("path").to_pylist())
-    txn.validate()
-    return txn
+    return partition_arg(partition_by)
 
 
 def commit_dataframe(df: "DataFrame", table_uri: "str | DeltaTable", mode: str = "append",
@@ -173,19 +99,19 @@ def commit_dataframe(df: "DataFrame", table_uri: "str | DeltaTable", mode: str =
             log.info("%s already holds version %s of app %r (asked for %s): nothing to write",
                      table.uri, current, app_id, app_version)
             return None
-    target = _target(table, snap, df, partition_by, properties)
-    txn = _transaction(table, snap, target, mode, app_id, app_version, operation=operation, job=job,
-                       user_metadata=user_metadata, max_retries=max_retries)
+    plan = plan_write(table.uri, snap, _arrow_schema_of(df), mode, partition_by, properties)
+    txn = write_transaction(table, plan, app_id=app_id, app_version=app_version, operation=operation, job=job,
+                            user_metadata=user_metadata, max_retries=max_retries)
 
-    cols = target.partition_columns
-    out = _conform(df, target.schema_json, cols)
-    data_schema = pa.schema([f for f in target.schema if f.name not in cols])
-    types = {c: target.schema.field(c).type for c in cols}
+    cols = plan.partition_columns
+    out = _conform(df, json.loads(plan.schema_string), cols)
+    data_schema = pa.schema([f for f in plan.schema if f.name not in cols])
+    types = {c: plan.schema.field(c).type for c in cols}
     session_tz = df.sparkSession.conf.get("spark.sql.session.timeZone") or "UTC"
     staged = new_staging(table)
     try:
         write_to_staging(out, staged, cols)
-        adds = publish(staged, data_schema, cols, types, target.configuration, session_tz)
+        adds = publish(staged, data_schema, cols, types, plan.configuration, session_tz)
         txn.add_files(adds)
         version = txn.commit()
     except ConcurrentModificationError:

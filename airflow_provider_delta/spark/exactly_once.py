@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..log.errors import InvalidArgumentError, TableNotFoundError, VersionNotFoundError
+from ..log import InvalidArgumentError, TableNotFoundError, VersionNotFoundError
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..log import DeltaTable

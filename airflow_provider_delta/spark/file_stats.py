@@ -19,7 +19,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..log.stats import collect_stats
+from ..log import collect_stats
 
 
 def _bounded(t: pa.DataType) -> bool:

@@ -21,7 +21,7 @@ if __name__ == "__main__" and __package__ in (None, ""):
     _here = os.path.dirname(os.path.abspath(__file__))
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _here]
 
-from airflow_provider_delta.log.errors import DeltaError, InvalidArgumentError  # noqa: E402
+from airflow_provider_delta.log import DeltaError, InvalidArgumentError  # noqa: E402
 from airflow_provider_delta.spark.job_args import RESULT_MARK, JobSpec, read_secrets  # noqa: E402
 
 log = logging.getLogger("airflow_provider_delta.spark.job")

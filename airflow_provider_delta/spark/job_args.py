@@ -24,7 +24,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..log.errors import InvalidArgumentError
+from ..log import InvalidArgumentError
 from .exactly_once import check_app
 
 SECRETS_ENV = "DELTA_SPARK_JOB_SECRETS"

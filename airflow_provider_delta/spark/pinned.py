@@ -17,7 +17,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..log.errors import InvalidArgumentError, StorageError, UnsupportedFeatureError
+from ..log import InvalidArgumentError, StorageError, UnsupportedFeatureError, column_mapping_mode
 
 MANIFEST_FORMAT = "delta-snapshot-manifest"
 SUPPORTED_MANIFEST_VERSIONS = (1,)
@@ -53,7 +53,7 @@ class PinnedSnapshot:
 
 
 def _check_readable(schema: dict[str, Any], configuration: dict[str, str], where: str) -> None:
-    mode = str(configuration.get("delta.columnMapping.mode", "none")).lower()
+    mode = column_mapping_mode(configuration)
     if mode != "none":
         raise UnsupportedFeatureError(
             f"{where} uses column mapping (mode {mode!r}); its data files store physical column names "

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from ..log.errors import InvalidArgumentError
-from ..log.schema import partition_values_to_arrow, schema_to_arrow
+from ..log import InvalidArgumentError
+from ..log import partition_values_to_arrow, schema_to_arrow
 from .pinned import PinnedSnapshot, from_manifest, from_table
 from .tables import open_table
 from .uris import spark_uri

@@ -24,9 +24,9 @@ from urllib.parse import unquote
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..log.actions import AddFile
-from ..log.errors import DeltaError, InvalidArgumentError, StorageError
-from ..log.schema import serialize_partition_value
+from ..log import AddFile
+from ..log import DeltaError, InvalidArgumentError, StorageError
+from ..log import serialize_partition_value
 from .file_stats import footer_stats
 from .uris import spark_uri
 

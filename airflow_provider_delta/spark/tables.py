@@ -12,8 +12,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ..log import DeltaTable
-from ..log.errors import InvalidArgumentError, TableNotFoundError
+from ..log import DeltaTable, InvalidArgumentError, TableNotFoundError, owner_from_conf, owner_of
 
 #: Environment variable holding the commit owner's password when it is rebuilt from table properties.
 OWNER_PASSWORD_ENV = "DELTA_COMMIT_OWNER_PASSWORD"
@@ -28,7 +27,7 @@ def build_commit_owner(spec: Any) -> Any:
         raise InvalidArgumentError(f"unknown commit owner type {kind!r}: only 'sql' can be passed to a Spark job")
     if not spec.get("url"):
         raise InvalidArgumentError("a SQL commit owner spec needs a 'url'")
-    from ..log.commit_owner.sql import SqlCommitOwner
+    from ..log import SqlCommitOwner
     return SqlCommitOwner(spec["url"], **dict(spec.get("options") or {}))
 
 
@@ -50,11 +49,9 @@ def open_table(uri: str, storage_options: dict[str, Any] | None = None, commit_o
         metadata = table.snapshot().metadata
     except TableNotFoundError:
         return table
-    from ..log.managed import owner_of
     named = owner_of(metadata)
     if named is None:
         return table
-    from ..log.commit_owner.registry import owner_from_conf
     name, conf = named
     owner = owner_from_conf(name, conf, password=os.environ.get(OWNER_PASSWORD_ENV) or None)
     return DeltaTable(uri, storage_options=storage_options, commit_owner=owner, single_writer=single_writer)

@@ -7,8 +7,8 @@ a JVM, so they are refused with a clear message instead of a Hadoop stack trace.
 """
 from __future__ import annotations
 
-from ..log.errors import InvalidArgumentError
-from ..log.storage import normalize_uri
+from ..log import InvalidArgumentError
+from ..log import normalize_uri
 
 #: fsspec scheme -> Hadoop scheme, where they differ
 HADOOP_SCHEMES = {"s3": "s3a", "s3n": "s3a", "gcs": "gs", "local": "file"}

@@ -18,7 +18,7 @@ from typing import Any, AsyncIterator
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
 from ..hooks.commits import CommitWatch
-from ..log.errors import DeltaError
+from ..log import DeltaError
 
 
 class DeltaCommitTrigger(BaseTrigger):

@@ -21,6 +21,7 @@ from deltalake import write_deltalake
 from deltalake.exceptions import DeltaProtocolError
 
 from airflow_provider_delta.log import DeltaTable
+from airflow_provider_delta.log import action_schemas
 from airflow_provider_delta.log import checkpoint as cpmod
 from airflow_provider_delta.log.errors import (
     InvalidArgumentError, InvalidTableStateError, UnsupportedFeatureError, VersionNotFoundError,
@@ -581,8 +582,8 @@ def test_dat_tables_read_the_same_from_our_checkpoint(copy_table, name):
 def test_missing_partition_values_are_written_as_empty_maps():
     # some writers omit partitionValues on unpartitioned tables; an add must carry a map
     files = pa.table({"path": ["a b.parquet", "c.parquet"],
-                      "partition_values": pa.array([None, [("p", "1")]], cpmod.STR_MAP)})
-    layout = cpmod.CheckpointLayout(pa.schema([]), pa.struct(cpmod._ADD_BASE_FIELDS), False, None, (), None)
+                      "partition_values": pa.array([None, [("p", "1")]], action_schemas.STR_MAP)})
+    layout = cpmod.CheckpointLayout(pa.schema([]), pa.struct(action_schemas.ADD_BASE_FIELDS), False, None, (), None)
     add = cpmod.add_column(files, layout)
     assert add.field("partitionValues").to_pylist() == [[], [("p", "1")]]
     assert add.field("path").to_pylist() == ["a%20b.parquet", "c.parquet"]

@@ -17,9 +17,11 @@ from airflow_provider_delta.log.actions import Metadata, Protocol, dumps_actions
 from airflow_provider_delta.log.commit_owner import InMemoryCommitOwner, SqlCommitOwner
 from airflow_provider_delta.log.errors import (
     CommitFailedError, CorruptLogError, InvalidArgumentError, InvalidTableStateError)
-from airflow_provider_delta.log.managed import (
-    MANAGED_FEATURE, OWNER_CONF_PROP, OWNER_PROP, backfill, disable_managed_commits,
-    enable_managed_commits, owner_of, validate_managed_state)
+from airflow_provider_delta.log.features import MANAGED_COMMIT_FEATURE as MANAGED_FEATURE
+from airflow_provider_delta.log.features import MANAGED_OWNER_CONF_PROPERTY as OWNER_CONF_PROP
+from airflow_provider_delta.log.features import MANAGED_OWNER_PROPERTY as OWNER_PROP
+from airflow_provider_delta.log.managed import backfill, disable_managed_commits, enable_managed_commits
+from airflow_provider_delta.log.managed_state import owner_of, validate_managed_state
 from airflow_provider_delta.log.names import COMMITS_DIR, commit_path
 from airflow_provider_delta.log.storage import Storage
 

@@ -17,7 +17,6 @@ import pytest
 from airflow_provider_delta.log import (
     DeltaTable, TimestampOutOfRangeError, VersionNotFoundError,
 )
-from airflow_provider_delta.log.history import version_at
 from airflow_provider_delta.log.timeutil import format_ms
 from corpus_expected import (
     CHECKPOINTS_VACUUMED_MTIMES, E6_MTIMES, E6_START, SIMPLE_TABLE_BEFORE_EARLIEST,
@@ -103,7 +102,7 @@ def test_by_timestamp_after_latest_is_an_error_by_default(tt_table):
     assert format_ms(ts) in str(e) and format_ms(E6_MTIMES[2]) in str(e)
     with pytest.raises(TimestampOutOfRangeError):
         t.snapshot(timestamp=ts)
-    assert version_at(t, ts, allow_after_latest=True) == 2
+    assert t.version_at(ts, allow_after_latest=True) == 2
 
 
 def test_by_timestamp_before_earliest_is_an_error(tt_table):
@@ -114,7 +113,7 @@ def test_by_timestamp_before_earliest_is_an_error(tt_table):
     assert format_ms(E6_START) in str(ei.value)
     # opting into "after latest" does not relax the before-earliest rule
     with pytest.raises(TimestampOutOfRangeError):
-        version_at(t, E6_START - 1, allow_after_latest=True)
+        t.version_at(E6_START - 1, allow_after_latest=True)
 
 
 @pytest.mark.parametrize("ts,expected", [(500, None), (1000, 0), (1500, 0), (3000, 2), (4000, "after")])
@@ -129,7 +128,7 @@ def test_generic_before_or_at_rules(tt_table, ts, expected):
     elif expected == "after":
         with pytest.raises(TimestampOutOfRangeError, match="after the latest"):
             t.version_at(ts)
-        assert version_at(t, ts, allow_after_latest=True) == 2
+        assert t.version_at(ts, allow_after_latest=True) == 2
     else:
         assert t.version_at(ts) == expected
 
@@ -181,7 +180,7 @@ def test_simple_table_by_timestamp(simple_table, ts, expected):
         # after the last commit: Delta Spark errors by default; opting in gives the latest
         with pytest.raises(TimestampOutOfRangeError):
             t.version_at(ts)
-        assert version_at(t, ts, allow_after_latest=True) == expected
+        assert t.version_at(ts, allow_after_latest=True) == expected
     else:
         assert t.version_at(ts) == expected
 
@@ -232,5 +231,5 @@ def test_checkpoints_vacuumed_after_latest(vacuumed):
     t = DeltaTable(str(vacuumed))
     with pytest.raises(TimestampOutOfRangeError):
         t.version_at(pdt(11))
-    assert version_at(t, pdt(11), allow_after_latest=True) == 12
-    assert version_at(t, pdt(10), allow_after_latest=False) == 12
+    assert t.version_at(pdt(11), allow_after_latest=True) == 12
+    assert t.version_at(pdt(10), allow_after_latest=False) == 12

@@ -27,7 +27,6 @@ import pyarrow.parquet as pq
 import pytest
 
 from airflow_provider_delta.log import CorruptLogError, DeltaTable, TimestampOutOfRangeError
-from airflow_provider_delta.log.history import version_at
 from corpus_expected import set_mtime
 
 SCHEMA = json.dumps({"type": "struct", "fields": [{"name": "id", "type": "long", "nullable": True, "metadata": {}}]})
@@ -103,7 +102,7 @@ def test_mock_table_after_latest(tmp_path):
     with pytest.raises(TimestampOutOfRangeError) as ei:
         t.version_at(1000)
     assert ei.value.latest == 400
-    assert version_at(t, 1000, allow_after_latest=True) == 4
+    assert t.version_at(1000, allow_after_latest=True) == 4
 
 
 def test_mock_table_commit_timestamps(tmp_path):
@@ -157,7 +156,7 @@ def test_ict_from_creation_out_of_range(tmp_path):
         t.version_at(50)
     with pytest.raises(TimestampOutOfRangeError):
         t.version_at(301)
-    assert version_at(t, 301, allow_after_latest=True) == 2
+    assert t.version_at(301, allow_after_latest=True) == 2
     assert [h["timestamp"] for h in t.history()] == [300, 200, 100]
 
 
@@ -337,7 +336,7 @@ def test_ten_thousand_commits_lookup_edges(ict_log):
         t.version_at(_ict(0) - 1)
     with pytest.raises(TimestampOutOfRangeError):
         t.version_at(_ict(N_COMMITS - 1) + 1)
-    assert version_at(t, _ict(N_COMMITS - 1) + 10**9, allow_after_latest=True) == N_COMMITS - 1
+    assert t.version_at(_ict(N_COMMITS - 1) + 10**9, allow_after_latest=True) == N_COMMITS - 1
     snap = t.snapshot(timestamp=_ict(1234) + 1)
     assert snap.version == 1234 and snap.timestamp == _ict(1234)
 

@@ -14,7 +14,7 @@ from deltalake import write_deltalake
 
 from airflow_provider_delta.log import DeltaTable
 from airflow_provider_delta.log.errors import InvalidArgumentError
-from airflow_provider_delta.log.maintenance import is_hidden_name, vacuum
+from airflow_provider_delta.log.vacuum import is_hidden_name, vacuum
 
 LOG = "_delta_log"
 HOUR = 3_600_000

@@ -10,6 +10,7 @@ import pytest
 
 from airflow_provider_delta.log import DeltaTable
 from airflow_provider_delta.log.errors import CommitFailedError, InvalidArgumentError
+from airflow_provider_delta.log import Transaction
 from airflow_provider_delta.spark import commit as commit_module
 from airflow_provider_delta.spark import commit_dataframe
 from airflow_provider_delta.spark.staged_write import STAGING_DIR
@@ -187,7 +188,7 @@ def test_failed_commit_deletes_the_written_files(spark, tmp_path, data_files, mo
     def refuse(self):
         raise CommitFailedError("storage said no", retryable=True)
 
-    monkeypatch.setattr(commit_module.Transaction, "commit", refuse)
+    monkeypatch.setattr(Transaction, "commit", refuse)
     with pytest.raises(CommitFailedError, match="storage said no"):
         commit_dataframe(_orders(spark, range(5, 9)), str(root), app_id="a", app_version=1)
     assert data_files(root) == before

@@ -4,14 +4,13 @@ See :class:`CommitOwner` for the protocol. ``SqlCommitOwner`` is imported lazily
 so that using the in-memory owner (or none) does not import SQLAlchemy.
 """
 from .base import CommitOwner
-from .conf import MANAGED_FEATURE, OWNER_CONF_PROP, OWNER_PROP
 from .in_memory import InMemoryCommitOwner
 from .records import Commit, GetCommitsResponse, TableState
 from .registry import owner_from_conf
 
 __all__ = [
     "CommitOwner", "Commit", "GetCommitsResponse", "TableState", "InMemoryCommitOwner",
-    "SqlCommitOwner", "owner_from_conf", "MANAGED_FEATURE", "OWNER_PROP", "OWNER_CONF_PROP",
+    "SqlCommitOwner", "owner_from_conf",
 ]
 
 

@@ -19,11 +19,11 @@ import logging
 import uuid
 from abc import ABC, abstractmethod
 
+from ..features import MANAGED_COMMIT_FEATURE, MANAGED_OWNER_PROPERTY
 from ..errors import CommitFailedError, CorruptLogError, DeltaError, InvalidArgumentError, InvalidTableStateError
 from ..names import COMMITS_DIR, commit_path, uuid_commit_name
 from ..storage import Storage, normalize_uri
 from .backfill import copy_in_order
-from .conf import MANAGED_FEATURE, OWNER_PROP
 from .records import ACTIVE, CLOSED, PROPOSED, Commit, GetCommitsResponse, TableState
 
 log = logging.getLogger(__name__)
@@ -41,6 +41,9 @@ class CommitOwner(ABC):
 
     #: value of the ``delta.managedCommit.commitOwner`` table property
     name: str = ""
+    #: a commit owner serves no reader feature beyond what the reader supports itself
+    #: (it is a :class:`~..commit_source.CommitSource`)
+    served_reader_features: frozenset[str] = frozenset()
 
     def __init__(self, backfill_batch_size: int = 1):
         if isinstance(backfill_batch_size, bool) or not isinstance(backfill_batch_size, int) \
@@ -403,11 +406,11 @@ class CommitOwner(ABC):
             if not isinstance(action, dict):
                 continue
             proto = action.get("protocol")
-            if isinstance(proto, dict) and MANAGED_FEATURE in (proto.get("writerFeatures") or ()):
+            if isinstance(proto, dict) and MANAGED_COMMIT_FEATURE in (proto.get("writerFeatures") or ()):
                 has_feature = True
             meta = action.get("metaData")
             if isinstance(meta, dict) and meta.get("id") == table_id \
-                    and (meta.get("configuration") or {}).get(OWNER_PROP) == self.name:
+                    and (meta.get("configuration") or {}).get(MANAGED_OWNER_PROPERTY) == self.name:
                 names_us = True
         return has_feature and names_us
 

@@ -13,13 +13,7 @@ import re
 from typing import Any
 
 from ..errors import DeltaError, InvalidArgumentError, InvalidTableStateError
-
-#: Writer feature that turns managed commits on (RFC name).
-MANAGED_FEATURE = "managedCommit"
-#: Table property naming the commit owner.
-OWNER_PROP = "delta.managedCommit.commitOwner"
-#: Table property holding the owner's JSON-encoded string-to-string configuration.
-OWNER_CONF_PROP = "delta.managedCommit.commitOwnerConf"
+from ..features import MANAGED_OWNER_CONF_PROPERTY
 
 # Substrings of key names that suggest a credential. Broad on purpose: a false
 # positive costs a renamed key, a false negative leaks a secret to every reader.
@@ -54,7 +48,7 @@ def parse_owner_conf(text: str | None) -> dict[str, str]:
     try:
         conf = json.loads(text)
     except ValueError as e:
-        raise InvalidTableStateError(f"table property {OWNER_CONF_PROP} is not valid JSON: {e}") from None
+        raise InvalidTableStateError(f"table property {MANAGED_OWNER_CONF_PROPERTY} is not valid JSON: {e}") from None
     return check_owner_conf(conf, InvalidTableStateError)
 
 

@@ -1,0 +1,48 @@
+"""``CommitSource``: who serves a table's newest commits when ``_delta_log`` does not hold them yet.
+
+On a filesystem table every commit is a file in ``_delta_log``. On a managed-commit
+table the commit owner ratifies commits that are not backfilled yet (files in
+``_delta_log/_commits/``); on a catalog-managed table the catalog names the
+ratified ``_delta_log/_staged_commits/`` files. The read engine asks both the same
+question through this protocol, so listing and segment selection need neither a
+``DeltaTable`` nor ``hasattr`` probes: a :class:`~.commit_owner.CommitOwner` and a
+:class:`~.catalog.StagedCommitsCatalog` both implement it.
+"""
+from __future__ import annotations
+
+from typing import Protocol, Sequence, runtime_checkable
+
+
+class RatifiedCommit(Protocol):
+    """One ratified commit that is not (or not yet known to be) in ``_delta_log``."""
+
+    version: int
+    file_size: int
+    #: epoch ms of the commit file (0: unknown, ask the storage)
+    modification_time: int
+    #: the commit's in-commit timestamp when the source recorded it, else None (read the file)
+    commit_timestamp: int | None
+
+    @property
+    def rel_path(self) -> str:
+        """Where the commit file is, relative to the table root."""
+
+
+class CommitsAnswer(Protocol):
+    """Ratified commits from some version on, and the newest version the source ratified."""
+
+    commits: Sequence[RatifiedCommit]
+    latest_table_version: int
+
+
+@runtime_checkable
+class CommitSource(Protocol):
+    """Serves a table's ratified commits that a ``_delta_log`` listing may not show."""
+
+    #: reader features the table may list because this source serves what they require
+    #: (e.g. ``catalogManaged`` when the catalog supplies the staged commits)
+    served_reader_features: frozenset[str]
+
+    def get_commits(self, table_id: str, start_version: int = 0,
+                    end_version: int | None = None) -> CommitsAnswer:
+        """Ratified commits with ``start_version <= version <= end_version``, ascending."""

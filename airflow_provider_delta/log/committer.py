@@ -1,0 +1,189 @@
+"""Committing a validated plan: attempts, retries after lost races, and post-commit hooks.
+
+A :class:`~.transaction.Transaction` validates everything once and hands a
+:class:`CommitPlan` over. The committer writes ``_delta_log/<version>.json`` with
+an atomic put-if-absent (or asks the commit owner on managed-commit tables). If
+another writer took that version first, the winning commits are read one by one
+(as Delta Spark does, rather than trusting a listing to be complete) and checked
+for logical conflicts (:mod:`.conflicts`); if none, the same actions are retried
+at the next free version, up to ``max_retries`` times. Everything that depends on
+the attempt - the version, the in-commit timestamp (``max(now, winner's + 1 ms)``),
+the enablement version of in-commit timestamps - is recomputed per attempt.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from . import ict
+from .actions import AddFile, DomainMetadata, Metadata, Protocol, RemoveFile, Txn, dumps_actions
+from .checkpoint import checkpoint_interval, maybe_auto_checkpoint
+from .commit_info import CommitProvenance, build_commit_info, operation_metrics
+from .commit_owner.base import CommitOwner
+from .conflicts import ReadSet, WinningCommit, check_conflicts
+from .errors import CommitFailedError, ConcurrentModificationError, DeltaError, VersionNotFoundError
+from .features import check_writable
+from .names import commit_path
+from .table_log import TableLog
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class CommitPlan:
+    """Everything one commit writes, validated: the committer only serializes and retries it."""
+
+    #: the version the transaction read (-1: the table is being created)
+    read_version: int
+    #: protocol and metadata to write (None: unchanged)
+    protocol: Protocol | None
+    metadata: Metadata | None
+    adds: list[AddFile]
+    removes: list[RemoveFile]
+    txns: list[Txn]
+    domains: list[DomainMetadata]
+    #: what the transaction read and touched, for conflict checks against winners
+    read_set: ReadSet
+    #: in-commit timestamps active before / after this commit, and turned on by it
+    ict_before: bool
+    ict_after: bool
+    enabling: bool
+    isolation_level: str
+    blind_append: bool
+    #: the commit owner to commit through (None: put-if-absent into _delta_log)
+    owner: CommitOwner | None
+    table_id: str
+    #: the read version's commit timestamp (the floor of the next in-commit timestamp)
+    prev_timestamp: int | None
+    #: table properties after this commit (the auto-checkpoint interval comes from them)
+    final_configuration: dict[str, str]
+
+
+class Committer:
+    """Lands one :class:`CommitPlan` as the next free version of ``table``."""
+
+    def __init__(self, table: TableLog, plan: CommitPlan, provenance: CommitProvenance,
+                 clock: Callable[[], int], max_retries: int):
+        self.table = table
+        self.plan = plan
+        self.provenance = provenance
+        self.clock = clock
+        self.max_retries = max_retries
+        #: how many attempts the commit took
+        self.attempts = 0
+        #: True if a commit owner failed in a way that leaves the outcome unknown
+        self.outcome_unknown = False
+
+    def commit(self) -> int:
+        """Commit and return the version; then run the post-commit hooks."""
+        version = self._commit_loop()
+        self._post_commit(version)
+        return version
+
+    def _commit_loop(self) -> int:
+        plan = self.plan
+        version = plan.read_version + 1
+        prev_ict = plan.prev_timestamp if (plan.ict_before or plan.enabling) else None
+        retries = 0
+        while True:
+            self.attempts += 1
+            commit_ts = ict.next_timestamp(self.clock, prev_ict) if plan.ict_after else int(self.clock())
+            data = self._serialize(version, commit_ts)
+            if self._try_commit(version, data, commit_ts):
+                return version
+            if plan.read_version == -1:
+                raise ConcurrentModificationError(
+                    f"a table was created at {self.table.uri} concurrently (version 0 exists)",
+                    winning_version=0, reason="table_created")
+            if retries >= self.max_retries:
+                raise CommitFailedError(
+                    f"gave up committing to {self.table.uri} after {retries + 1} attempts: other writers "
+                    f"kept taking the next version (last tried {version})", retryable=True, conflict=True,
+                    version=version)
+            retries += 1
+            # Read the winners one by one from the version we lost until the first missing one
+            # (as Delta Spark does), rather than trusting a directory listing to be complete.
+            w = version
+            while True:
+                try:
+                    actions = self.table.read_commit(w)
+                except VersionNotFoundError:
+                    break
+                check_conflicts(plan.read_set, WinningCommit.from_actions(w, actions), can_write=check_writable)
+                if plan.ict_after:
+                    prev_ict = ict.timestamp_of(actions) if plan.ict_before else None
+                    if prev_ict is None:
+                        prev_ict = self._commit_file_mtime(w)
+                w += 1
+            version = w
+
+    def _commit_file_mtime(self, version: int) -> int | None:
+        try:
+            return self.table.storage.mtime_ms(commit_path(version))
+        except (OSError, FileNotFoundError):
+            return None
+
+    def _try_commit(self, version: int, data: bytes, commit_ts: int) -> bool:
+        """One attempt; True if it landed, False if the version was taken by someone else."""
+        owner = self.plan.owner
+        if owner is None:
+            return self.table.storage.put_if_absent(commit_path(version), data)
+        try:
+            owner.commit(self.table.storage, self.plan.table_id, version, data, commit_ts)
+            return True
+        except CommitFailedError as e:
+            if e.conflict:
+                return False
+            raise
+        except DeltaError:
+            raise
+        except Exception as e:
+            self.outcome_unknown = True
+            raise CommitFailedError(
+                f"commit owner failed while committing version {version} of {self.table.uri}: "
+                f"{type(e).__name__}: {e}; the outcome is unknown, check the table before retrying",
+                retryable=False, version=version) from e
+
+    def _serialize(self, version: int, commit_ts: int) -> bytes:
+        """The commit file for one attempt (commitInfo first)."""
+        plan = self.plan
+        info = build_commit_info(self.provenance, commit_ts, plan.ict_after, plan.read_version,
+                                 plan.isolation_level, plan.blind_append,
+                                 operation_metrics(plan.adds, plan.removes, self.provenance.operation_metrics))
+        actions: list[dict[str, Any]] = [{"commitInfo": info}]
+        if plan.protocol is not None:
+            actions.append({"protocol": plan.protocol.to_json()})
+        metadata = plan.metadata
+        if metadata is not None:
+            if plan.enabling:
+                metadata = ict.with_enablement(metadata, version, commit_ts)
+            actions.append({"metaData": metadata.to_json()})
+        now = int(self.clock())
+        for t in plan.txns:
+            actions.append(Txn(t.app_id, t.version, now).to_json())
+        for d in plan.domains:
+            actions.append(d.to_json())
+        for r in plan.removes:
+            actions.append(r.to_json())
+        for a in plan.adds:
+            actions.append(a.to_json())
+        return dumps_actions(actions)
+
+    def _post_commit(self, version: int) -> None:
+        """Hooks after a successful commit; their failures never undo the commit.
+
+        The automatic checkpoint is only called on versions its interval selects,
+        judged from the metadata just committed, so ordinary commits do not pay
+        for loading the new snapshot.
+        """
+        try:
+            if version % checkpoint_interval(self.plan.final_configuration) != 0:
+                return
+        except DeltaError:
+            pass    # let the hook report the bad property
+        try:
+            maybe_auto_checkpoint(self.table, version)
+        except Exception as e:  # the commit stands; a checkpoint can be written later
+            log.warning("version %d of %s committed, but the automatic checkpoint failed: %s: %s",
+                        version, self.table.uri, type(e).__name__, e)

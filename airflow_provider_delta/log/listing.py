@@ -1,0 +1,180 @@
+"""What ``_delta_log`` holds: one listing, sorted into commits, checkpoints and compactions.
+
+A listing is the only place versions are discovered. For managed-commit and
+catalog-managed tables the :class:`~.commit_source.CommitSource` adds its ratified
+but un-backfilled commits; the source's answer also says the newest version it
+ratified, and if the directory listing plus its commits do not reach it, a
+backfill ran between the two calls, so we list again (the race the
+managed-commits RFC describes).
+
+Nothing here reads a commit's content; ``_last_checkpoint`` is read only as a hint.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from .commit_source import CommitSource
+from .errors import CorruptLogError
+from .names import LAST_CHECKPOINT, LOG_DIR, LogFile, parse_log_name
+from .storage import Storage
+
+#: How often to re-list when the commit source's answer shows our listing was stale.
+MAX_LISTING_ATTEMPTS = 5
+
+
+@dataclass
+class LogListing:
+    """Everything found in ``_delta_log`` (plus the commit source's un-backfilled tail)."""
+
+    commits: dict[int, LogFile] = field(default_factory=dict)
+    checkpoints: dict[int, list[LogFile]] = field(default_factory=dict)
+    compactions: list[LogFile] = field(default_factory=list)
+    log_dir_exists: bool = True
+    #: versions served by the commit source (not yet backfilled)
+    unbackfilled: set[int] = field(default_factory=set)
+    #: the source's recorded commit timestamp of each un-backfilled version (None: read the file)
+    owner_timestamps: dict[int, int | None] = field(default_factory=dict)
+    #: monotonized file timestamps, computed once per listing (see commit_timestamps.file_timestamps)
+    file_ts: dict[int, int] | None = None
+
+    @property
+    def latest(self) -> int | None:
+        versions = list(self.commits) + list(self.checkpoints)
+        return max(versions) if versions else None
+
+    @property
+    def max_backfilled(self) -> int | None:
+        backfilled = [v for v in self.commits if v not in self.unbackfilled]
+        return max(backfilled) if backfilled else None
+
+    def complete_checkpoint(self, version: int, hint: dict[str, Any] | None = None) -> list[LogFile] | None:
+        """The files of one complete checkpoint at ``version`` (None if none is complete).
+
+        A multi-part checkpoint counts only with every part present. When several
+        complete checkpoints share a version (e.g. a classic and a v2 one), the one
+        named by ``_last_checkpoint`` wins, then single files before multi-part.
+        """
+        files = self.checkpoints.get(version) or []
+        candidates: list[list[LogFile]] = []
+        multi: dict[int, dict[int, LogFile]] = {}
+        for f in files:
+            if f.num_parts:
+                multi.setdefault(f.num_parts, {})[f.part or 0] = f
+            else:
+                candidates.append([f])
+        for n, parts in sorted(multi.items()):
+            if sorted(parts) == list(range(1, n + 1)):
+                candidates.append([parts[i] for i in range(1, n + 1)])
+        if not candidates:
+            return None
+        if hint and hint.get("version") == version:
+            v2 = (hint.get("v2Checkpoint") or {}).get("path")
+            for c in candidates:
+                if v2 and c[0].name == v2:
+                    return c
+                if not v2 and hint.get("parts") and len(c) == int(hint["parts"]):
+                    return c
+        return candidates[0]
+
+    def earliest_recreatable(self) -> int | None:
+        """The lowest version that can be rebuilt: from version 0, or from a checkpoint
+        followed by contiguous commits up to the latest version."""
+        latest = self.latest
+        if latest is None:
+            return None
+        low = latest
+        while low - 1 in self.commits:
+            low -= 1
+        if low == 0 and 0 in self.commits:
+            return 0
+        for v in sorted(self.checkpoints):
+            if v >= low - 1 and self.complete_checkpoint(v):
+                return v
+        return latest if latest in self.commits and 0 in self.commits else None
+
+
+def read_last_checkpoint(storage: Storage) -> dict[str, Any] | None:
+    """Parse ``_last_checkpoint``; None when missing, empty or not valid JSON (a hint only)."""
+    try:
+        raw = storage.read_bytes(LAST_CHECKPOINT)
+    except (FileNotFoundError, IsADirectoryError):
+        return None
+    try:
+        d = json.loads(raw.decode("utf-8").strip().splitlines()[0]) if raw.strip() else None
+    except (ValueError, IndexError, UnicodeDecodeError):
+        return None
+    if not isinstance(d, dict) or not isinstance(d.get("version"), int):
+        return None
+    return d
+
+
+def list_backfilled(storage: Storage) -> LogListing:
+    """List ``_delta_log`` once and sort what is there into commits, checkpoints and compactions."""
+    entries = storage.list_dir(LOG_DIR)
+    listing = LogListing()
+    if not entries and not storage.isdir(LOG_DIR):
+        listing.log_dir_exists = False
+        return listing
+    for e in entries:
+        lf = parse_log_name(e.name, e.path, e.size, e.mtime_ms)
+        if lf is None:
+            continue
+        if lf.kind == "commit":
+            listing.commits[lf.version] = lf
+        elif lf.kind == "checkpoint":
+            listing.checkpoints.setdefault(lf.version, []).append(lf)
+        else:
+            listing.compactions.append(lf)
+    return listing
+
+
+def add_ratified_tail(storage: Storage, listing: LogListing, source: CommitSource, table_id: str) -> bool:
+    """Add the source's un-backfilled commits to ``listing``; False if the listing was stale.
+
+    Stale means the backfilled files plus the source's contiguous tail do not reach the
+    newest version the source ratified: a backfill moved commits between our two calls.
+    """
+    start = (listing.max_backfilled if listing.max_backfilled is not None else -1) + 1
+    resp = source.get_commits(table_id, start)
+    tail = [c for c in resp.commits if c.version >= start]
+    expected = start
+    for c in tail:
+        if c.version != expected:
+            return False
+        expected += 1
+    if expected - 1 < resp.latest_table_version:
+        return False
+    for c in tail:
+        path = storage.path(c.rel_path)
+        mtime = c.modification_time
+        if not mtime:
+            try:
+                mtime = storage.mtime_ms(c.rel_path)
+            except FileNotFoundError:
+                mtime = 0
+        listing.commits[c.version] = LogFile("commit", c.version, path, c.file_size, mtime)
+        listing.unbackfilled.add(c.version)
+    listing.owner_timestamps = {c.version: c.commit_timestamp for c in tail}
+    return True
+
+
+def list_log(storage: Storage, source: CommitSource | None = None,
+             table_id_of: Callable[[LogListing], str | None] | None = None) -> LogListing:
+    """The full listing: backfilled files, plus the source's ratified tail when there is one.
+
+    ``table_id_of`` gives the id the source keys the table by, from a backfilled listing
+    (None while the table has no commit yet: then there is no tail to ask for).
+    """
+    for _ in range(MAX_LISTING_ATTEMPTS):
+        listing = list_backfilled(storage)
+        if source is None or table_id_of is None:
+            return listing
+        table_id = table_id_of(listing)
+        if table_id is None or add_ratified_tail(storage, listing, source, table_id):
+            return listing
+    raise CorruptLogError(
+        f"the commit owner keeps reporting versions that are neither in {LOG_DIR} nor in its "
+        f"un-backfilled list after {MAX_LISTING_ATTEMPTS} listings; the owner's state and the "
+        "log disagree")

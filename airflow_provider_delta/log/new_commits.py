@@ -1,0 +1,52 @@
+"""The commits after a version: what a sensor or trigger polls for.
+
+One listing (plus the commit source's tail) finds the newest version; only the
+commits after the caller's last seen version are read, each once, with its
+timestamp taken from what was read. A commit that cleanup removed between the
+listing and the read is skipped, not an error: a poll must not fail on a table
+that is being maintained.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .commit_reader import read_listed_commit
+from .commit_timestamps import timestamp_from_actions
+from .errors import VersionNotFoundError
+from .listing import LogListing
+from .storage import Storage
+
+
+@dataclass(frozen=True)
+class CommitRecord:
+    """One commit: its version, timestamp (epoch ms, ICT-aware) and parsed actions."""
+
+    version: int
+    timestamp: int | None
+    actions: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class CommitsSince:
+    """The answer to "what was committed after version v?"."""
+
+    #: the newest version of the table; None when there is no table (yet)
+    latest: int | None
+    #: the commits after v up to ``latest``, oldest first (cleaned-up ones left out)
+    commits: list[CommitRecord] = field(default_factory=list)
+
+
+def read_commits_since(storage: Storage, listing: LogListing, version: int) -> CommitsSince:
+    """The commits of ``listing`` after ``version`` (exclusive)."""
+    latest = listing.latest
+    if latest is None:
+        return CommitsSince(None)
+    out: list[CommitRecord] = []
+    for v in range(max(version, -1) + 1, latest + 1):
+        try:
+            actions = read_listed_commit(storage, listing, v)
+        except VersionNotFoundError:
+            continue
+        out.append(CommitRecord(v, timestamp_from_actions(v, actions, listing), actions))
+    return CommitsSince(latest, out)

@@ -1,0 +1,81 @@
+"""The protocol and metadata of one version, without replaying the file actions.
+
+Most questions about a table (may we read it? what is its schema, its
+properties, its id?) need only these two actions. They come from the newest
+commits of the segment that carry them (a regex over the raw bytes finds those
+lines, so a commit without them costs a substring test) or else from the
+checkpoint's two columns.
+"""
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from .actions import Metadata, Protocol
+from .checkpoint_reader import read_checkpoint
+from .commit_reader import read_blobs
+from .errors import CorruptLogError
+from .segment import LogSegment
+from .storage import Storage
+
+PROTOCOL_LINE = re.compile(rb'^\{\s*"protocol"\s*:.*$', re.M)
+METADATA_LINE = re.compile(rb'^\{\s*"metaData"\s*:.*$', re.M)
+
+
+def last_line_match(pattern: re.Pattern, data: bytes) -> dict[str, Any] | None:
+    """The last line matching ``pattern`` parsed as JSON; a plain substring test skips most files."""
+    if pattern.pattern[pattern.pattern.index(b'"'):pattern.pattern.rindex(b'"') + 1] not in data:
+        return None
+    found = None
+    for m in pattern.finditer(data):
+        found = m.group(0)
+    if found is None:
+        return None
+    try:
+        return json.loads(found)
+    except ValueError:
+        return None
+
+
+def newest_protocol_metadata(blobs: list[tuple[int, bytes, str]]) -> tuple[Any, Any]:
+    """The raw ``protocol`` and ``metaData`` values of the newest blobs that carry them (None if none)."""
+    protocol = metadata = None
+    for _, data, _ in reversed(blobs):
+        if protocol is None:
+            p = last_line_match(PROTOCOL_LINE, data)
+            protocol = p["protocol"] if p else None
+        if metadata is None:
+            m = last_line_match(METADATA_LINE, data)
+            metadata = m["metaData"] if m else None
+        if protocol is not None and metadata is not None:
+            break
+    return protocol, metadata
+
+
+def load_protocol_metadata(storage: Storage, segment: LogSegment,
+                           blobs: list[tuple[int, bytes, str]] | None = None) -> tuple[Protocol, Metadata]:
+    """Protocol and metadata of the segment's version: newest commit that has them, else checkpoint."""
+    if blobs is None:
+        blobs = read_blobs(storage, segment.commits)
+    protocol, metadata = newest_protocol_metadata(blobs)
+    if (protocol is None or metadata is None) and segment.checkpoint_files:
+        cp = read_checkpoint(storage, segment.checkpoint_files, segment.checkpoint_version or 0,
+                             with_files=False)
+        protocol = protocol if protocol is not None else cp.protocol
+        metadata = metadata if metadata is not None else cp.metadata
+    return parse_protocol_metadata(protocol, metadata, f"{storage.uri} at version {segment.version}")
+
+
+def parse_protocol_metadata(protocol: Any, metadata: Any, where: str) -> tuple[Protocol, Metadata]:
+    """Typed protocol and metadata from their JSON values, or CorruptLogError saying what is wrong."""
+    if protocol is not None and not isinstance(protocol, dict) or metadata is not None and not isinstance(metadata, dict):
+        raise CorruptLogError(f"{where}: the protocol or metaData action is not a JSON object")
+    if protocol is None:
+        raise CorruptLogError(f"{where}: No protocol found in the log (the table is corrupt)")
+    if metadata is None:
+        raise CorruptLogError(f"{where}: No metadata found in the log (the table is corrupt)")
+    try:
+        return Protocol.from_json(protocol), Metadata.from_json(metadata)
+    except (TypeError, ValueError, AttributeError) as e:
+        raise CorruptLogError(f"{where}: malformed protocol or metaData action ({e})") from None

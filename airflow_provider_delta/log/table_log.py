@@ -1,0 +1,151 @@
+"""``TableLog``: the read side of one table, the object the read and write engines work on.
+
+It holds where the table lives (:class:`~.storage.Storage`) and who serves its
+newest commits (an optional :class:`~.commit_source.CommitSource`: a commit owner
+or a catalog), learns the table id once (the id a commit source keys the table
+by), and answers the read questions: listing, snapshots (the latest one refreshed
+incrementally), time travel, history, single commits, the commits after a
+version. :class:`~.table.DeltaTable` extends it with writes and maintenance; the
+write-engine modules take a ``TableLog``, so they never import the front object.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from .commit_reader import parse_json_lines, read_listed_commit
+from .commit_source import CommitSource
+from .errors import InvalidArgumentError
+from .history import history, version_at
+from .listing import LogListing, list_log
+from .names import commit_path
+from .new_commits import CommitsSince, read_commits_since
+from .protocol_metadata import load_protocol_metadata
+from .segment import build_segment
+from .snapshot import Snapshot, load_snapshot
+from .storage import Storage
+
+
+def version_arg(value: Any, name: str = "version") -> int:
+    """A version/limit argument as an int; anything else is an InvalidArgumentError."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidArgumentError(f"{name} must be an integer, got {value!r}")
+    return value
+
+
+class TableLog:
+    """The transaction log of the table at ``uri`` (local path, ``file://``, ``memory://`` or any fsspec URL).
+
+    ``commit_owner`` (any :class:`CommitSource`) makes reads see commits that are
+    ratified but not yet in ``_delta_log``. ``single_writer`` and ``conditional_put``
+    are passed to :class:`Storage` (see :class:`~.table.DeltaTable`).
+    """
+
+    #: write a checkpoint after commits that ``delta.checkpointInterval`` selects
+    #: (a switch per table object; there is no Delta table property for it)
+    auto_checkpoint: bool = True
+
+    def __init__(self, uri: str, storage_options: dict[str, Any] | None = None,
+                 commit_owner: CommitSource | None = None, single_writer: bool = False,
+                 conditional_put: bool | None = None):
+        if not uri:
+            raise InvalidArgumentError("a table URI is required")
+        self.storage = Storage(uri, storage_options, single_writer=single_writer,
+                               conditional_put=conditional_put)
+        self.commit_owner = commit_owner
+        self._table_id: str | None = None
+        self._snapshot_cache: Snapshot | None = None
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.uri!r})"
+
+    @property
+    def uri(self) -> str:
+        return self.storage.uri
+
+    @property
+    def commit_source(self) -> CommitSource | None:
+        return self.commit_owner
+
+    # ---------------------------------------------------------------- listing
+    def listing(self) -> LogListing:
+        """One listing of ``_delta_log``, plus the commit source's ratified tail."""
+        return list_log(self.storage, self.commit_owner, self._table_id_of)
+
+    def _table_id_of(self, listing: LogListing) -> str | None:
+        """The table id (metaData.id) the commit source keys the table by, read once."""
+        if self._table_id is None and listing.latest is not None:
+            _, metadata = load_protocol_metadata(self.storage, build_segment(self.storage, listing))
+            self._table_id = metadata.id
+        return self._table_id
+
+    # ------------------------------------------------------------------ reads
+    def snapshot(self, version: int | None = None, timestamp: Any = None,
+                 allow_after_latest: bool = False) -> Snapshot:
+        """The table state at ``version``, at ``timestamp`` (epoch ms, datetime or ISO string), or the latest.
+
+        The latest snapshot is refreshed incrementally from the previous one this object
+        loaded, reading only commits newer than it. See :meth:`version_at` for how a
+        timestamp is resolved.
+        """
+        if version is not None and timestamp is not None:
+            raise InvalidArgumentError("pass either version or timestamp, not both")
+        if version is not None:
+            version = version_arg(version)
+        if timestamp is not None:
+            version = self.version_at(timestamp, allow_after_latest=allow_after_latest)
+        if version is None and self._snapshot_cache is not None:
+            snap = self._snapshot_cache.update()
+        else:
+            snap = load_snapshot(self, version)
+        if version is None:
+            self._snapshot_cache = snap
+        return snap
+
+    def latest_version(self) -> int:
+        """The newest version, from a directory listing (plus the commit source's tail): no file is read."""
+        listing = self.listing()
+        if listing.latest is None:
+            build_segment(self.storage, listing)  # raises the right TableNotFoundError
+        return int(listing.latest)  # type: ignore[arg-type]
+
+    def latest_backfilled_version(self) -> int | None:
+        """The newest version whose commit file is in ``_delta_log`` (None: no table yet).
+
+        On a managed-commit table the newest commits may still be only with the commit
+        owner; checkpoints and log compactions can only cover backfilled versions.
+        """
+        return self.listing().max_backfilled
+
+    def version_at(self, timestamp: Any, allow_after_latest: bool = False) -> int:
+        """The newest version whose commit timestamp is at or before ``timestamp``.
+
+        A time before the earliest reconstructable version raises TimestampOutOfRangeError;
+        so does a time after the latest commit unless ``allow_after_latest`` (Delta Spark's rules).
+        """
+        return version_at(self.snapshot(), timestamp, allow_after_latest=allow_after_latest)
+
+    def history(self, limit: int | None = None) -> list[dict[str, Any]]:
+        """Commits newest first, with version, timestamp and commitInfo fields."""
+        limit = None if limit is None else version_arg(limit, "limit")
+        return history(self.snapshot(), limit)
+
+    def read_commit(self, version: int) -> list[dict[str, Any]]:
+        """The actions of one commit as parsed JSON dicts (un-backfilled ones via the commit source)."""
+        version = version_arg(version)
+        rel = commit_path(version)
+        try:
+            return parse_json_lines(self.storage.read_bytes(rel), self.storage.path(rel))
+        except FileNotFoundError:
+            pass
+        return read_listed_commit(self.storage, self.listing(), version)
+
+    def commits_since(self, version: int) -> CommitsSince:
+        """The commits after ``version`` (exclusive), read once each, with the newest version.
+
+        One listing, no file read when nothing is new: what a sensor or trigger polls.
+        ``version=-1`` asks for every commit still in the log.
+        """
+        version = version_arg(version)
+        if version < -1:
+            raise InvalidArgumentError(f"version must be -1 or more, got {version}")
+        return read_commits_since(self.storage, self.listing(), version)

@@ -1,0 +1,286 @@
+"""Vacuum: deleting data files that no snapshot within the retention references.
+
+It deletes files for good, so it follows Delta Spark, the reference, and refuses
+rather than guess.
+
+Vacuum (Delta Spark ``VacuumCommand``): deletes files under the table root that
+neither the latest snapshot nor a tombstone younger than the retention references,
+whose modification time is older than ``now - retention`` (default
+``delta.deletedFileRetentionDuration``, 1 week). A shorter retention than the
+table's is refused unless ``enforce_retention=False`` (Spark's
+``retentionDurationCheck``). Hidden names (``_`` or ``.`` prefix) are skipped at
+any depth, except ``_change_data`` (change data files expire by age),
+``_delta_index`` and partition directories such as ``_col=x`` of partition column
+``_col``; ``_delta_log`` is never touched, symlinked directories are not followed,
+and a file is only ever deleted if the listing of the table root found it. Dry run
+is the default.
+"""
+from __future__ import annotations
+
+import logging
+import math
+import os
+import posixpath
+from dataclasses import dataclass
+from typing import Any, Iterable
+from urllib.parse import unquote, urlparse
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .errors import InvalidArgumentError
+from .features import UNIVERSAL_FORMATS_PROPERTY
+from .intervals import deleted_file_retention_ms
+from .names import LOG_DIR
+from .snapshot import Snapshot
+from .table_log import TableLog
+from .timeutil import format_ms, now_or
+
+log = logging.getLogger(__name__)
+
+
+def _retention_ms(retention_hours: Any) -> int:
+    if isinstance(retention_hours, bool) or not isinstance(retention_hours, (int, float)):
+        raise InvalidArgumentError(f"retention_hours must be a number of hours, got {retention_hours!r}")
+    if math.isnan(retention_hours) or math.isinf(retention_hours):
+        raise InvalidArgumentError(f"retention_hours must be finite, got {retention_hours!r}")
+    if retention_hours < 0:
+        raise InvalidArgumentError(f"retention for vacuum can't be less than 0 hours, got {retention_hours}")
+    return int(round(retention_hours * 3_600_000))
+
+
+def is_hidden_name(name: str, partition_columns: Iterable[str], iceberg_metadata_hidden: bool = False) -> bool:
+    """Delta Spark's ``DeltaTableUtils.isHiddenDirectory`` for one path component."""
+    if iceberg_metadata_hidden and name == "metadata":
+        return True
+    if not (name.startswith(".") or name.startswith("_")):
+        return False
+    if name.startswith("_delta_index") or name.startswith("_change_data"):
+        return False
+    return not any(name.startswith(f"{c}=") for c in partition_columns)
+
+
+def _iceberg_enabled(conf: dict[str, str]) -> bool:
+    formats = conf.get(UNIVERSAL_FORMATS_PROPERTY, "")
+    return "iceberg" in [f.strip().lower() for f in formats.split(",")]
+
+
+@dataclass
+class _Listed:
+    rel: str
+    mtime_ms: int
+    size: int
+
+
+def _walk_local(root: str, hidden) -> tuple[list[_Listed], list[str]]:
+    """Files and directories under ``root`` (relative), pruning hidden names, not following links."""
+    files: list[_Listed] = []
+    dirs: list[str] = []
+    stack = [""]
+    while stack:
+        rel_dir = stack.pop()
+        try:
+            it = os.scandir(os.path.join(root, rel_dir) if rel_dir else root)
+        except (FileNotFoundError, NotADirectoryError, PermissionError):
+            continue
+        with it:
+            for e in it:
+                if hidden(e.name) or (not rel_dir and e.name == LOG_DIR):
+                    continue
+                rel = f"{rel_dir}/{e.name}" if rel_dir else e.name
+                if e.is_dir(follow_symlinks=False):
+                    dirs.append(rel)
+                    stack.append(rel)
+                elif e.is_file(follow_symlinks=False) or e.is_symlink():
+                    try:
+                        st = e.stat(follow_symlinks=False)
+                    except FileNotFoundError:
+                        continue
+                    files.append(_Listed(rel, int(st.st_mtime * 1000), st.st_size))
+    return files, dirs
+
+
+def _walk_remote(table: TableLog, hidden) -> list[_Listed]:
+    out = []
+    for info in table.storage.walk_files(""):
+        rel = table.storage.relative(info.path)
+        parts = rel.split("/")
+        if parts[0] == LOG_DIR or any(hidden(p) for p in parts):
+            continue
+        out.append(_Listed(rel, info.mtime_ms, info.size))
+    return out
+
+
+def _relativize(paths: list[str], table: TableLog) -> list[str]:
+    """Log paths (relative, or absolute URIs) as root-relative paths; outside the root -> dropped."""
+    storage = table.storage
+    out = []
+    root = storage.root.rstrip("/") + "/"
+    for p in paths:
+        if "://" in p or p.startswith("/") or p.startswith("file:"):
+            if storage.is_local:
+                u = urlparse(p)
+                local = unquote(u.path) if u.scheme == "file" else (p if not u.scheme else None)
+                if local is None or not os.path.abspath(local).startswith(root):
+                    continue
+                out.append(os.path.abspath(local)[len(root):])
+            elif p.startswith(root):
+                out.append(p[len(root):])
+            continue
+        out.append(p)
+    return out
+
+
+def _normalize_dots(paths: pa.Array) -> pa.Array:
+    """Resolve ``.``/``..`` segments and doubled slashes (as Hadoop's Path does); rare, so in Python."""
+    odd = pc.fill_null(pc.match_substring_regex(paths, r"(^|/)\.\.?(/|$)|//"), False)
+    if not pc.any(odd).as_py():
+        return paths
+    fixed = []
+    for p in paths.filter(odd).to_pylist():
+        n = posixpath.normpath(p)
+        fixed.append(None if n == ".." or n.startswith("../") else n)  # outside the root: no file here
+    return pa.concat_arrays([paths.filter(pc.invert(odd)), pa.array(fixed, pa.string())])
+
+
+def _dv_relative_paths(dv: pa.Array) -> list[str]:
+    """Table-relative paths of deletion vector files referenced by a DV struct column."""
+    if dv.null_count == len(dv):
+        return []
+    st = dv.field("storageType")
+    mask = pc.fill_null(pc.is_in(st, value_set=pa.array(["u", "p"])), False)
+    rows = dv.filter(mask)
+    out = []
+    for storage_type, value in zip(rows.field("storageType").to_pylist(), rows.field("pathOrInlineDv").to_pylist()):
+        if not value:
+            continue
+        if storage_type == "p":
+            out.append(value)
+            continue
+        prefix, encoded = value[:-20], value[-20:]
+        try:
+            raw = _z85_decode(encoded)
+        except ValueError:
+            continue
+        hexs = raw.hex()
+        uid = f"{hexs[0:8]}-{hexs[8:12]}-{hexs[12:16]}-{hexs[16:20]}-{hexs[20:32]}"
+        name = f"deletion_vector_{uid}.bin"
+        out.append(f"{prefix}/{name}" if prefix else name)
+    return out
+
+
+_Z85 = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#"
+_Z85_INDEX = {c: i for i, c in enumerate(_Z85)}
+
+
+def _z85_decode(text: str) -> bytes:
+    if len(text) % 5:
+        raise ValueError("Z85 text length must be a multiple of 5")
+    out = bytearray()
+    for i in range(0, len(text), 5):
+        value = 0
+        for c in text[i:i + 5]:
+            if c not in _Z85_INDEX:
+                raise ValueError(f"invalid Z85 character {c!r}")
+            value = value * 85 + _Z85_INDEX[c]
+        out += value.to_bytes(4, "big")
+    return bytes(out)
+
+
+def _valid_paths(table: TableLog, snapshot: Snapshot, delete_before: int) -> pa.Array:
+    """Every root-relative path the latest snapshot or a young-enough tombstone references."""
+    table_retention = deleted_file_retention_ms(snapshot.metadata.configuration)
+    files = snapshot.files()
+    # tombstones() keeps deletion_timestamp > now - table retention; ask for those > delete_before - 1
+    tomb = snapshot.tombstones(now_ms=delete_before - 1 + table_retention)
+    keep = pc.greater_equal(pc.fill_null(tomb.column("deletion_timestamp"), 0), delete_before)
+    tomb = tomb.filter(keep)
+    parts: list[pa.Array] = []
+    for t in (files, tomb):
+        if t.num_rows == 0:
+            continue
+        paths = t.column("path").combine_chunks()
+        absolute = pc.fill_null(pc.or_(pc.match_substring(paths, "://"), pc.starts_with(paths, "/")), False)
+        if pc.any(absolute).as_py():
+            relative = paths.filter(pc.invert(absolute))
+            fixed = _relativize(paths.filter(absolute).to_pylist(), table)
+            paths = pa.concat_arrays([relative, pa.array(fixed, pa.string())])
+        parts.append(_normalize_dots(paths))
+        if "deletion_vector" in t.column_names:
+            dv = t.column("deletion_vector").combine_chunks()
+            dvs = _relativize(_dv_relative_paths(dv), table)
+            if dvs:
+                parts.append(pa.array(dvs, pa.string()))
+    if not parts:
+        return pa.array([], pa.string())
+    return pa.concat_arrays([p.cast(pa.string()) for p in parts])
+
+
+def vacuum(table: TableLog, retention_hours: float | None = None, dry_run: bool = True,
+           enforce_retention: bool = True, now_ms: int | None = None,
+           job: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Delete data files no longer referenced and older than the retention; dry run by default.
+
+    Returns ``files_deleted`` (root-relative paths; what would be deleted on a dry run),
+    ``num_files_deleted``, ``bytes_deleted``, ``dirs_deleted`` (empty directories
+    removed), ``dry_run``, ``retention_hours``, ``delete_before_timestamp`` and ``job``.
+    ``job`` (dag_id, task_id, run_id, try_number) says who ran it: vacuum commits
+    nothing, so it goes into the log line and the result instead of a commitInfo.
+    """
+    if job is not None and not isinstance(job, dict):
+        raise InvalidArgumentError("job must be a dict (e.g. dag_id, task_id, run_id, try_number)")
+    now = now_or(now_ms)
+    snapshot = table.snapshot()
+    conf = snapshot.metadata.configuration
+    table_retention = deleted_file_retention_ms(conf)
+    retention = table_retention if retention_hours is None else _retention_ms(retention_hours)
+    if enforce_retention and retention < table_retention:
+        hours = math.ceil(table_retention / 3_600_000)
+        raise InvalidArgumentError(
+            f"refusing to vacuum {table.uri} with a retention of {retention / 3_600_000:g} hours, shorter "
+            f"than the table's delta.deletedFileRetentionDuration ({hours} hours): readers of older "
+            "snapshots and concurrent writers may still need those files. Use a longer retention, or pass "
+            "enforce_retention=False if you are sure no operation older than that is running.")
+    delete_before = now - retention
+    pcols = tuple(snapshot.metadata.partition_columns)
+    iceberg_hidden = _iceberg_enabled(conf)
+
+    def hidden(name: str) -> bool:
+        return is_hidden_name(name, pcols, iceberg_hidden)
+
+    storage = table.storage
+    if storage.is_local:
+        listed, dirs = _walk_local(storage.root, hidden)
+    else:
+        listed, dirs = _walk_remote(table, hidden), []
+    valid = _valid_paths(table, snapshot, delete_before)
+    candidates = [f for f in listed if f.mtime_ms < delete_before]
+    to_delete: list[_Listed] = []
+    if candidates:
+        cand = pa.array([f.rel for f in candidates], pa.string())
+        referenced = pc.is_in(cand, value_set=pc.unique(valid)).to_numpy(zero_copy_only=False)
+        to_delete = [f for f, ref in zip(candidates, referenced) if not ref]
+    to_delete.sort(key=lambda f: f.rel)
+    dirs_deleted = 0
+    if not dry_run:
+        for f in to_delete:
+            storage.delete_with_crc_companion(f.rel)
+        if storage.is_local:
+            for d in sorted(dirs, key=lambda d: d.count("/"), reverse=True):
+                try:
+                    os.rmdir(os.path.join(storage.root, d))
+                    dirs_deleted += 1
+                except OSError:
+                    pass  # not empty (or already gone): keep it
+    log.info("vacuum %s: %s %d files older than %s%s", table.uri, "would delete" if dry_run else "deleted",
+             len(to_delete), format_ms(delete_before), f" (job {job})" if job else "")
+    return {
+        "files_deleted": [f.rel for f in to_delete],
+        "num_files_deleted": len(to_delete),
+        "bytes_deleted": sum(f.size for f in to_delete),
+        "dirs_deleted": dirs_deleted,
+        "dry_run": bool(dry_run),
+        "retention_hours": retention / 3_600_000,
+        "delete_before_timestamp": delete_before,
+        "job": job,
+    }
