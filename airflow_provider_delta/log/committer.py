@@ -1,7 +1,7 @@
 """Committing a validated plan: attempts, retries after lost races, and post-commit hooks.
 
 A :class:`~.transaction.Transaction` validates everything once and hands a
-:class:`CommitPlan` over. The committer writes ``_delta_log/<version>.json`` with
+:class:`~.commit_plan.CommitPlan` over. The committer writes ``_delta_log/<version>.json`` with
 an atomic put-if-absent (or asks the commit owner on managed-commit tables). If
 another writer took that version first, the winning commits are read one by one
 (as Delta Spark does, rather than trusting a listing to be complete) and checked
@@ -13,51 +13,20 @@ the enablement version of in-commit timestamps - is recomputed per attempt.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from typing import Any, Callable
 
 from . import ict
-from .actions import AddFile, DomainMetadata, Metadata, Protocol, RemoveFile, Txn, dumps_actions
+from .actions import Txn, dumps_actions
 from .checkpoint import checkpoint_interval, maybe_auto_checkpoint
 from .commit_info import CommitProvenance, build_commit_info, operation_metrics
-from .commit_owner.base import CommitOwner
-from .conflicts import ReadSet, WinningCommit, check_conflicts
+from .commit_plan import CommitPlan
+from .conflicts import WinningCommit, check_conflicts
 from .errors import CommitFailedError, ConcurrentModificationError, DeltaError, VersionNotFoundError
 from .features import check_writable
 from .names import commit_path
 from .table_log import TableLog
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class CommitPlan:
-    """Everything one commit writes, validated: the committer only serializes and retries it."""
-
-    #: the version the transaction read (-1: the table is being created)
-    read_version: int
-    #: protocol and metadata to write (None: unchanged)
-    protocol: Protocol | None
-    metadata: Metadata | None
-    adds: list[AddFile]
-    removes: list[RemoveFile]
-    txns: list[Txn]
-    domains: list[DomainMetadata]
-    #: what the transaction read and touched, for conflict checks against winners
-    read_set: ReadSet
-    #: in-commit timestamps active before / after this commit, and turned on by it
-    ict_before: bool
-    ict_after: bool
-    enabling: bool
-    isolation_level: str
-    blind_append: bool
-    #: the commit owner to commit through (None: put-if-absent into _delta_log)
-    owner: CommitOwner | None
-    table_id: str
-    #: the read version's commit timestamp (the floor of the next in-commit timestamp)
-    prev_timestamp: int | None
-    #: table properties after this commit (the auto-checkpoint interval comes from them)
-    final_configuration: dict[str, str]
 
 
 class Committer:

@@ -1,0 +1,290 @@
+"""Planning a commit: validate a transaction's changes once, against the snapshot it read.
+
+Everything that does not depend on the attempt is decided here, before the first
+write, so bad input fails with a typed error and nothing on disk:
+
+- metadata: table id unchanged, parquet only, valid partition columns, string
+  properties; protocol requests (``delta.minReaderVersion``, ``delta.feature.*``)
+  taken out of the properties and turned into protocol support;
+- protocol: the smallest protocol for the features in use, never a downgrade, and
+  one this package may write (:mod:`.features`);
+- in-commit timestamps: turned on or off, their enablement provenance kept or
+  dropped (:mod:`.ict`); managed-commit tables keep them on;
+- files: removes resolved against the live files of the read version, partition
+  values of adds match the table, layout changes (partitioning, incompatible
+  schema) only together with a full rewrite, append-only tables keep their data;
+- isolation: the table's level, or snapshot isolation when the commit only
+  rearranges data; the commit owner to commit through (:mod:`.managed_state`).
+
+The result is a :class:`CommitPlan`; the :mod:`.committer` lands it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from . import ict
+from .actions import AddFile, DomainMetadata, Metadata, Protocol, RemoveFile, Txn
+from .commit_owner.base import CommitOwner
+from .conflicts import ISOLATION_LEVELS, SNAPSHOT_ISOLATION, WRITE_SERIALIZABLE, ReadSet
+from .errors import InvalidArgumentError
+from .features import (APPEND_ONLY_PROPERTY, FEATURE_PROPERTY_PREFIX, ISOLATION_LEVEL_PROPERTY,
+                       MANAGED_OWNER_PROPERTY, MIN_READER_VERSION_PROPERTY, MIN_WRITER_VERSION_PROPERTY,
+                       check_can_add_data, check_writable, features_in_use, is_downgrade, is_true,
+                       protocol_with_features)
+from .managed_state import require_owner
+from .schema import schema_to_arrow, validate_partition_columns
+from .snapshot import Snapshot
+from .table_log import TableLog
+
+#: a logical file: its path and its deletion vector's unique id (None without one)
+FileKey = tuple[str, "str | None"]
+
+
+@dataclass
+class PendingChanges:
+    """What an open transaction has gathered: the actions to commit and what it read."""
+
+    adds: dict[FileKey, AddFile] = field(default_factory=dict)
+    #: a RemoveFile as given, or a path whose details come from the read snapshot
+    removes: dict[FileKey, RemoveFile | str] = field(default_factory=dict)
+    remove_data_change: dict[str, bool] = field(default_factory=dict)
+    txns: dict[str, Txn] = field(default_factory=dict)
+    domains: dict[str, DomainMetadata] = field(default_factory=dict)
+    metadata: Metadata | None = None
+    protocol: Protocol | None = None
+    #: protocol requests found among the properties (``delta.minReaderVersion``, ``delta.feature.*``)
+    protocol_requests: dict[str, str] = field(default_factory=dict)
+    read: ReadSet = field(default_factory=ReadSet)
+
+
+@dataclass(frozen=True)
+class CommitPlan:
+    """Everything one commit writes, validated: the committer only serializes and retries it."""
+
+    #: the version the transaction read (-1: the table is being created)
+    read_version: int
+    #: protocol and metadata to write (None: unchanged)
+    protocol: Protocol | None
+    metadata: Metadata | None
+    adds: list[AddFile]
+    removes: list[RemoveFile]
+    txns: list[Txn]
+    domains: list[DomainMetadata]
+    #: what the transaction read and touched, for conflict checks against winners
+    read_set: ReadSet
+    #: in-commit timestamps active before / after this commit, and turned on by it
+    ict_before: bool
+    ict_after: bool
+    enabling: bool
+    isolation_level: str
+    blind_append: bool
+    #: the commit owner to commit through (None: put-if-absent into _delta_log)
+    owner: CommitOwner | None
+    table_id: str
+    #: the read version's commit timestamp (the floor of the next in-commit timestamp)
+    prev_timestamp: int | None
+    #: table properties after this commit (the auto-checkpoint interval comes from them)
+    final_configuration: dict[str, str]
+
+
+
+def plan_commit(table: TableLog, snap: Snapshot | None, changes: PendingChanges, isolation_level: str | None,
+                clock: Callable[[], int]) -> CommitPlan:
+    """Validate ``changes`` against the read snapshot (None: creating the table) and plan the commit.
+
+    Raises InvalidArgumentError / UnsupportedFeatureError for anything the protocol or the
+    table forbids; nothing is written.
+    """
+    old_protocol = snap.protocol if snap is not None else None
+    old_metadata = snap.metadata if snap is not None else None
+    if snap is None and changes.metadata is None:
+        raise InvalidArgumentError("creating a table needs its metadata (use DeltaTable.create)")
+    metadata = changes.metadata or old_metadata
+    assert metadata is not None
+    if changes.metadata is not None:
+        _validate_metadata(metadata, old_metadata)
+
+    base = changes.protocol or old_protocol or Protocol(1, 2)
+    if changes.protocol is not None and old_protocol is not None and is_downgrade(old_protocol, changes.protocol):
+        raise InvalidArgumentError(
+            f"protocol {changes.protocol.to_json()} would drop support that the table has "
+            f"({old_protocol.to_json()}); protocols can only be upgraded")
+    features = features_in_use(metadata.schema_string, metadata.configuration) if changes.metadata else set()
+    features |= {k[len(FEATURE_PROPERTY_PREFIX):] for k, v in changes.protocol_requests.items()
+                 if k.startswith(FEATURE_PROPERTY_PREFIX) and str(v).lower() in ("supported", "enabled")}
+    try:
+        min_r = int(changes.protocol_requests.get(MIN_READER_VERSION_PROPERTY, 1))
+        min_w = int(changes.protocol_requests.get(MIN_WRITER_VERSION_PROPERTY, 1))
+    except ValueError:
+        raise InvalidArgumentError(f"{MIN_READER_VERSION_PROPERTY}/{MIN_WRITER_VERSION_PROPERTY} must be "
+                                   "integers") from None
+    protocol = protocol_with_features(base, features, min_reader=min_r, min_writer=min_w)
+    if old_protocol is not None:
+        check_writable(old_protocol)
+    check_writable(protocol)
+    protocol_changed = old_protocol is None or protocol != old_protocol
+    changes.read.changes_protocol = protocol_changed
+    changes.read.changes_metadata = changes.metadata is not None
+
+    ict_before = snap is not None and ict.is_enabled(old_protocol, old_metadata)
+    ict_after = ict.is_enabled(protocol, metadata)
+    enabling = ict_after and not ict_before and snap is not None
+    if changes.metadata is not None and not ict_after and (
+            ict.ENABLEMENT_VERSION_PROPERTY in metadata.configuration
+            or ict.ENABLEMENT_TIMESTAMP_PROPERTY in metadata.configuration):
+        metadata = ict.without_enablement(metadata)
+    if changes.metadata is not None and ict_before and ict_after and old_metadata is not None:
+        # keep the provenance of the original enablement
+        keep = {k: old_metadata.configuration.get(k) for k in
+                (ict.ENABLEMENT_VERSION_PROPERTY, ict.ENABLEMENT_TIMESTAMP_PROPERTY)}
+        metadata = metadata.with_configuration(keep)
+
+    if MANAGED_OWNER_PROPERTY in metadata.configuration and not ict_after:
+        raise InvalidArgumentError("a managed-commit table needs in-commit timestamps; they cannot be "
+                                   "turned off while a commit owner manages the table")
+    removes = _resolve_removes(changes, snap, clock)
+    if changes.metadata is not None and old_metadata is not None:
+        _check_layout_change(snap, old_metadata, metadata, removes)
+    _validate_adds(changes, metadata)
+    conf = metadata.configuration
+    if is_true(conf, APPEND_ONLY_PROPERTY) and any(
+            r.data_change for r in removes):
+        raise InvalidArgumentError(
+            "this table is append-only (delta.appendOnly=true): files cannot be removed with "
+            "dataChange=true; unset the property first if you really mean to delete data")
+    if any(a.data_change for a in changes.adds.values()):
+        check_can_add_data(protocol, metadata)
+
+    level = isolation_level or conf.get(ISOLATION_LEVEL_PROPERTY) or WRITE_SERIALIZABLE
+    if level not in ISOLATION_LEVELS:
+        level = WRITE_SERIALIZABLE
+    only_rearranges = (changes.adds or removes) and not any(a.data_change for a in changes.adds.values()) \
+        and not any(r.data_change for r in removes)
+    changes.read.isolation_level = SNAPSHOT_ISOLATION if only_rearranges else level
+
+    owner = require_owner(table.uri, table.commit_owner, old_protocol, old_metadata) \
+        if old_protocol is not None and old_metadata is not None else None
+    return CommitPlan(
+        read_version=-1 if snap is None else snap.version, protocol=protocol if protocol_changed else None,
+        metadata=metadata if changes.metadata is not None else None, adds=list(changes.adds.values()),
+        removes=removes, txns=list(changes.txns.values()), domains=list(changes.domains.values()),
+        read_set=changes.read, ict_before=ict_before, ict_after=ict_after, enabling=enabling,
+        isolation_level=changes.read.isolation_level, blind_append=_is_blind_append(changes, removes),
+        owner=owner, table_id=old_metadata.id if old_metadata is not None else metadata.id,
+        prev_timestamp=snap.timestamp if snap is not None else None,
+        final_configuration=dict(metadata.configuration))
+
+def _validate_metadata(metadata: Metadata, old: Metadata | None) -> None:
+    if not metadata.id:
+        raise InvalidArgumentError("metadata needs a table id")
+    if old is not None and metadata.id != old.id:
+        raise InvalidArgumentError(f"the table id cannot change (table {old.id}, new metadata {metadata.id})")
+    if metadata.format_provider != "parquet":
+        raise InvalidArgumentError(f"only parquet tables can be written, not {metadata.format_provider!r}")
+    schema = schema_to_arrow(metadata.schema_string)
+    validate_partition_columns(schema, metadata.partition_columns)
+    for k, v in metadata.configuration.items():
+        if not isinstance(k, str) or not isinstance(v, str):
+            raise InvalidArgumentError(f"table property {k!r} must map a string to a string")
+    if ict.ENABLE_PROPERTY in metadata.configuration and \
+            metadata.configuration[ict.ENABLE_PROPERTY].strip().lower() not in ("true", "false"):
+        raise InvalidArgumentError(f"{ict.ENABLE_PROPERTY} must be 'true' or 'false'")
+    owner_old = (old.configuration.get(MANAGED_OWNER_PROPERTY) if old is not None else None)
+    owner_new = metadata.configuration.get(MANAGED_OWNER_PROPERTY)
+    if old is not None and owner_old != owner_new:
+        # Ownership changes need the owner's cooperation (RFC conversion protocol): a plain
+        # commit would never tell the new owner, or would bypass the old one's backfill.
+        if owner_old and owner_new:
+            what = "cannot be replaced directly; disable managed commits first"
+        elif owner_new:
+            what = "is set with table.enable_managed_commits(owner), not by a plain commit"
+        else:
+            what = "is removed with table.disable_managed_commits(), not by a plain commit"
+        raise InvalidArgumentError(f"{MANAGED_OWNER_PROPERTY} {what}")
+
+def _check_layout_change(snap: Snapshot, old: Metadata, new: Metadata,
+                         removes: list[RemoveFile]) -> None:
+    """Partitioning or an incompatible schema may only change when all data is replaced.
+
+    Files written under the old layout stay in the table otherwise, and readers
+    would misread them. Additive changes (new nullable columns) are fine.
+    """
+    if new.partition_columns == old.partition_columns and new.schema_string == old.schema_string:
+        return
+    removed = {r.path for r in removes}
+    live = set(snap.files().column("path").to_pylist())
+    if live <= removed:
+        return                              # everything is rewritten: any new layout is fine
+    if new.partition_columns != old.partition_columns:
+        raise InvalidArgumentError(
+            f"partition columns cannot change from {list(old.partition_columns)} to "
+            f"{list(new.partition_columns)} while the table keeps files written with the old "
+            "partitioning; overwrite all data in the same commit")
+    old_schema, new_schema = schema_to_arrow(old.schema_string), schema_to_arrow(new.schema_string)
+    for f in old_schema:
+        idx = new_schema.get_field_index(f.name)
+        if idx < 0 or not new_schema.field(idx).type.equals(f.type, check_metadata=False):
+            raise InvalidArgumentError(
+                f"column {f.name!r} would be dropped or change type while existing files still hold it; "
+                "overwrite all data in the same commit")
+    for f in new_schema:
+        if old_schema.get_field_index(f.name) < 0 and not f.nullable:
+            raise InvalidArgumentError(f"new column {f.name!r} must be nullable: existing files have no values")
+
+def _validate_adds(changes: PendingChanges, metadata: Metadata) -> None:
+    cols = set(metadata.partition_columns)
+    for (path, dv), add in changes.adds.items():
+        keys = set(add.partition_values or {})
+        if keys != cols:
+            raise InvalidArgumentError(
+                f"file {path!r} has partition values for {sorted(keys)} but the table is partitioned "
+                f"by {sorted(cols)}")
+        for k, v in (add.partition_values or {}).items():
+            if v is not None and not isinstance(v, str):
+                raise InvalidArgumentError(f"file {path!r}: partition value of {k!r} must be a string or None")
+        if (path, dv) in changes.removes:
+            raise InvalidArgumentError(f"file {path!r} is both added and removed in one transaction")
+
+def _resolve_removes(changes: PendingChanges, snap: Snapshot | None, clock: Callable[[], int]) -> list[RemoveFile]:
+    """Turn removes into full RemoveFile actions, checking that each file is live at the read version."""
+    if not changes.removes:
+        return []
+    if snap is None:
+        raise InvalidArgumentError("a table that does not exist yet has no files to remove")
+    paths = sorted({k[0] for k in changes.removes})
+    files = snap.files()
+    live = files.filter(pc.is_in(files["path"], value_set=pa.array(paths, pa.string())))
+    rows = {r["path"]: r for r in live.select(
+        [c for c in ("path", "partition_values", "size", "deletion_vector", "tags")
+         if c in live.column_names]).to_pylist()}
+    missing = [p for p in paths if p not in rows]
+    if missing:
+        raise InvalidArgumentError(
+            f"cannot remove {len(missing)} file(s) that are not in the table at version {snap.version}: "
+            f"{missing[:5]}{'...' if len(missing) > 5 else ''}")
+    now = int(clock())
+    out: list[RemoveFile] = []
+    for (path, _dv), entry in changes.removes.items():
+        row = rows[path]
+        if isinstance(entry, RemoveFile):
+            rm = entry
+            if rm.deletion_timestamp in (None, 0):
+                rm = RemoveFile(rm.path, now, rm.data_change, rm.extended_file_metadata, rm.partition_values,
+                                rm.size, rm.stats, rm.tags, rm.deletion_vector)
+        else:
+            dv = row.get("deletion_vector")
+            dv = {k: v for k, v in dv.items() if v is not None} if dv else None
+            tags = dict(row["tags"]) if row.get("tags") else None
+            out_pv = dict(row["partition_values"]) if row.get("partition_values") is not None else {}
+            rm = RemoveFile(path, now, changes.remove_data_change.get(path, True), True, out_pv,
+                            row.get("size"), None, tags, dv)
+        out.append(rm)
+    return out
+
+def _is_blind_append(changes: PendingChanges, removes: list[RemoveFile]) -> bool:
+    return not removes and all(a.data_change for a in changes.adds.values()) and not changes.read.read_anything
+
