@@ -8,6 +8,7 @@ of :meth:`DeltaTable.commits_since`, and the error types, all deriving from
 """
 from .actions import AddFile, DomainMetadata, Metadata, Protocol, RemoveFile
 from .catalog import StagedCommitsCatalog
+from . import commit_owner
 from .commit_owner import CommitOwner, InMemoryCommitOwner, owner_from_conf
 from .commit_source import CommitSource
 from .features import column_mapping_mode
@@ -45,8 +46,7 @@ __all__ = [
 
 
 def __getattr__(name: str):
-    # SqlCommitOwner imports SQLAlchemy: load it only when asked for (PEP 562).
+    # SqlCommitOwner imports SQLAlchemy: the commit_owner package loads it on first use (PEP 562).
     if name == "SqlCommitOwner":
-        from .commit_owner.sql import SqlCommitOwner
-        return SqlCommitOwner
+        return commit_owner.SqlCommitOwner
     raise AttributeError(name)

@@ -80,8 +80,8 @@ class DeltaVacuumOperator(DeltaBaseOperator):
     :param delta_conn_id: ``delta`` connection
 
     Returns the log layer's vacuum report plus ``table_uri``, ``dry_run`` and ``version``
-    (the table version after vacuum; a real vacuum may commit VACUUM START/END entries,
-    which carry this task's commitInfo ``job``).
+    (the table version after vacuum). Vacuum commits nothing, so this task's ``job``
+    (dag, task, run, try) goes into the vacuum log line and the report's ``job``.
     """
 
     template_fields: Sequence[str] = ("table_uri", "delta_conn_id", "retention_hours", "dry_run")

@@ -224,3 +224,15 @@ def test_rewriting_a_manifest_replaces_it_atomically(make_table):
     assert first["manifest_uri"] == second["manifest_uri"]
     assert read_manifest(second["manifest_uri"])["version"] == 2
     assert [p for p in os.listdir(table.storage.root) if p.endswith(".tmp")] == []
+
+
+def test_vacuum_job_reaches_the_log_and_the_report(make_table, caplog):
+    # the hook used to drop `job` for vacuum: it probed the function's signature and found no such argument
+    table = make_table()
+    job = {"dag_id": "maint", "task_id": "vacuum", "run_id": "r1", "try_number": 1}
+    with caplog.at_level(logging.INFO, logger="airflow_provider_delta.log.vacuum"):
+        report = DeltaTableHook().vacuum(table.storage.root, job=job)
+    assert report["job"] == job and report["dry_run"] is True
+    assert any("maint" in r.getMessage() and "vacuum" in r.getMessage() for r in caplog.records)
+    with pytest.raises(InvalidArgumentError, match="job must be a dict"):
+        DeltaTableHook().vacuum(table.storage.root, job="maint")
