@@ -12,6 +12,8 @@ Nothing here reads a commit's content; ``_last_checkpoint`` is read only as a hi
 from __future__ import annotations
 
 import json
+import random
+import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -20,8 +22,10 @@ from .errors import CorruptLogError
 from .names import LAST_CHECKPOINT, LOG_DIR, LogFile, parse_log_name
 from .storage import Storage
 
-#: How often to re-list when the commit source's answer shows our listing was stale.
-MAX_LISTING_ATTEMPTS = 5
+#: How often to re-list when the log changed again while we completed a listing, and the first
+#: back-off (doubling, randomized) between attempts.
+MAX_LISTING_ATTEMPTS = 8
+LISTING_BACKOFF_S = 0.005
 
 
 @dataclass
@@ -131,20 +135,28 @@ def list_backfilled(storage: Storage) -> LogListing:
 
 
 def add_ratified_tail(storage: Storage, listing: LogListing, source: CommitSource, table_id: str) -> bool:
-    """Add the source's un-backfilled commits to ``listing``; False if the listing was stale.
+    """Add the source's un-backfilled commits to ``listing``; False if it still cannot be completed.
 
-    Stale means the backfilled files plus the source's contiguous tail do not reach the
-    newest version the source ratified: a backfill moved commits between our two calls.
+    A source stops tracking a commit only after copying it into ``_delta_log``. So when its
+    answer starts after our newest backfilled file, or does not reach the newest version it
+    ratified, the missing versions were backfilled between our listing and its answer: one
+    more directory listing finds them. Only a log that changed again in between (another
+    backfill, a cleanup) makes this return False, and the caller lists afresh.
     """
     start = (listing.max_backfilled if listing.max_backfilled is not None else -1) + 1
     resp = source.get_commits(table_id, start)
-    tail = [c for c in resp.commits if c.version >= start]
-    expected = start
-    for c in tail:
-        if c.version != expected:
-            return False
-        expected += 1
-    if expected - 1 < resp.latest_table_version:
+    tail = sorted((c for c in resp.commits if c.version >= start), key=lambda c: c.version)
+    for a, b in zip(tail, tail[1:]):
+        if b.version != a.version + 1:
+            return False                      # the source's own answer has a hole: ask again
+    first_tracked = tail[0].version if tail else resp.latest_table_version + 1
+    if first_tracked > start:
+        fresh = list_backfilled(storage)
+        for v in range(start, first_tracked):
+            if v not in fresh.commits:
+                return False
+            listing.commits[v] = fresh.commits[v]
+    if tail and tail[-1].version < resp.latest_table_version:
         return False
     for c in tail:
         path = storage.path(c.rel_path)
@@ -157,6 +169,7 @@ def add_ratified_tail(storage: Storage, listing: LogListing, source: CommitSourc
         listing.commits[c.version] = LogFile("commit", c.version, path, c.file_size, mtime)
         listing.unbackfilled.add(c.version)
     listing.owner_timestamps = {c.version: c.commit_timestamp for c in tail}
+    listing.file_ts = None
     return True
 
 
@@ -167,13 +180,15 @@ def list_log(storage: Storage, source: CommitSource | None = None,
     ``table_id_of`` gives the id the source keys the table by, from a backfilled listing
     (None while the table has no commit yet: then there is no tail to ask for).
     """
-    for _ in range(MAX_LISTING_ATTEMPTS):
+    for attempt in range(MAX_LISTING_ATTEMPTS):
         listing = list_backfilled(storage)
         if source is None or table_id_of is None:
             return listing
         table_id = table_id_of(listing)
         if table_id is None or add_ratified_tail(storage, listing, source, table_id):
             return listing
+        # busy table: other writers keep backfilling between our two calls; back off a little
+        time.sleep(random.uniform(0, LISTING_BACKOFF_S * 2 ** attempt))
     raise CorruptLogError(
         f"the commit owner keeps reporting versions that are neither in {LOG_DIR} nor in its "
         f"un-backfilled list after {MAX_LISTING_ATTEMPTS} listings; the owner's state and the "
