@@ -13,7 +13,7 @@ still works on them.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import fsspec
 import numpy as np
@@ -21,12 +21,23 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from .errors import DataFileNotFoundError, InvalidArgumentError, UnsupportedFeatureError
 from .features import column_mapping_mode
 from .schema import partition_values_to_arrow
-from .errors import DataFileNotFoundError, InvalidArgumentError, UnsupportedFeatureError
+from .storage import Storage
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .snapshot import Snapshot
+
+class Readable(Protocol):
+    """What reading rows needs of a snapshot (a :class:`~.snapshot.Snapshot` is one)."""
+
+    storage: Storage
+    uri: str
+    version: int
+    schema: pa.Schema
+    partition_columns: tuple[str, ...]
+    configuration: dict[str, str]
+
+    def files(self) -> pa.Table: ...
 
 _OPS = {"=": "equal", "==": "equal", "!=": "not_equal", "<": "less", "<=": "less_equal",
         ">": "greater", ">=": "greater_equal"}
@@ -78,7 +89,7 @@ def _expr_of(dnf: list[list[tuple[str, str, Any]]], schema: pa.Schema) -> pc.Exp
     return ors
 
 
-def partition_table(snap: "Snapshot", files: pa.Table) -> pa.Table:
+def partition_table(snap: Readable, files: pa.Table) -> pa.Table:
     """The typed partition values of ``files``, one column per partition column."""
     schema = snap.schema
     cols, names = [], []
@@ -89,7 +100,7 @@ def partition_table(snap: "Snapshot", files: pa.Table) -> pa.Table:
     return pa.table(cols, names=names) if cols else pa.table({"__n": pa.nulls(files.num_rows)}).drop(["__n"])
 
 
-def _prune(snap: "Snapshot", files: pa.Table, filter: Any) -> pa.Table:
+def _prune(snap: Readable, files: pa.Table, filter: Any) -> pa.Table:
     if filter is None or not snap.partition_columns or files.num_rows == 0:
         return files
     parts = partition_table(snap, files)
@@ -112,7 +123,7 @@ def _prune(snap: "Snapshot", files: pa.Table, filter: Any) -> pa.Table:
     return files.filter(mask)
 
 
-def _open(snap: "Snapshot", path: str):
+def _open(snap: Readable, path: str):
     storage = snap.storage
     if "://" in path or path.startswith("file:"):
         if path.startswith("file:") and not path.startswith("file://"):
@@ -123,7 +134,7 @@ def _open(snap: "Snapshot", path: str):
     return full if storage.is_local else storage.fs.open(full, "rb")
 
 
-def read_rows(snap: "Snapshot", columns: list[str] | None = None, filter: Any = None) -> pa.Table:
+def read_rows(snap: Readable, columns: list[str] | None = None, filter: Any = None) -> pa.Table:
     conf = snap.configuration
     mode = column_mapping_mode(conf)
     if mode != "none":

@@ -14,7 +14,8 @@ from __future__ import annotations
 import json
 import time
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+import typing
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -24,6 +25,7 @@ from .action_schemas import FILE_ACTION_SCHEMA, FILE_COLUMNS, TOMBSTONE_COLUMNS
 from .actions import Metadata, Protocol
 from .checkpoint_reader import read_checkpoint
 from .commit_reader import read_blobs
+from .commit_source import CommitSource
 from .commit_timestamps import commit_timestamp
 from .errors import CorruptLogError, VersionNotFoundError
 from .features import check_readable, commits_are_coordinated
@@ -38,8 +40,20 @@ from .schema import schema_to_arrow
 from .segment import LogSegment, build_segment
 from .storage import Storage
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .table_log import TableLog
+
+
+class LogAccess(typing.Protocol):
+    """What a snapshot needs of its table's log: a :class:`~.table_log.TableLog` is one.
+
+    The storage to read files from, the commit source (whose served reader features count
+    as supported), and a fresh listing when the snapshot is brought up to date.
+    """
+
+    storage: Storage
+    uri: str
+    commit_source: CommitSource | None
+
+    def listing(self) -> LogListing: ...
 
 
 class _State:
@@ -77,7 +91,7 @@ class _State:
 class Snapshot:
     """The table at ``version``. Build it with ``DeltaTable.snapshot()``."""
 
-    def __init__(self, log: "TableLog", segment: LogSegment, protocol: Protocol, metadata: Metadata,
+    def __init__(self, log: LogAccess, segment: LogSegment, protocol: Protocol, metadata: Metadata,
                  blobs: list[tuple[int, bytes, str]] | None, state: _State | None = None):
         self.log = log
         self.segment = segment
@@ -268,7 +282,7 @@ def _empty(columns: list[str]) -> pa.Table:
     return FILE_ACTION_SCHEMA.empty_table().select(columns)
 
 
-def _check(log: "TableLog", protocol: Protocol, metadata: Metadata, version: int) -> None:
+def _check(log: LogAccess, protocol: Protocol, metadata: Metadata, version: int) -> None:
     """Every snapshot: the reader protocol is one we honour, and managed-commit state is valid."""
     source = log.commit_source
     check_readable(protocol, f"{log.uri} at version {version}",
@@ -276,7 +290,7 @@ def _check(log: "TableLog", protocol: Protocol, metadata: Metadata, version: int
     validate_managed_state(protocol, metadata)
 
 
-def load_snapshot(log: "TableLog", version: int | None, listing: LogListing | None = None) -> Snapshot:
+def load_snapshot(log: LogAccess, version: int | None, listing: LogListing | None = None) -> Snapshot:
     """Build the snapshot of ``version`` (latest if None)."""
     segment = build_segment(log.storage, listing if listing is not None else log.listing(), version)
     blobs = read_blobs(log.storage, segment.commits)
