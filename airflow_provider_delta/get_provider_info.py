@@ -20,7 +20,8 @@ def get_provider_info() -> dict[str, Any]:
         "package-name": "airflow-provider-delta",
         "name": "Delta Lake",
         "description": "Delta Lake tables in Airflow: a pure-Python Delta transaction log, commit "
-                       "sensors, snapshot, checkpoint, backfill and maintenance operators.",
+                       "sensors, snapshot, checkpoint, backfill and maintenance operators, and "
+                       "exactly-once PySpark and Delta Spark jobs.",
         "versions": [__version__],
         "integrations": [{
             "integration-name": INTEGRATION,
@@ -38,7 +39,8 @@ def get_provider_info() -> dict[str, Any]:
                                           "airflow_provider_delta.operators.checkpoint",
                                           "airflow_provider_delta.operators.snapshot",
                                           "airflow_provider_delta.operators.maintenance",
-                                          "airflow_provider_delta.operators.spark"]}],
+                                          "airflow_provider_delta.operators.spark",
+                                          "airflow_provider_delta.operators.delta_spark"]}],
         "asset-uris": [{
             "schemes": list(SCHEMES),
             "handler": "airflow_provider_delta.assets.sanitize_uri",

@@ -45,13 +45,16 @@ class StagedCommitsCatalog:
     #: lets the reader accept the ``catalogManaged`` reader feature when this serves the table's commits
     served_reader_features = CATALOG_MANAGED_FEATURES
 
-    def __init__(self, ratified: Mapping[int, str], max_ratified_version: int | None = None):
+    def __init__(self, ratified: Mapping[int, str], max_ratified_version: int | None = None,
+                 allows_maintenance: bool = False):
         for v, name in ratified.items():
             parsed = parse_uuid_commit_name(name)
             if parsed is None or parsed[0] != int(v):
                 raise InvalidArgumentError(
                     f"staged commit for version {v} must be named '<20-digit {v}>.<uuid>.json', got {name!r}")
         self.ratified = {int(v): n for v, n in ratified.items()}
+        #: PROTOCOL.md: cleanup and vacuum of a catalog-managed table need the catalog's permission
+        self.allows_maintenance = bool(allows_maintenance)
         self.max_ratified_version = (max(self.ratified) if self.ratified else -1) \
             if max_ratified_version is None else int(max_ratified_version)
 

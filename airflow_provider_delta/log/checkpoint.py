@@ -55,7 +55,7 @@ from .actions import encode_path
 from .errors import (DeltaError, InvalidArgumentError, InvalidTableStateError,
                      StorageError)
 from .intervals import deleted_file_retention_ms, set_transaction_retention_ms
-from .features import (CHECKPOINT_INTERVAL_DEFAULT, CHECKPOINT_INTERVAL_PROPERTY, CHECKPOINT_STATS_AS_JSON_PROPERTY,
+from .features import (Operation, CHECKPOINT_INTERVAL_DEFAULT, CHECKPOINT_INTERVAL_PROPERTY, CHECKPOINT_STATS_AS_JSON_PROPERTY,
                        CHECKPOINT_STATS_AS_STRUCT_PROPERTY, column_mapping_mode)
 from .listing import read_last_checkpoint
 from .names import LAST_CHECKPOINT, LOG_DIR, classic_checkpoint_path, commit_path, multipart_checkpoint_path
@@ -620,6 +620,7 @@ def write_checkpoint(table: TableLog, version: int | None = None, parts: int | N
         raise InvalidArgumentError(f"version must be a non-negative integer, got {version!r}")
     if snapshot is None or (version is not None and snapshot.version != version):
         snapshot = table.snapshot(version=version)
+    table.require(snapshot, Operation.CHECKPOINT)   # checkpointProtection: the protocol at that version
     n_parts = _validate_parts(parts, snapshot)
     v = snapshot.version
     _check_backfilled(table, v, explicit=version is not None)

@@ -37,7 +37,7 @@ from typing import Any
 from .checkpoint_reader import read_checkpoint
 from .commit_timestamps import file_timestamps
 from .errors import InvalidArgumentError, TimestampOutOfRangeError
-from .features import EXPIRED_LOG_CLEANUP_PROPERTY
+from .features import EXPIRED_LOG_CLEANUP_PROPERTY, Operation, checkpoint_protection_boundary
 from .history import version_at
 from .intervals import log_retention_ms
 from .listing import LogListing, list_backfilled
@@ -126,6 +126,13 @@ def _plan_cleanup(table: TableLog, snapshot: Snapshot, cutoff_ts: int) -> _Plan:
     cp = plan.checkpoint_version
     if cp is None:
         return plan
+    boundary = checkpoint_protection_boundary(snapshot.protocol, snapshot.metadata)
+    if boundary is not None and cp < boundary:
+        # checkpointProtection: history before the boundary goes all at once or not at all
+        log.info("not cleaning up %s: checkpointProtection keeps every version before %d until a cleanup "
+                 "can remove all of them at once (the cutoff checkpoint is %d)", table.uri, boundary, cp)
+        plan.checkpoint_version = None
+        return plan
     storage = table.storage
     rel = storage.relative
     plan.commits = [rel(f.path) for v, f in sorted(listing.commits.items()) if v < cp]
@@ -191,6 +198,7 @@ def cleanup_metadata(table: TableLog, now_ms: int | None = None, retention_ms: i
         raise InvalidArgumentError(f"retention_ms must be a non-negative integer, got {retention_ms!r}")
     truncate_ms(0, truncate)  # validates before anything is read
     snapshot = table.snapshot()
+    table.require(snapshot, Operation.CLEANUP)
     conf = snapshot.metadata.configuration
     enabled_raw = str(conf.get(EXPIRED_LOG_CLEANUP_PROPERTY, "true")).strip().lower()
     enabled = enabled_raw != "false"

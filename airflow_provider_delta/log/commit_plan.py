@@ -33,8 +33,8 @@ from .conflicts import ISOLATION_LEVELS, SNAPSHOT_ISOLATION, WRITE_SERIALIZABLE,
 from .errors import InvalidArgumentError
 from .features import (APPEND_ONLY_PROPERTY, FEATURE_PROPERTY_PREFIX, ISOLATION_LEVEL_PROPERTY,
                        MANAGED_OWNER_PROPERTY, MIN_READER_VERSION_PROPERTY, MIN_WRITER_VERSION_PROPERTY,
-                       check_can_add_data, check_writable, features_in_use, is_downgrade, is_true,
-                       protocol_with_features)
+                       Operation, check_can_add_data, features_in_use, is_downgrade, is_true,
+                       protocol_with_features, require)
 from .managed_state import require_owner
 from .schema import schema_to_arrow, validate_partition_columns
 from .snapshot import Snapshot
@@ -124,8 +124,8 @@ def plan_commit(table: TableLog, snap: Snapshot | None, changes: PendingChanges,
                                    "integers") from None
     protocol = protocol_with_features(base, features, min_reader=min_r, min_writer=min_w)
     if old_protocol is not None:
-        check_writable(old_protocol)
-    check_writable(protocol)
+        require(old_protocol, Operation.COMMIT, f"{table.uri} at version {snap.version}")
+    require(protocol, Operation.COMMIT, f"{table.uri}, the protocol this commit writes")
     protocol_changed = old_protocol is None or protocol != old_protocol
     changes.read.changes_protocol = protocol_changed
     changes.read.changes_metadata = changes.metadata is not None

@@ -42,6 +42,8 @@ class CommitSource(Protocol):
     #: reader features the table may list because this source serves what they require
     #: (e.g. ``catalogManaged`` when the catalog supplies the staged commits)
     served_reader_features: frozenset[str]
+    #: whether this client may run metadata cleanup and vacuum (a catalog may forbid them)
+    allows_maintenance: bool
 
     def get_commits(self, table_id: str, start_version: int = 0,
                     end_version: int | None = None) -> CommitsAnswer:

@@ -20,6 +20,7 @@ from urllib.parse import unquote
 
 from .actions import dumps_actions
 from .errors import InvalidArgumentError, InvalidTableStateError
+from .features import Operation
 from .names import LOG_DIR, commit_path, compaction_path
 from .commit_reader import parse_json_lines
 from .listing import list_backfilled
@@ -71,6 +72,7 @@ def write_log_compaction(table: TableLog, start: int, end: int) -> str:
     if end <= start:
         raise InvalidArgumentError(f"a log compaction covers at least two commits: end ({end}) must be "
                                    f"greater than start ({start})")
+    table.require(table.snapshot(), Operation.COMPACT_LOG)
     listing = list_backfilled(table.storage)
     missing = [v for v in range(start, end + 1) if v not in listing.commits]
     if missing:

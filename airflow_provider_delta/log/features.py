@@ -25,11 +25,12 @@ supported is ever dropped.
 """
 from __future__ import annotations
 
+import enum
 import json
 from typing import Any, Iterable
 
 from .actions import Metadata, Protocol
-from .errors import InvalidArgumentError, UnsupportedFeatureError
+from .errors import InvalidArgumentError, InvalidTableStateError, UnsupportedFeatureError
 
 # ------------------------------------------------------------------ protocol versions
 #: Reader/writer versions this implementation understands.
@@ -83,6 +84,8 @@ CHECKPOINT_STATS_AS_JSON_PROPERTY = "delta.checkpoint.writeStatsAsJson"
 CHECKPOINT_STATS_AS_STRUCT_PROPERTY = "delta.checkpoint.writeStatsAsStruct"
 #: ``WriteSerializable`` (default) or ``Serializable``.
 ISOLATION_LEVEL_PROPERTY = "delta.isolationLevel"
+#: With ``checkpointProtection``: checkpoints before this version are protected (see cleanup).
+REQUIRE_CHECKPOINT_PROTECTION_BEFORE_PROPERTY = "delta.requireCheckpointProtectionBeforeVersion"
 #: ``false`` stops metadata cleanup (default true).
 EXPIRED_LOG_CLEANUP_PROPERTY = "delta.enableExpiredLogCleanup"
 #: Retention durations (Spark interval strings, parsed by :mod:`.intervals`).
@@ -139,7 +142,15 @@ WRITABLE_FEATURES = frozenset({
     "columnMapping", "identityColumns", "deletionVectors", "timestampNtz", "domainMetadata",
     "v2Checkpoint", "vacuumProtocolCheck", "typeWidening", "typeWidening-preview",
     "allowColumnDefaults", "variantType", "variantType-preview", MANAGED_COMMIT_FEATURE,
-    *ICT_FEATURE_NAMES,
+    "checkpointProtection", *ICT_FEATURE_NAMES,
+})
+
+#: Writer features whose rules maintenance (checkpoint, log compaction, cleanup, vacuum) keeps,
+#: on top of the writable ones: the rules of these concern new data (row ids, clustering,
+#: Iceberg metadata), which maintenance does not write. Tables with them can be maintained,
+#: not written. (``checkpointProtection`` is writable: its rules are cleanup's and checkpoint's.)
+MAINTAINABLE_FEATURES = WRITABLE_FEATURES | frozenset({
+    "rowTracking", "clustering", "icebergCompatV1", "icebergCompatV2",
 })
 
 #: Features a new table may be created with through :func:`create_table`.
@@ -417,3 +428,83 @@ def commits_are_coordinated(protocol: Protocol, metadata: Metadata) -> bool:
     features = set(protocol.writer_features or ()) | set(protocol.reader_features or ())
     conf = metadata.configuration or {}
     return bool(features & COMMIT_COORDINATION_FEATURES) or any(k in conf for k in COMMIT_COORDINATOR_PROPERTIES)
+
+
+# ----------------------------------------------------------------------------- the gate
+class Operation(str, enum.Enum):
+    """What a caller is about to do to a table: the gate's question is "may we, on this protocol?"."""
+
+    LIST_VERSIONS = "list versions"
+    READ = "read"
+    COMMIT = "commit"
+    CHECKPOINT = "write a checkpoint"
+    COMPACT_LOG = "compact the log"
+    CLEANUP = "clean up metadata"
+    VACUUM = "vacuum"
+    BACKFILL = "backfill"
+
+    @property
+    def deletes(self) -> bool:
+        return self in (Operation.CLEANUP, Operation.VACUUM)
+
+
+#: Operations a catalog-managed table allows only with its catalog's permission (PROTOCOL.md,
+#: "Maintenance Operations on Catalog-managed Tables"): checkpoints and log compaction stay allowed.
+_CATALOG_RESTRICTED = frozenset({Operation.CLEANUP, Operation.VACUUM})
+
+
+def require(protocol: Protocol, operation: Operation, where: str,
+            served_reader_features: frozenset[str] = frozenset(), catalog_allows_maintenance: bool = False) -> None:
+    """The gate: raise :class:`UnsupportedFeatureError` unless ``operation`` may run on ``protocol``.
+
+    Every operation of the package asks here before it reads anything for writing or
+    touches storage. Listing versions needs nothing; everything else needs a reader
+    protocol we honour (``served_reader_features`` are reader features the caller's
+    commit source serves, e.g. ``catalogManaged``). Commits need every writer feature to
+    be one we can commit to; maintenance needs every writer feature to be one whose
+    rules maintenance keeps (``vacuumProtocolCheck`` asks exactly this of vacuum).
+    Catalog-managed tables refuse cleanup and vacuum unless the catalog allows them.
+    """
+    if operation is Operation.LIST_VERSIONS:
+        return
+    check_readable(protocol, where, served_reader_features)
+    if operation is Operation.READ:
+        return
+    if protocol.min_writer_version > MAX_WRITER_VERSION:
+        raise UnsupportedFeatureError(
+            f"{where}: cannot {operation.value}: the table needs writer version {protocol.min_writer_version}; "
+            f"this package supports up to {MAX_WRITER_VERSION}", feature=f"writerVersion{protocol.min_writer_version}")
+    _reader, writer = supported_features(protocol)
+    if operation in (Operation.COMMIT, Operation.BACKFILL):
+        unknown = sorted(f for f in writer if f not in WRITABLE_FEATURES)
+    else:   # maintenance of published versions is allowed on tables whose commits a source serves
+        unknown = sorted(f for f in writer if f not in MAINTAINABLE_FEATURES and f not in served_reader_features)
+    if unknown:
+        raise UnsupportedFeatureError(
+            f"{where}: cannot {operation.value}: the table uses writer feature(s) {', '.join(unknown)}, whose "
+            f"rules this package does not implement for that; use an engine that supports them (Delta Spark)",
+            feature=unknown[0])
+    if operation in _CATALOG_RESTRICTED and not catalog_allows_maintenance:
+        managed = sorted(f for f in (protocol.reader_features or ()) if f in CATALOG_MANAGED_FEATURES)
+        if managed:
+            raise UnsupportedFeatureError(
+                f"{where}: cannot {operation.value}: the table is catalog-managed ({managed[0]}) and its "
+                "catalog has not allowed this client to run maintenance on it", feature=managed[0])
+
+
+def checkpoint_protection_boundary(protocol: Protocol, metadata: Metadata) -> int | None:
+    """``delta.requireCheckpointProtectionBeforeVersion`` when ``checkpointProtection`` is supported, else None.
+
+    Cleanup may then remove versions before the boundary only all at once, never checkpoints
+    before it on their own (the checkpoint-protection RFC, requirements a, c and d).
+    """
+    _reader, writer = supported_features(protocol)
+    if "checkpointProtection" not in writer:
+        return None
+    raw = metadata.configuration.get(REQUIRE_CHECKPOINT_PROTECTION_BEFORE_PROPERTY)
+    try:
+        return int(raw) if raw is not None else 0
+    except ValueError:
+        raise InvalidTableStateError(
+            f"table property {REQUIRE_CHECKPOINT_PROTECTION_BEFORE_PROPERTY} must be a version number, "
+            f"got {raw!r}") from None

@@ -22,8 +22,8 @@ from .commit_info import engine_info
 from .commit_owner.base import CommitOwner
 from .commit_owner.conf import check_owner_conf, dumps_owner_conf
 from .errors import CommitFailedError, CorruptLogError, InvalidArgumentError, InvalidTableStateError
-from .features import (MANAGED_COMMIT_FEATURE, MANAGED_OWNER_CONF_PROPERTY, MANAGED_OWNER_PROPERTY, check_writable,
-                       protocol_with_features)
+from .features import (MANAGED_COMMIT_FEATURE, MANAGED_OWNER_CONF_PROPERTY, MANAGED_OWNER_PROPERTY, Operation,
+                       protocol_with_features, require)
 from .managed_state import require_owner, validate_managed_state
 from .names import commit_path
 from .snapshot import Snapshot
@@ -41,6 +41,7 @@ def backfill(table: TableLog, version: int | None = None) -> dict[str, Any]:
     if version is not None and (isinstance(version, bool) or not isinstance(version, int) or version < 0):
         raise InvalidArgumentError(f"version must be a non-negative integer, got {version!r}")
     snap = table.snapshot()
+    table.require(snap, Operation.BACKFILL)
     owner = require_owner(table.uri, table.commit_owner, snap.protocol, snap.metadata)
     if owner is None:
         return {"managed": False, "from": None, "to": None, "backfilled": [],
@@ -73,7 +74,7 @@ def enable_managed_commits(table: TableLog, owner: CommitOwner,
         raise InvalidTableStateError(
             f"{table.uri} already uses managed commits (owner "
             f"'{snap.metadata.configuration[MANAGED_OWNER_PROPERTY]}'); disable them first to change the owner")
-    check_writable(snap.protocol)
+    require(snap.protocol, Operation.COMMIT, f"{table.uri} at version {snap.version}")
     version = snap.version + 1
     now, timestamp = _timestamps(clock, snap)
     protocol = protocol_with_features(snap.protocol, [MANAGED_COMMIT_FEATURE, ict.ICT_FEATURE], min_writer=7)
@@ -112,6 +113,7 @@ def disable_managed_commits(table: TableLog, clock: Callable[[], int] | None = N
     owner accepts commits again. In-commit timestamps stay enabled.
     """
     snap = table.snapshot()
+    table.require(snap, Operation.COMMIT)
     owner = require_owner(table.uri, table.commit_owner, snap.protocol, snap.metadata)
     if owner is None:
         raise InvalidTableStateError(f"{table.uri} does not use managed commits")

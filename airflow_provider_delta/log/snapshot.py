@@ -28,7 +28,7 @@ from .commit_reader import read_blobs
 from .commit_source import CommitSource
 from .commit_timestamps import commit_timestamp
 from .errors import CorruptLogError, VersionNotFoundError
-from .features import check_readable, commits_are_coordinated
+from .features import Operation, commits_are_coordinated, require
 from .intervals import deleted_file_retention_ms, set_transaction_retention_ms
 from .listing import LogListing
 from .managed_state import validate_managed_state
@@ -285,8 +285,8 @@ def _empty(columns: list[str]) -> pa.Table:
 def _check(log: LogAccess, protocol: Protocol, metadata: Metadata, version: int) -> None:
     """Every snapshot: the reader protocol is one we honour, and managed-commit state is valid."""
     source = log.commit_source
-    check_readable(protocol, f"{log.uri} at version {version}",
-                   source.served_reader_features if source is not None else frozenset())
+    require(protocol, Operation.READ, f"{log.uri} at version {version}",
+            source.served_reader_features if source is not None else frozenset())
     validate_managed_state(protocol, metadata)
 
 

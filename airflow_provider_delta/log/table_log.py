@@ -15,6 +15,7 @@ from typing import Any
 from .commit_reader import parse_json_lines, read_listed_commit
 from .commit_source import CommitSource
 from .errors import InvalidArgumentError
+from .features import Operation, require
 from .history import history, version_at
 from .listing import LogListing, list_log
 from .names import commit_path
@@ -77,6 +78,13 @@ class TableLog:
             _, metadata = load_protocol_metadata(self.storage, build_segment(self.storage, listing))
             self._table_id = metadata.id
         return self._table_id
+
+    def require(self, snapshot: Snapshot, operation: Operation) -> None:
+        """The table-feature gate for ``operation`` on ``snapshot``'s protocol (see :func:`.features.require`)."""
+        source = self.commit_owner
+        require(snapshot.protocol, operation, f"{self.uri} at version {snapshot.version}",
+                source.served_reader_features if source is not None else frozenset(),
+                source.allows_maintenance if source is not None else False)
 
     # ------------------------------------------------------------------ reads
     def snapshot(self, version: int | None = None, timestamp: Any = None,

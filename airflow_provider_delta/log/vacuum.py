@@ -29,7 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .errors import InvalidArgumentError
-from .features import UNIVERSAL_FORMATS_PROPERTY
+from .features import UNIVERSAL_FORMATS_PROPERTY, Operation
 from .intervals import deleted_file_retention_ms
 from .names import LOG_DIR
 from .snapshot import Snapshot
@@ -231,6 +231,7 @@ def vacuum(table: TableLog, retention_hours: float | None = None, dry_run: bool 
         raise InvalidArgumentError("job must be a dict (e.g. dag_id, task_id, run_id, try_number)")
     now = now_or(now_ms)
     snapshot = table.snapshot()
+    table.require(snapshot, Operation.VACUUM)     # vacuumProtocolCheck: the write protocol, always
     conf = snapshot.metadata.configuration
     table_retention = deleted_file_retention_ms(conf)
     retention = table_retention if retention_hours is None else _retention_ms(retention_hours)

@@ -25,8 +25,8 @@ import pyarrow as pa
 from . import ict
 from .actions import Metadata, Protocol
 from .errors import InvalidArgumentError, UnsupportedFeatureError
-from .features import (check_can_add_data, check_writable, column_mapping_mode, normalize_properties,
-                       protocol_for_new_table)
+from .features import (Operation, check_can_add_data, column_mapping_mode, normalize_properties,
+                       protocol_for_new_table, require)
 from .schema import arrow_to_schema, schema_string, schema_to_arrow, validate_partition_columns
 from .schema_fit import conform_to_schema
 from .snapshot import Snapshot
@@ -112,7 +112,7 @@ def plan_write(uri: str, snap: Snapshot | None, data_schema: pa.Schema, mode: st
             raise InvalidArgumentError(
                 f"{uri} is partitioned by {list(cols)}, not {list(partition_by)}; "
                 "use mode='overwrite' with overwrite_schema=True to change partitioning")
-        check_writable(snap.protocol)
+        require(snap.protocol, Operation.COMMIT, f"{uri} at version {snap.version}")
         check_can_add_data(snap.protocol, snap.metadata)
         conform_to_schema(data_schema.empty_table(), snap.schema)   # raises on a mismatch
         plan = WritePlan(uri, mode, snap.schema, snap.metadata.schema_string, cols,

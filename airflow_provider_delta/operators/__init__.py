@@ -7,13 +7,16 @@ from .snapshot import DeltaTimeTravelSnapshotOperator
 
 __all__ = ["DeltaBaseOperator", "DeltaBackfillOperator", "DeltaCheckpointOperator",
            "DeltaTimeTravelSnapshotOperator", "DeltaMetadataCleanupOperator", "DeltaVacuumOperator",
-           "DeltaSparkSubmitOperator"]
+           "DeltaSparkSubmitOperator", "DeltaSparkApplicationOperator"]
 
 
 def __getattr__(name: str):
-    # The Spark submit operator belongs to the Spark integration and pulls in its provider;
-    # import it only when asked for.
+    # The Spark submit operators belong to the Spark integration and pull in its provider;
+    # import them only when asked for.
     if name == "DeltaSparkSubmitOperator":
         from .spark import DeltaSparkSubmitOperator
         return DeltaSparkSubmitOperator
+    if name == "DeltaSparkApplicationOperator":
+        from .delta_spark import DeltaSparkApplicationOperator
+        return DeltaSparkApplicationOperator
     raise AttributeError(name)

@@ -17,11 +17,8 @@ PATH and the worker's Python as the driver's.
 """
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
-import shutil
-import sys
 from typing import TYPE_CHECKING, Any, Sequence
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
@@ -30,41 +27,20 @@ from ..log import CommitFailedError, InvalidArgumentError
 from ..spark import exactly_once
 from ..spark.job_args import SECRETS_ENV, JobSpec
 from .base import DeltaTaskMixin, job_info, optional_int, optional_value
+from .spark_base import (LOCAL_MASTER, LocalSparkMixin, bundled_spark_submit, default_app_version,
+                         report_commit, resolve_app)
 
 if TYPE_CHECKING:  # pragma: no cover
     from airflow.sdk import Context
 
-LOCAL_MASTER = "local[*]"
+__all__ = ["DeltaSparkSubmitOperator", "DEFAULT_APPLICATION", "LOCAL_MASTER", "bundled_spark_submit",
+           "default_app_version"]
+
 #: the entry point run when no ``application`` is given
 DEFAULT_APPLICATION = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "spark", "job.py")
 
 
-def bundled_spark_submit() -> str | None:
-    """pyspark's own ``bin/spark-submit`` (found without importing pyspark), if installed."""
-    spec = importlib.util.find_spec("pyspark")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    path = os.path.join(list(spec.submodule_search_locations)[0], "bin", "spark-submit")
-    return path if os.access(path, os.X_OK) else None
-
-
-def default_app_version(context: "Context") -> int:
-    """A stable number for this DAG run: its logical date (else run_after) in epoch seconds.
-
-    Stable across task retries and re-runs of the same DAG run; increasing with the
-    schedule. Runs processed out of order (a backfill of older dates after newer ones)
-    would be skipped under Delta's ``>=`` rule: give such DAGs a per-run ``app_id``.
-    """
-    dag_run = context.get("dag_run")
-    for key in ("logical_date", "run_after", "data_interval_end"):
-        value = context.get(key) or (getattr(dag_run, key, None) if dag_run is not None else None)
-        if value is not None and hasattr(value, "timestamp"):
-            return int(value.timestamp())
-    raise InvalidArgumentError("cannot derive app_version: the DAG run has no logical date or run_after; "
-                               "pass app_version explicitly")
-
-
-class DeltaSparkSubmitOperator(DeltaTaskMixin, SparkSubmitOperator):
+class DeltaSparkSubmitOperator(DeltaTaskMixin, LocalSparkMixin, SparkSubmitOperator):
     """Run a PySpark transform from a pinned Delta snapshot into a Delta table, committing once.
 
     :param output_table_uri: table to commit to (absolute, or relative to the delta connection's base URI)
@@ -131,18 +107,7 @@ class DeltaSparkSubmitOperator(DeltaTaskMixin, SparkSubmitOperator):
 
     # ------------------------------------------------------------------ inputs
     def _app(self, context: "Context") -> tuple[str, int]:
-        app_id = optional_value(self.app_id)
-        if app_id is None:
-            ti = context.get("ti")
-            app_id = f"{getattr(ti, 'dag_id', None) or self.dag_id}.{getattr(ti, 'task_id', None) or self.task_id}"
-            map_index = getattr(ti, "map_index", -1)
-            if isinstance(map_index, int) and map_index >= 0:
-                app_id += f".{map_index}"
-        version = optional_int(self.app_version, "app_version")
-        if version is None:
-            version = default_app_version(context)
-        app_id, version = exactly_once.check_app(str(app_id), version)
-        return app_id, version  # type: ignore[return-value]
+        return resolve_app(self.app_id, self.app_version, context, self)
 
     def _side(self, uri: str) -> dict[str, Any]:
         """Storage options and commit owner of the connection for ``uri`` (passed as secrets)."""
@@ -208,62 +173,5 @@ class DeltaSparkSubmitOperator(DeltaTaskMixin, SparkSubmitOperator):
         return self._finish(context, table, spec, committed=True)
 
     def _finish(self, context: "Context", table: Any, spec: JobSpec, committed: bool) -> int | None:
-        version = exactly_once.find_txn_commit(table, spec.app_id, spec.app_version)  # type: ignore[arg-type]
-        current = exactly_once.committed_txn_version(table, spec.app_id)  # type: ignore[arg-type]
-        if version is None and current is not None and current > spec.app_version:  # type: ignore[operator]
-            self.log.warning("%s holds version %s of %r, newer than this run's %s: this run was skipped. If "
-                             "runs are processed out of order (backfills), give each run its own app_id",
-                             table.uri, current, spec.app_id, spec.app_version)
-        info = {"version": version, "committed": committed, "table_uri": table.uri,
-                "app_id": spec.app_id, "app_version": spec.app_version}
-        ti = context.get("ti")
-        if ti is not None:
-            ti.xcom_push(key="commit", value=info)
-        self.emit_asset_events(context, {k: v for k, v in info.items() if k != "table_uri"})
-        return version
-
-    # ------------------------------------------------------------ spark hook
-    def _get_hook(self) -> Any:
-        hook = super()._get_hook()
-        master = optional_value(self.master)
-        if master is None and not self._spark_connection_exists(hook):
-            master = LOCAL_MASTER
-            self.log.info("Spark connection %r is not defined: running in local mode (%s)", self._conn_id, master)
-        if master is not None:
-            _set_master(hook, str(master))
-        if hook._connection["master"].startswith("local"):
-            _prepare_local(hook)
-        return hook
-
-    def _spark_connection_exists(self, hook: Any) -> bool:
-        from airflow.sdk.exceptions import AirflowNotFoundException
-        try:
-            hook.get_connection(self._conn_id)
-            return True
-        except AirflowNotFoundException:
-            return False
-
-
-def _set_master(hook: Any, master: str) -> None:
-    """Point a built SparkSubmitHook at ``master`` (and refresh what it derived from the old one)."""
-    hook._connection["master"] = master
-    hook._is_yarn = "yarn" in master
-    hook._is_yarn_cluster_mode = hook._is_yarn and hook._connection.get("deploy_mode") == "cluster"
-    hook._is_kubernetes = "k8s" in master
-    hook._should_track_driver_status = hook._resolve_should_track_driver_status()
-
-
-def _prepare_local(hook: Any) -> None:
-    """Local mode: a spark-submit that exists, and the driver on this worker's Python."""
-    binary = hook._connection.get("spark_binary") or "spark-submit"
-    env = dict(hook._env_vars or {})
-    if not (os.path.isabs(binary) and os.access(binary, os.X_OK)) and shutil.which(binary) is None:
-        bundled = bundled_spark_submit()
-        if bundled is not None:
-            hook._connection["spark_binary"] = bundled
-            if "SPARK_HOME" not in env and "SPARK_HOME" not in os.environ:
-                env["SPARK_HOME"] = os.path.dirname(os.path.dirname(bundled))
-    for key in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON"):
-        if key not in env and key not in os.environ:
-            env[key] = sys.executable
-    hook._env_vars = env
+        return report_commit(self, context, table, spec.app_id, spec.app_version,  # type: ignore[arg-type]
+                             committed=committed)

@@ -7,13 +7,20 @@ side can import the Spark-free helpers of this package)::
     df = read_snapshot(spark, manifest_uri)                   # or table_uri=..., version=...
     version = commit_dataframe(df, "/data/out", mode="append", app_id="dag.task", app_version=42)
 
+A Delta Spark job run by ``DeltaSparkApplicationOperator`` reads its context instead
+(standard library only; see :mod:`.delta_job`)::
+
+    from airflow_provider_delta.spark import delta_job_context
+    ctx = delta_job_context()      # input_table_uri, input_version, output_table_uri, write_options...
+
 No Airflow import here: this layer sits below hooks and operators.
 """
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["read_snapshot", "commit_dataframe", "pin", "PinnedSnapshot", "JobSpec"]
+__all__ = ["read_snapshot", "commit_dataframe", "pin", "PinnedSnapshot", "JobSpec", "delta_job_context",
+           "DeltaJobContext", "DeltaJobContextError"]
 
 
 def __getattr__(name: str) -> Any:
@@ -29,6 +36,9 @@ def __getattr__(name: str) -> Any:
     if name == "PinnedSnapshot":
         from .pinned import PinnedSnapshot
         return PinnedSnapshot
+    if name in ("delta_job_context", "DeltaJobContext", "DeltaJobContextError"):
+        from . import delta_job
+        return getattr(delta_job, name)
     if name == "JobSpec":
         from .job_args import JobSpec
         return JobSpec

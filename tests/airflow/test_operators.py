@@ -219,3 +219,19 @@ def test_templates_render_with_jinja(make_table, make_context):
     op.render_template_fields(ctx)
     assert op.table_uri == table.storage.root and op.version == "1"
     assert op.execute(ctx)["version"] == 1
+
+
+def test_maintenance_tasks_fail_on_a_writer_feature_the_package_does_not_know(make_table, make_context):
+    from airflow_provider_delta.log import UnsupportedFeatureError
+    table = make_table(commits=1)
+    proto = {"minReaderVersion": 1, "minWriterVersion": 7, "writerFeatures": ["appendOnly", "futureFeatureX"]}
+    with open(os.path.join(table.storage.root, commit_path(2)), "w") as f:
+        f.write(json.dumps({"commitInfo": {"timestamp": 1, "operation": "UPGRADE"}}) + "\n"
+                + json.dumps({"protocol": proto}) + "\n")
+    before = log_files(table)
+    for op in (DeltaVacuumOperator(task_id="vac", table_uri=table.storage.root, dry_run=False),
+               DeltaMetadataCleanupOperator(task_id="clean", table_uri=table.storage.root, dry_run=False),
+               DeltaCheckpointOperator(task_id="cp", table_uri=table.storage.root)):
+        with pytest.raises(UnsupportedFeatureError, match="cannot .*futureFeatureX"):
+            op.execute(make_context())
+    assert log_files(table) == before

@@ -44,6 +44,8 @@ class CommitOwner(ABC):
     #: a commit owner serves no reader feature beyond what the reader supports itself
     #: (it is a :class:`~..commit_source.CommitSource`)
     served_reader_features: frozenset[str] = frozenset()
+    #: the managed-commits RFC lets any client that knows the owner run cleanup and vacuum
+    allows_maintenance: bool = True
 
     def __init__(self, backfill_batch_size: int = 1):
         if isinstance(backfill_batch_size, bool) or not isinstance(backfill_batch_size, int) \

@@ -1,0 +1,229 @@
+"""``DeltaSparkApplicationOperator``: your PySpark application, reading and writing with Delta Spark.
+
+The sibling of ``DeltaSparkSubmitOperator`` for applications that use Delta Spark
+(``format("delta")``) themselves: Delta Spark commits, and this operator supplies
+what makes the run reproducible and exactly-once, and checks the outcome:
+
+* it pins the input version before submitting (``input_version``, or the version as
+  of ``input_timestamp``, or the one a ``DeltaTimeTravelSnapshotOperator`` manifest
+  names, or the latest), for the application's ``versionAsOf``;
+* it computes the exactly-once pair ``(app_id, app_version)`` for Delta Spark's
+  idempotent writes (``txnAppId`` / ``txnVersion``) and does not submit at all when
+  the output table already records it;
+* after the application, the output table must record the pair: the version of the
+  commit holding it is the task's XCom ``return_value`` and goes into the asset events.
+
+The application gets these values from
+:func:`airflow_provider_delta.spark.delta_job.delta_job_context` (one
+``--delta-job-context=<JSON>`` argument, and ``DELTA_JOB_*`` environment variables).
+
+Output tables whose commits are coordinated (managed commits, catalog-managed
+tables) are refused before submitting: Delta Spark does not know their commit
+owner and must not write around it. ``DeltaSparkSubmitOperator`` commits to them.
+
+Delta Spark itself comes from you: ``packages="io.delta:delta-spark_<scala>:<version>"``,
+``jars=...`` or your cluster's classpath. The Delta SQL extension and catalog are set
+in ``conf`` unless you set them (or pass ``delta_sql_conf=False``).
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Sequence
+
+from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+
+from ..hooks.manifest import read_manifest
+from ..log import CommitFailedError, InvalidArgumentError, TableNotFoundError, UnsupportedFeatureError
+from ..spark import exactly_once
+from ..spark.delta_job import CONTEXT_ARG, ENV_VARS, DeltaJobContext
+from ..spark.uris import spark_uri
+from .base import DeltaTaskMixin, job_info, optional_int, optional_value
+from .spark_base import LocalSparkMixin, report_commit, resolve_app
+
+if TYPE_CHECKING:  # pragma: no cover
+    from airflow.sdk import Context
+
+    from ..log import DeltaTable, Snapshot
+
+__all__ = ["DeltaSparkApplicationOperator", "CoordinatedCommitsError", "DELTA_SQL_CONF"]
+
+#: Spark settings that turn Delta Spark on in a session (set unless the user set them)
+DELTA_SQL_CONF = {
+    "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+}
+
+
+class CoordinatedCommitsError(UnsupportedFeatureError):
+    """The output table's commits go through a commit owner or catalog, which Delta Spark cannot use."""
+
+
+class DeltaSparkApplicationOperator(DeltaTaskMixin, LocalSparkMixin, SparkSubmitOperator):
+    """Run a PySpark application that reads a pinned Delta version and appends exactly once with Delta Spark.
+
+    :param application: your PySpark program (``.py``); it calls ``delta_job_context()``
+    :param output_table_uri: the table the application writes (absolute, or relative to the delta
+        connection's base URI); it must not use managed commits
+    :param input_table_uri: table the application reads; pinned at ``input_version``, or at the version as
+        of ``input_timestamp``, or at its latest version when the task runs
+    :param input_version: the input version (templated)
+    :param input_timestamp: or a time (epoch ms, datetime or ISO string, e.g. ``{{ data_interval_end }}``):
+        the newest version committed at or before it (the latest one if the table has not changed since)
+    :param input_manifest_uri: or a manifest written by ``DeltaTimeTravelSnapshotOperator``
+        (its table and version)
+    :param app_id: Delta Spark ``txnAppId`` (default ``<dag_id>.<task_id>``, plus ``.<map_index>``
+        when mapped)
+    :param app_version: Delta Spark ``txnVersion`` (templated; default: the run's logical date, else
+        ``run_after``, in epoch seconds)
+    :param delta_conn_id: ``delta`` connection for both tables (this operator's own reads; the
+        application reaches storage with its Spark/Hadoop settings)
+    :param delta_sql_conf: set ``spark.sql.extensions`` / ``spark.sql.catalog.spark_catalog`` to
+        Delta's in ``conf`` where not set already (default True)
+    :param master: Spark master; overrides the Spark connection's (default: the connection's,
+        or ``local[*]`` when ``conn_id`` is not defined)
+    :param conn_id: Spark connection (as for ``SparkSubmitOperator``)
+
+    Other keywords go to ``SparkSubmitOperator`` (``jars``, ``packages``, ``conf``, ``py_files``,
+    ``application_args``...). Returns (XCom ``return_value``) the version of the commit holding
+    this run's output; XCom ``commit`` holds ``{"version", "committed", "table_uri", "app_id",
+    "app_version", "input_table_uri", "input_version"}`` (``committed`` is False, and the input
+    None, when an earlier try had already committed and nothing was submitted).
+    """
+
+    template_fields: Sequence[str] = tuple(SparkSubmitOperator.template_fields) + (
+        "output_table_uri", "input_table_uri", "input_version", "input_timestamp", "input_manifest_uri",
+        "app_id", "app_version", "delta_conn_id", "master")
+    ui_color = "#00add4"
+
+    def __init__(self, *, application: str, output_table_uri: str, input_table_uri: str | None = None,
+                 input_version: int | str | None = None, input_timestamp: Any = None,
+                 input_manifest_uri: str | None = None, app_id: str | None = None,
+                 app_version: int | str | None = None, delta_conn_id: str | None = None,
+                 delta_sql_conf: bool = True, master: str | None = None, conn_id: str = "spark_default",
+                 name: str | None = None, **kwargs: Any) -> None:
+        if input_manifest_uri is not None and input_table_uri is not None:
+            raise InvalidArgumentError("pass input_manifest_uri or input_table_uri, not both")
+        super().__init__(application=application, conn_id=conn_id,
+                         name=name or f"delta-{kwargs.get('task_id', 'spark')}", **kwargs)
+        self.output_table_uri = output_table_uri
+        self.input_table_uri = input_table_uri
+        self.input_version = input_version
+        self.input_timestamp = input_timestamp
+        self.input_manifest_uri = input_manifest_uri
+        self.app_id = app_id
+        self.app_version = app_version
+        self.delta_conn_id = delta_conn_id
+        self.delta_sql_conf = delta_sql_conf
+        self.master = master
+
+    # DeltaTaskMixin works on ``table_uri``: here, the table the application writes.
+    @property
+    def table_uri(self) -> str:  # type: ignore[override]
+        return self.output_table_uri
+
+    # ------------------------------------------------------------------ inputs
+    def resolve_input(self) -> tuple[str | None, int | None]:
+        """(input table URI, pinned version), or (None, None) for an application without input.
+
+        Refuses contradicting arguments, a version the table does not have yet, and a version
+        of a managed-commit input table that is not backfilled (Delta Spark reads only
+        ``_delta_log``, not the commit owner's tail).
+        """
+        manifest = optional_value(self.input_manifest_uri)
+        table_uri = optional_value(self.input_table_uri)
+        version = optional_int(self.input_version, "input_version")
+        timestamp = optional_value(self.input_timestamp)
+        if manifest is not None and table_uri is not None:
+            raise InvalidArgumentError("pass input_manifest_uri or input_table_uri, not both")
+        if version is not None and timestamp is not None:
+            raise InvalidArgumentError("pass input_version or input_timestamp, not both")
+        if manifest is not None:
+            if version is not None or timestamp is not None:
+                raise InvalidArgumentError("input_manifest_uri pins the version itself: do not pass "
+                                           "input_version or input_timestamp with it")
+            manifest = str(manifest)
+            doc = read_manifest(manifest, self.hook.get_config(manifest).storage_options_for(manifest))
+            table_uri, version = doc.get("table_uri"), doc.get("version")
+            if not isinstance(table_uri, str) or isinstance(version, bool) or not isinstance(version, int):
+                raise InvalidArgumentError(f"the manifest {manifest} names no table_uri and version")
+        if table_uri is None:
+            if version is not None or timestamp is not None:
+                raise InvalidArgumentError("input_version and input_timestamp need input_table_uri")
+            return None, None
+        table_uri = self.hook.resolve_uri(str(table_uri))
+        table = self.hook.get_table(table_uri)
+        if version is None:
+            version = self.hook.resolve_version(table_uri, timestamp=timestamp, allow_after_latest=True)
+        latest = table.latest_version()
+        if version > latest:
+            raise InvalidArgumentError(f"input_version {version} of {table.uri} does not exist yet "
+                                       f"(latest: {latest})")
+        snap = table.snapshot()
+        if snap.commits_are_coordinated:
+            backfilled = table.latest_backfilled_version()
+            if backfilled is None or version > backfilled:
+                raise InvalidArgumentError(
+                    f"version {version} of the managed-commit table {table.uri} is not backfilled yet "
+                    f"(backfilled up to {backfilled}); Delta Spark reads only _delta_log: backfill first "
+                    "(DeltaBackfillOperator) or use a commit owner with backfill_batch_size=1")
+        return table_uri, version
+
+    def _refuse_coordinated(self, table: "DeltaTable", snap: "Snapshot") -> None:
+        features = sorted(set(snap.protocol.writer_features or ()) | set(snap.protocol.reader_features or ()))
+        raise CoordinatedCommitsError(
+            f"{table.uri} uses managed commits (a commit owner or catalog ratifies its commits; table features "
+            f"{features}): Delta Spark does not know its commit owner and must not write around it, so "
+            f"{type(self).__name__} does not submit. Commit to it from Spark with DeltaSparkSubmitOperator "
+            "(driver-side commit through the commit owner)")
+
+    def build_context(self, context: "Context", app: tuple[str, int] | None = None) -> DeltaJobContext:
+        """The application's context: pinned input, output and txn pair (``app``, else resolved), Spark URIs."""
+        app_id, app_version = app or resolve_app(self.app_id, self.app_version, context, self)
+        in_uri, in_version = self.resolve_input()
+        return DeltaJobContext(
+            input_table_uri=spark_uri(in_uri) if in_uri is not None else None, input_version=in_version,
+            output_table_uri=spark_uri(self.hook.resolve_uri(self.output_table_uri)),
+            txn_app_id=app_id, txn_version=app_version, job=job_info(context))
+
+    def spark_conf(self) -> dict[str, Any]:
+        """``conf`` with the Delta SQL extension and catalog where the user did not set them."""
+        conf = dict(self.conf or {})
+        if self.delta_sql_conf:
+            for key, value in DELTA_SQL_CONF.items():
+                conf.setdefault(key, value)
+        return conf
+
+    # --------------------------------------------------------------- execution
+    def execute(self, context: "Context") -> int | None:
+        table = self.hook.get_table(self.output_table_uri)
+        try:
+            snap = table.snapshot()
+        except TableNotFoundError:
+            snap = None                       # the application creates it
+        if snap is not None and snap.commits_are_coordinated:
+            self._refuse_coordinated(table, snap)
+        app_id, app_version = resolve_app(self.app_id, self.app_version, context, self)
+        if exactly_once.already_committed(table, app_id, app_version):
+            self.log.info("%s already holds txn version %s of %r: not submitting the Spark application",
+                          table.uri, app_version, app_id)
+            return report_commit(self, context, table, app_id, app_version, committed=False,
+                                 input_table_uri=None, input_version=None)
+        ctx = self.build_context(context, (app_id, app_version))
+        self.log.info("Submitting %s: input %s at version %s, output %s with txnAppId=%r txnVersion=%s",
+                      self.application, ctx.input_table_uri, ctx.input_version, ctx.output_table_uri,
+                      ctx.txn_app_id, ctx.txn_version)
+        user_args = [str(a) for a in (self.application_args or []) if not str(a).startswith(CONTEXT_ARG)]
+        self.application_args = user_args + [ctx.to_argument()]
+        env = {k: v for k, v in (self.env_vars or {}).items() if k not in ENV_VARS}
+        env.update(ctx.to_env())
+        self.env_vars = env
+        self.conf = self.spark_conf()
+        self._hook = None                     # built from the settings above
+        super().execute(context)
+        if not exactly_once.already_committed(table, app_id, app_version):
+            raise CommitFailedError(
+                f"the Spark application finished but {table.uri} records no commit with txnAppId={app_id!r} "
+                f"txnVersion={app_version}: the application must write its output to ctx.output_table_uri with "
+                "the options of delta_job_context(), e.g. df.write.format('delta').options(**ctx.write_options)"
+                ".mode('append').save(ctx.output_table_uri); see the spark-submit output above")
+        return report_commit(self, context, table, app_id, app_version, committed=True,
+                             input_table_uri=ctx.input_table_uri, input_version=ctx.input_version)

@@ -1,0 +1,158 @@
+"""What the two Spark operators share: local mode, the exactly-once pair, reporting the commit.
+
+``DeltaSparkSubmitOperator`` (our entry point commits on the driver) and
+``DeltaSparkApplicationOperator`` (the user's application commits with Delta Spark)
+both subclass the Spark provider's ``SparkSubmitOperator``, and both:
+
+* run in local mode (``--master local[*]``, pyspark's bundled ``spark-submit`` when
+  none is on PATH, the worker's Python as the driver's) when no Spark connection
+  is defined (:class:`LocalSparkMixin`);
+* mark their commit with ``txn(app_id, app_version)``, defaulting to
+  ``<dag_id>.<task_id>[.<map_index>]`` and the run's logical date (:func:`resolve_app`);
+* report the version of the commit holding that pair in XCom and in the asset
+  events of their outlets (:func:`report_commit`).
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import sys
+from typing import TYPE_CHECKING, Any
+
+from airflow.sdk.exceptions import AirflowNotFoundException
+
+from ..log import InvalidArgumentError
+from ..spark import exactly_once
+from .base import optional_int, optional_value
+
+if TYPE_CHECKING:  # pragma: no cover
+    from airflow.sdk import Context
+
+    from ..log import DeltaTable
+
+LOCAL_MASTER = "local[*]"
+
+
+def bundled_spark_submit() -> str | None:
+    """pyspark's own ``bin/spark-submit`` (found without importing pyspark), if installed."""
+    spec = importlib.util.find_spec("pyspark")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = os.path.join(list(spec.submodule_search_locations)[0], "bin", "spark-submit")
+    return path if os.access(path, os.X_OK) else None
+
+
+def default_app_version(context: "Context") -> int:
+    """A stable number for this DAG run: its logical date (else run_after) in epoch seconds.
+
+    Stable across task retries and re-runs of the same DAG run; increasing with the
+    schedule. Runs processed out of order (a backfill of older dates after newer ones)
+    would be skipped under Delta's ``>=`` rule: give such DAGs a per-run ``app_id``.
+    """
+    dag_run = context.get("dag_run")
+    for key in ("logical_date", "run_after", "data_interval_end"):
+        value = context.get(key) or (getattr(dag_run, key, None) if dag_run is not None else None)
+        if value is not None and hasattr(value, "timestamp"):
+            return int(value.timestamp())
+    raise InvalidArgumentError("cannot derive app_version: the DAG run has no logical date or run_after; "
+                               "pass app_version explicitly")
+
+
+def resolve_app(app_id: Any, app_version: Any, context: "Context", task: Any) -> tuple[str, int]:
+    """The exactly-once pair of this task instance from the (rendered) arguments and the context.
+
+    ``app_id`` defaults to ``<dag_id>.<task_id>``, plus ``.<map_index>`` for a mapped task;
+    ``app_version`` to :func:`default_app_version`.
+    """
+    app_id = optional_value(app_id)
+    if app_id is None:
+        ti = context.get("ti")
+        app_id = f"{getattr(ti, 'dag_id', None) or task.dag_id}.{getattr(ti, 'task_id', None) or task.task_id}"
+        map_index = getattr(ti, "map_index", -1)
+        if isinstance(map_index, int) and map_index >= 0:
+            app_id += f".{map_index}"
+    version = optional_int(app_version, "app_version")
+    if version is None:
+        version = default_app_version(context)
+    app_id, version = exactly_once.check_app(str(app_id), version)
+    return app_id, version  # type: ignore[return-value]
+
+
+def report_commit(task: Any, context: "Context", table: "DeltaTable", app_id: str, app_version: int,
+                  committed: bool, **more: Any) -> int | None:
+    """Find the commit holding ``txn(app_id, app_version)``; push XCom ``commit``; fill the asset events.
+
+    Returns that commit's version (None when the table holds a newer version of ``app_id``
+    instead, which is logged). XCom ``commit`` is ``{"version", "committed", "table_uri",
+    "app_id", "app_version"}`` plus ``more``; the asset events get the same without the URI.
+    """
+    version = exactly_once.find_txn_commit(table, app_id, app_version)
+    current = exactly_once.committed_txn_version(table, app_id)
+    if version is None and current is not None and current > app_version:
+        task.log.warning("%s holds version %s of %r, newer than this run's %s: this run was skipped. If "
+                         "runs are processed out of order (backfills), give each run its own app_id",
+                         table.uri, current, app_id, app_version)
+    info = {"version": version, "committed": committed, "table_uri": table.uri,
+            "app_id": app_id, "app_version": app_version, **more}
+    ti = context.get("ti")
+    if ti is not None:
+        ti.xcom_push(key="commit", value=info)
+    task.emit_asset_events(context, {k: v for k, v in info.items() if k != "table_uri"})
+    return version
+
+
+class LocalSparkMixin:
+    """``_get_hook`` of a ``SparkSubmitOperator`` that falls back to local mode.
+
+    Expects ``master`` (an optional template field overriding the connection's) and the
+    operator's ``_conn_id``. Put it before ``SparkSubmitOperator`` in the bases.
+    """
+
+    master: str | None
+    _conn_id: str
+    log: Any
+
+    def _get_hook(self) -> Any:
+        hook = super()._get_hook()  # type: ignore[misc]
+        master = optional_value(self.master)
+        if master is None and not self._spark_connection_exists(hook):
+            master = LOCAL_MASTER
+            self.log.info("Spark connection %r is not defined: running in local mode (%s)", self._conn_id, master)
+        if master is not None:
+            set_master(hook, str(master))
+        if hook._connection["master"].startswith("local"):
+            prepare_local(hook)
+        return hook
+
+    def _spark_connection_exists(self, hook: Any) -> bool:
+        try:
+            hook.get_connection(self._conn_id)
+            return True
+        except AirflowNotFoundException:
+            return False
+
+
+def set_master(hook: Any, master: str) -> None:
+    """Point a built SparkSubmitHook at ``master`` (and refresh what it derived from the old one)."""
+    hook._connection["master"] = master
+    hook._is_yarn = "yarn" in master
+    hook._is_yarn_cluster_mode = hook._is_yarn and hook._connection.get("deploy_mode") == "cluster"
+    hook._is_kubernetes = "k8s" in master
+    hook._should_track_driver_status = hook._resolve_should_track_driver_status()
+
+
+def prepare_local(hook: Any) -> None:
+    """Local mode: a spark-submit that exists, and the driver on this worker's Python."""
+    binary = hook._connection.get("spark_binary") or "spark-submit"
+    env = dict(hook._env_vars or {})
+    if not (os.path.isabs(binary) and os.access(binary, os.X_OK)) and shutil.which(binary) is None:
+        bundled = bundled_spark_submit()
+        if bundled is not None:
+            hook._connection["spark_binary"] = bundled
+            if "SPARK_HOME" not in env and "SPARK_HOME" not in os.environ:
+                env["SPARK_HOME"] = os.path.dirname(os.path.dirname(bundled))
+    for key in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON"):
+        if key not in env and key not in os.environ:
+            env[key] = sys.executable
+    hook._env_vars = env

@@ -1,0 +1,215 @@
+"""What a Delta Spark job gets from ``DeltaSparkApplicationOperator``: the pinned input, the txn pair.
+
+The operator runs *your* PySpark application, which reads and writes with
+``format("delta")`` (Delta Spark commits). It hands the application:
+
+* the input table and the version pinned for it (read it with ``versionAsOf``), and
+* the output table and the exactly-once pair for Delta Spark's idempotent writes
+  (``txnAppId`` / ``txnVersion``), so a retried or re-run task never appends twice,
+
+both as one application argument ``--delta-job-context=<JSON>`` and as environment
+variables (``DELTA_JOB_*``, below). In the application::
+
+    from airflow_provider_delta.spark.delta_job import delta_job_context
+
+    ctx = delta_job_context()          # reads sys.argv, else the DELTA_JOB_* variables
+    df = spark.read.format("delta").option("versionAsOf", ctx.input_version).load(ctx.input_table_uri)
+    df.write.format("delta").options(**ctx.write_options).mode("append").save(ctx.output_table_uri)
+    # ctx.args: the application's other arguments (application_args), for argparse
+
+The JSON document (``format_version`` 1; ``input`` is null for a job without input)::
+
+    {"format": "delta-job-context", "format_version": 1,
+     "input": {"table_uri": "file:///data/orders", "version": 12},
+     "output": {"table_uri": "file:///data/customers"},
+     "txn": {"app_id": "dag.task", "version": 1767225600},
+     "job": {"dag_id": ..., "task_id": ..., "run_id": ..., "try_number": ...}}
+
+Table URIs are in the form Spark reads (``file:///...``, ``s3a://...``). This module
+uses only the standard library and imports nothing else of this package, so a
+cluster without the package installed can ship this one file (``py_files``) and
+``from delta_job import delta_job_context``.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+#: the application argument: ``--delta-job-context=<JSON>`` (or the flag, then the JSON)
+CONTEXT_ARG = "--delta-job-context"
+FORMAT = "delta-job-context"
+FORMAT_VERSION = 1
+
+ENV_INPUT_TABLE_URI = "DELTA_JOB_INPUT_TABLE_URI"
+ENV_INPUT_VERSION = "DELTA_JOB_INPUT_VERSION"
+ENV_OUTPUT_TABLE_URI = "DELTA_JOB_OUTPUT_TABLE_URI"
+ENV_TXN_APP_ID = "DELTA_JOB_TXN_APP_ID"
+ENV_TXN_VERSION = "DELTA_JOB_TXN_VERSION"
+ENV_VARS = (ENV_INPUT_TABLE_URI, ENV_INPUT_VERSION, ENV_OUTPUT_TABLE_URI, ENV_TXN_APP_ID, ENV_TXN_VERSION)
+
+_HOW = (f"this application expects to be run by DeltaSparkApplicationOperator, which passes "
+        f"{CONTEXT_ARG}=<JSON> and the {', '.join(ENV_VARS)} environment variables")
+
+
+class DeltaJobContextError(ValueError):
+    """The job's Delta context is missing or malformed; the message says what and where."""
+
+
+def _version(value: Any, what: str) -> int:
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value.strip())
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise DeltaJobContextError(f"{what} must be a non-negative integer, got {value!r}")
+    return value
+
+
+def _uri(value: Any, what: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise DeltaJobContextError(f"{what} must be a non-empty string, got {value!r}")
+    return value.strip()
+
+
+@dataclass(frozen=True)
+class DeltaJobContext:
+    """The pinned input (may be None: a job without input), the output and the exactly-once pair."""
+
+    input_table_uri: str | None
+    input_version: int | None
+    output_table_uri: str
+    txn_app_id: str
+    txn_version: int
+    job: dict[str, Any] = field(default_factory=dict, compare=False)
+    #: the application's arguments other than the context argument
+    args: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        _uri(self.output_table_uri, "output.table_uri")
+        _uri(self.txn_app_id, "txn.app_id")
+        object.__setattr__(self, "txn_version", _version(self.txn_version, "txn.version"))
+        if self.input_table_uri is None:
+            if self.input_version is not None:
+                raise DeltaJobContextError("input.version is given without input.table_uri")
+        else:
+            _uri(self.input_table_uri, "input.table_uri")
+            if self.input_version is None:
+                raise DeltaJobContextError("input.table_uri needs input.version (the version pinned for the job)")
+            object.__setattr__(self, "input_version", _version(self.input_version, "input.version"))
+
+    @property
+    def write_options(self) -> dict[str, str]:
+        """Options of Delta Spark's idempotent write: ``df.write.format("delta").options(**these)``."""
+        return {"txnAppId": self.txn_app_id, "txnVersion": str(self.txn_version)}
+
+    @property
+    def read_options(self) -> dict[str, str]:
+        """``{"versionAsOf": "<pinned version>"}`` (empty without input)."""
+        return {} if self.input_version is None else {"versionAsOf": str(self.input_version)}
+
+    # ------------------------------------------------------------- encoding
+    def to_document(self) -> dict[str, Any]:
+        return {"format": FORMAT, "format_version": FORMAT_VERSION,
+                "input": None if self.input_table_uri is None else
+                {"table_uri": self.input_table_uri, "version": self.input_version},
+                "output": {"table_uri": self.output_table_uri},
+                "txn": {"app_id": self.txn_app_id, "version": self.txn_version},
+                "job": dict(self.job)}
+
+    def to_argument(self) -> str:
+        """The one application argument: ``--delta-job-context=<JSON>``."""
+        return f"{CONTEXT_ARG}={json.dumps(self.to_document(), separators=(',', ':'), default=str)}"
+
+    def to_env(self) -> dict[str, str]:
+        """The same values as environment variables (the input ones only when there is an input)."""
+        env = {ENV_OUTPUT_TABLE_URI: self.output_table_uri, ENV_TXN_APP_ID: self.txn_app_id,
+               ENV_TXN_VERSION: str(self.txn_version)}
+        if self.input_table_uri is not None:
+            env[ENV_INPUT_TABLE_URI] = self.input_table_uri
+            env[ENV_INPUT_VERSION] = str(self.input_version)
+        return env
+
+    # ------------------------------------------------------------- decoding
+    @classmethod
+    def from_document(cls, doc: Any, args: Sequence[str] = ()) -> "DeltaJobContext":
+        if not isinstance(doc, dict):
+            raise DeltaJobContextError(f"the {CONTEXT_ARG} argument must be a JSON object")
+        if doc.get("format", FORMAT) != FORMAT:
+            raise DeltaJobContextError(f"the {CONTEXT_ARG} argument is a {doc.get('format')!r} document, "
+                                       f"not {FORMAT!r}")
+        if doc.get("format_version", FORMAT_VERSION) != FORMAT_VERSION:
+            raise DeltaJobContextError(f"unsupported {FORMAT} format_version {doc.get('format_version')!r} "
+                                       f"(this helper reads version {FORMAT_VERSION}): upgrade "
+                                       "airflow-provider-delta where the job runs")
+        inp, out, txn = doc.get("input"), doc.get("output"), doc.get("txn")
+        if inp is not None and not isinstance(inp, dict):
+            raise DeltaJobContextError("'input' must be null or an object with 'table_uri' and 'version'")
+        if not isinstance(out, dict):
+            raise DeltaJobContextError("the job context needs an 'output' object with 'table_uri'")
+        if not isinstance(txn, dict):
+            raise DeltaJobContextError("the job context needs a 'txn' object with 'app_id' and 'version'")
+        job = doc.get("job") or {}
+        if not isinstance(job, dict):
+            raise DeltaJobContextError("'job' must be an object")
+        inp = inp or {}
+        return cls(input_table_uri=inp.get("table_uri"), input_version=inp.get("version"),
+                   output_table_uri=out.get("table_uri"), txn_app_id=txn.get("app_id"),
+                   txn_version=txn.get("version"), job=job, args=tuple(args))
+
+    @classmethod
+    def parse(cls, text: str, args: Sequence[str] = ()) -> "DeltaJobContext":
+        try:
+            doc = json.loads(text)
+        except ValueError as e:
+            raise DeltaJobContextError(f"the {CONTEXT_ARG} argument is not valid JSON: {e}") from None
+        return cls.from_document(doc, args)
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str], args: Sequence[str] = ()) -> "DeltaJobContext":
+        missing = [k for k in (ENV_OUTPUT_TABLE_URI, ENV_TXN_APP_ID, ENV_TXN_VERSION) if not environ.get(k)]
+        if missing:
+            raise DeltaJobContextError(f"environment variable(s) {', '.join(missing)} not set: {_HOW}")
+        try:
+            return cls(input_table_uri=environ.get(ENV_INPUT_TABLE_URI) or None,
+                       input_version=environ.get(ENV_INPUT_VERSION) or None,
+                       output_table_uri=environ[ENV_OUTPUT_TABLE_URI], txn_app_id=environ[ENV_TXN_APP_ID],
+                       txn_version=environ[ENV_TXN_VERSION], args=tuple(args))  # type: ignore[arg-type]
+        except DeltaJobContextError as e:
+            raise DeltaJobContextError(f"in the DELTA_JOB_* environment variables: {e}") from None
+
+
+def split_argv(argv: Sequence[str]) -> tuple[str | None, list[str]]:
+    """(the context JSON, the other arguments); refuses a context given twice or a flag without value."""
+    found: list[str] = []
+    rest: list[str] = []
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg.startswith(CONTEXT_ARG + "="):
+            found.append(arg[len(CONTEXT_ARG) + 1:])
+        elif arg == CONTEXT_ARG:
+            if i + 1 >= len(argv):
+                raise DeltaJobContextError(f"{CONTEXT_ARG} is the last argument: its JSON value is missing")
+            found.append(argv[i + 1])
+            i += 1
+        else:
+            rest.append(arg)
+        i += 1
+    if len(found) > 1:
+        raise DeltaJobContextError(f"{CONTEXT_ARG} is given {len(found)} times; give it once")
+    return (found[0] if found else None), rest
+
+
+def delta_job_context(argv: Sequence[str] | None = None,
+                      environ: Mapping[str, str] | None = None) -> DeltaJobContext:
+    """The job's context: from ``--delta-job-context=<JSON>`` in ``argv`` (default ``sys.argv[1:]``),
+    else from the ``DELTA_JOB_*`` environment variables; :class:`DeltaJobContextError` if neither."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    environ = os.environ if environ is None else environ
+    text, rest = split_argv(argv)
+    if text is not None:
+        return DeltaJobContext.parse(text, rest)
+    if any(environ.get(k) for k in ENV_VARS):
+        return DeltaJobContext.from_env(environ, rest)
+    raise DeltaJobContextError(f"no Delta job context in the arguments or the environment: {_HOW}")
