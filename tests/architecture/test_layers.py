@@ -22,7 +22,7 @@ LOG_TIERS: dict[str, set[str]] = {
                "commit_owner.sql_engine", "commit_owner.sql_schema"},
     "read": {"listing", "segment", "commit_reader", "replay", "checkpoint_reader", "protocol_metadata",
              "commit_timestamps", "managed_state", "reader", "snapshot", "history", "new_commits", "table_log"},
-    "write": {"conflicts", "commit_info", "checkpoint", "commit_plan", "committer", "transaction", "write_plan", "writer",
+    "write": {"conflicts", "commit_info", "checkpoint", "checkpoint_rows", "commit_plan", "committer", "transaction", "write_plan", "writer",
               "create", "compaction", "cleanup", "vacuum", "managed"},
     "top": {"table", ""},
 }

@@ -23,6 +23,7 @@ from deltalake.exceptions import DeltaProtocolError
 from airflow_provider_delta.log import DeltaTable
 from airflow_provider_delta.log import action_schemas
 from airflow_provider_delta.log import checkpoint as cpmod
+from airflow_provider_delta.log import checkpoint_rows as cprows
 from airflow_provider_delta.log.errors import (
     InvalidArgumentError, InvalidTableStateError, UnsupportedFeatureError, VersionNotFoundError,
 )
@@ -192,11 +193,11 @@ def test_spark_murmur3_matches_spark():
     spark_hash = [142593372, 1485273170, -97053317, 1322437556, -396302900, 814637928, 363001923,
                   90608029, 128306514]
     spark_pmod3 = [0, 2, 1, 2, 1, 0, 0, 1, 0]
-    got = cpmod.spark_murmur3(pa.array(vals))
+    got = cprows.spark_murmur3(pa.array(vals))
     assert got.tolist() == spark_hash
     assert np.mod(got.astype(np.int64), 3).tolist() == spark_pmod3
     # sliced arrays (non-zero offset) hash the same
-    assert cpmod.spark_murmur3(pa.array(vals).slice(3)).tolist() == spark_hash[3:]
+    assert cprows.spark_murmur3(pa.array(vals).slice(3)).tolist() == spark_hash[3:]
 
 
 def _scalar_spark_murmur3(s: str, seed: int = 42) -> int:
@@ -231,7 +232,7 @@ def test_vectorized_murmur3_matches_scalar_on_random_strings():
     rnd = random.Random(5)
     # more rows than one internal chunk, every tail length, multi-byte characters
     vals = ["".join(rnd.choice("aZ9/=%é中\U0001f600") for _ in range(rnd.randrange(0, 41))) for _ in range(70_000)]
-    assert cpmod.spark_murmur3(pa.array(vals)).tolist() == [_scalar_spark_murmur3(v) for v in vals]
+    assert cprows.spark_murmur3(pa.array(vals)).tolist() == [_scalar_spark_murmur3(v) for v in vals]
 
 
 @pytest.mark.parametrize("parts", [3, 40])   # 40: more parts than files, and the >32-part path
@@ -248,7 +249,7 @@ def test_multipart_is_spark_hash_partitioned(tmp_path, parts):
             if key is None:  # non-file actions go where Spark's null key lands: pmod(42, parts)
                 assert i == 42 % parts + 1
             else:
-                h = int(cpmod.spark_murmur3(pa.array([key]))[0])
+                h = int(cprows.spark_murmur3(pa.array([key]))[0])
                 assert h % parts + 1 == i
     assert seen == json.loads((path / LOG / "_last_checkpoint").read_text())["size"]
     delete_commits_before(path, v)
@@ -307,10 +308,10 @@ def test_parse_stats_tolerates_nan_strings_and_junk():
                     ("maxValues", pa.struct([("f", pa.float64())]))])
     texts = pa.array(['{"numRecords":2,"minValues":{"f":1.5},"maxValues":{"f":"NaN"}}', None,
                       '{"numRecords":1,\n"minValues":{"f":-2}}'])
-    got = cpmod.parse_stats(texts, st).to_pylist()
+    got = cprows.parse_stats(texts, st).to_pylist()
     assert got == [{"numRecords": 2, "minValues": {"f": 1.5}, "maxValues": {"f": None}}, None,
                    {"numRecords": 1, "minValues": {"f": -2.0}, "maxValues": None}]
-    junk = cpmod.parse_stats(pa.array(['{"numRecords":"many"}']), st)
+    junk = cprows.parse_stats(pa.array(['{"numRecords":"many"}']), st)
     assert junk.to_pylist() == [None]
 
 
@@ -407,11 +408,11 @@ def test_expired_tombstones_are_left_out(tmp_path):
 def test_crash_while_writing_publishes_nothing(tmp_path, monkeypatch):
     path = make_table(tmp_path / "t")
     before = log_files(path)
-    real = cpmod.add_column
+    real = cprows.add_column
 
     def boom(*a, **k):
         raise OSError("disk full")
-    monkeypatch.setattr(cpmod, "add_column", boom)
+    monkeypatch.setattr(cprows, "add_column", boom)
     with pytest.raises(OSError):
         DeltaTable(str(path)).checkpoint(parts=2)
     assert log_files(path) == before  # no parts, no temp files, no _last_checkpoint
@@ -583,8 +584,8 @@ def test_missing_partition_values_are_written_as_empty_maps():
     # some writers omit partitionValues on unpartitioned tables; an add must carry a map
     files = pa.table({"path": ["a b.parquet", "c.parquet"],
                       "partition_values": pa.array([None, [("p", "1")]], action_schemas.STR_MAP)})
-    layout = cpmod.CheckpointLayout(pa.schema([]), pa.struct(action_schemas.ADD_BASE_FIELDS), False, None, (), None)
-    add = cpmod.add_column(files, layout)
+    layout = cprows.CheckpointLayout(pa.schema([]), pa.struct(action_schemas.ADD_BASE_FIELDS), False, None, (), None)
+    add = cprows.add_column(files, layout)
     assert add.field("partitionValues").to_pylist() == [[], [("p", "1")]]
     assert add.field("path").to_pylist() == ["a%20b.parquet", "c.parquet"]
 
