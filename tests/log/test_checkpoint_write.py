@@ -416,7 +416,7 @@ def test_crash_while_writing_publishes_nothing(tmp_path, monkeypatch):
     with pytest.raises(OSError):
         DeltaTable(str(path)).checkpoint(parts=2)
     assert log_files(path) == before  # no parts, no temp files, no _last_checkpoint
-    monkeypatch.setattr(cpmod, "add_column", real)
+    monkeypatch.setattr(cprows, "add_column", real)
 
 
 def test_crash_between_parts_leaves_an_ignored_incomplete_checkpoint(tmp_path, monkeypatch):
