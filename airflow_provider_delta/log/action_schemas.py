@@ -42,6 +42,11 @@ PROTOCOL_TYPE = pa.struct([
     ("readerFeatures", STR_LIST), ("writerFeatures", STR_LIST),
 ])
 DOMAIN_TYPE = pa.struct([("domain", pa.string()), ("configuration", pa.string()), ("removed", pa.bool_())])
+#: V2-spec checkpoints only: one ``checkpointMetadata`` action, and ``sidecar`` actions naming the
+#: parquet files in ``_delta_log/_sidecars/`` that hold the checkpoint's adds and removes.
+CHECKPOINT_METADATA_TYPE = pa.struct([("version", pa.int64()), ("tags", STR_MAP)])
+SIDECAR_TYPE = pa.struct([("path", pa.string()), ("sizeInBytes", pa.int64()), ("modificationTime", pa.int64()),
+                          ("tags", STR_MAP)])
 #: ``add`` fields every checkpoint carries; ``stats``, ``partitionValues_parsed`` and
 #: ``stats_parsed`` follow the table's properties (see the checkpoint writer).
 ADD_BASE_FIELDS = [

@@ -27,16 +27,21 @@ import os
 import tempfile
 import time
 import uuid
+from dataclasses import replace
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .checkpoint_rows import ROW_GROUP_ROWS, checkpoint_batches, checkpoint_layout
+from .action_schemas import CHECKPOINT_METADATA_TYPE, REMOVE_TYPE, SIDECAR_TYPE
+from .actions import dumps_actions
+from .checkpoint_rows import (ROW_GROUP_ROWS, CheckpointLayout, action_batch, checkpoint_batches, checkpoint_layout,
+                              non_file_rows, retained_txns_and_domains)
 from .errors import DeltaError, InvalidArgumentError, InvalidTableStateError, StorageError
 from .features import CHECKPOINT_INTERVAL_DEFAULT, CHECKPOINT_INTERVAL_PROPERTY, Operation
 from .listing import read_last_checkpoint
-from .names import LAST_CHECKPOINT, LOG_DIR, classic_checkpoint_path, commit_path, multipart_checkpoint_path
+from .names import (LAST_CHECKPOINT, LOG_DIR, SIDECARS_DIR, classic_checkpoint_path, commit_path,
+                    multipart_checkpoint_path, sidecar_path, v2_checkpoint_path)
 from .snapshot import Snapshot
 from .table_log import TableLog
 
@@ -162,11 +167,27 @@ def write_last_checkpoint(table: TableLog, info: dict[str, Any]) -> bool:
     return True
 
 
-def write_checkpoint(table: TableLog, version: int | None = None, parts: int | None = None,
-                     *, now_ms: int | None = None, snapshot: Snapshot | None = None) -> int:
-    """Write a classic checkpoint of ``version`` (default: latest), multi-part if ``parts`` > 1.
+def _wants_v2(snapshot: Snapshot, v2: bool | None, v2_format: str) -> bool:
+    """V2 spec on tables with the ``v2Checkpoint`` feature (unless ``v2=False``); never without it."""
+    if v2_format not in ("parquet", "json"):
+        raise InvalidArgumentError(f"v2_format must be 'parquet' or 'json', got {v2_format!r}")
+    has_feature = snapshot.protocol.has_reader_feature("v2Checkpoint")
+    if v2 and not has_feature:
+        raise InvalidArgumentError(
+            "a V2 spec checkpoint needs the v2Checkpoint table feature (create the table with "
+            "delta.checkpointPolicy=v2); this table can only get classic checkpoints")
+    return has_feature if v2 is None else bool(v2)
 
-    Returns the checkpointed version. ``now_ms`` (default: the clock) decides which
+
+def write_checkpoint(table: TableLog, version: int | None = None, parts: int | None = None,
+                     *, v2: bool | None = None, v2_format: str = "parquet", sidecars: int = 1,
+                     now_ms: int | None = None, snapshot: Snapshot | None = None) -> int:
+    """Write a checkpoint of ``version`` (default: latest); returns the checkpointed version.
+
+    Tables with the ``v2Checkpoint`` feature get a UUID-named V2 checkpoint (``v2_format``
+    ``parquet`` or ``json``) whose adds and removes are in ``sidecars`` parquet files; other
+    tables a classic one, multi-part if ``parts`` > 1. ``v2=False`` asks for a classic
+    checkpoint on a v2 table (single file only: the protocol forbids multi-part there). ``now_ms`` (default: the clock) decides which
     tombstones and app transactions have expired. Raises InvalidArgumentError for bad
     arguments or a version whose commit file is not in ``_delta_log`` (an un-backfilled
     managed commit), VersionNotFoundError for a version that does not exist. Nothing is
@@ -177,11 +198,20 @@ def write_checkpoint(table: TableLog, version: int | None = None, parts: int | N
     if snapshot is None or (version is not None and snapshot.version != version):
         snapshot = table.snapshot(version=version)
     table.require(snapshot, Operation.CHECKPOINT)   # checkpointProtection: the protocol at that version
+    use_v2 = _wants_v2(snapshot, v2, v2_format)
     n_parts = _validate_parts(parts, snapshot)
+    if isinstance(sidecars, bool) or not isinstance(sidecars, int) or not 1 <= sidecars <= 10_000:
+        raise InvalidArgumentError(f"sidecars must be an integer from 1 to 10000, got {sidecars!r}")
     v = snapshot.version
     _check_backfilled(table, v, explicit=version is not None)
     now = int(time.time() * 1000) if now_ms is None else int(now_ms)
     layout = checkpoint_layout(snapshot)
+    if use_v2:
+        info = _write_v2(table, snapshot, layout, now, sidecars, v2_format)
+        write_last_checkpoint(table, info)
+        log.info("wrote v2 checkpoint %s of %s (%d actions, %d sidecar(s))", info["v2Checkpoint"]["path"],
+                 table.uri, info["size"], sidecars)
+        return v
     names = _part_names(v, n_parts)
     writers: list[_PartWriter] = []
     try:
@@ -203,6 +233,60 @@ def write_checkpoint(table: TableLog, version: int | None = None, parts: int | N
     write_last_checkpoint(table, info)
     log.info("wrote checkpoint of %s at version %d (%d actions, %d part(s))", table.uri, v, info["size"], n_parts)
     return v
+
+
+def _write_v2(table: TableLog, snapshot: Snapshot, layout: CheckpointLayout, now: int, n_sidecars: int,
+              fmt: str) -> dict[str, Any]:
+    """A UUID-named V2 checkpoint: sidecars with the file actions first, then the file naming them."""
+    v = snapshot.version
+    storage = table.storage
+    storage.makedirs(SIDECARS_DIR)
+    side_schema = pa.schema([pa.field("add", layout.add_type), pa.field("remove", REMOVE_TYPE)])
+    sidecars: list[_PartWriter] = []
+    main: _PartWriter | None = None
+    main_rel = v2_checkpoint_path(v, str(uuid.uuid4()), fmt)
+    try:
+        sidecars = [_PartWriter(table, sidecar_path(f"{uuid.uuid4()}.parquet"), side_schema)
+                    for _ in range(n_sidecars)]
+        for part, kind, batch in checkpoint_batches(snapshot, replace(layout, schema=side_schema), now,
+                                                    n_sidecars, with_non_file=False):
+            sidecars[part].write(batch, kind)
+        for w in sidecars:
+            w.close()
+        for w in sidecars:
+            _publish(table, w)
+        refs = [{"path": w.rel.rsplit("/", 1)[-1], "sizeInBytes": w.size,
+                 "modificationTime": storage.mtime_ms(w.rel), "tags": None} for w in sidecars]
+        tags = {"sidecarNumActions": str(sum(w.rows for w in sidecars)),
+                "sidecarSizeInBytes": str(sum(w.size for w in sidecars)),
+                "numOfAddFiles": str(sum(w.adds for w in sidecars))}
+        if fmt == "json":
+            actions = [{"checkpointMetadata": {"version": v, "tags": tags}},
+                       {"protocol": snapshot.protocol.to_json()}, {"metaData": snapshot.metadata.to_json()}]
+            actions += [{kind: action} for kind, action in retained_txns_and_domains(snapshot, now)]
+            actions += [{"sidecar": {k: val for k, val in r.items() if val is not None}} for r in refs]
+            data = dumps_actions(actions)
+            storage.put_if_absent(main_rel, data)
+            main_rows, main_size = len(actions), len(data)
+        else:
+            schema = pa.schema(list(layout.schema) + [pa.field("checkpointMetadata", CHECKPOINT_METADATA_TYPE),
+                                                      pa.field("sidecar", SIDECAR_TYPE)])
+            main = _PartWriter(table, main_rel, schema)
+            main.write(action_batch(schema, "checkpointMetadata", pa.array(
+                [{"version": v, "tags": list(tags.items())}], CHECKPOINT_METADATA_TYPE)), "meta")
+            main.write(non_file_rows(snapshot, schema, now), "meta")
+            main.write(action_batch(schema, "sidecar", pa.array(refs, SIDECAR_TYPE)), "meta")
+            main.close()
+            _publish(table, main)
+            main_rows, main_size = main.rows, main.size
+    finally:
+        for w in sidecars + ([main] if main is not None else []):
+            w.discard()
+    name = main_rel.rsplit("/", 1)[-1]
+    return {"version": v, "size": main_rows + sum(w.rows for w in sidecars), "sizeInBytes": main_size,
+            "numOfAddFiles": sum(w.adds for w in sidecars),
+            "v2Checkpoint": {"path": name, "sizeInBytes": main_size,
+                             "modificationTime": storage.mtime_ms(main_rel)}}
 
 
 def checkpoint_interval(configuration: dict[str, str]) -> int:

@@ -192,3 +192,20 @@ def _read_json_checkpoint(storage: "Storage", f: LogFile, version: int, with_fil
             out.others.append(obj)
     out.file_actions = parsed.file_actions if with_files else None
     return out
+
+
+def sidecar_names(storage: "Storage", f: LogFile) -> set[str]:
+    """File names of the sidecars one checkpoint file references (empty for V1 checkpoints).
+
+    Reads only the ``sidecar`` column (parquet) or lines (JSON): what cleanup must protect.
+    """
+    if f.fmt == "json":
+        refs = [o["sidecar"] for o in _read_json_checkpoint(storage, f, f.version, False).others
+                if "sidecar" in o]
+    else:
+        pf = _open_parquet(storage, f.path)
+        if "sidecar" not in pf.schema_arrow.names:
+            return set()
+        col = pf.read(columns=["sidecar"]).column("sidecar")
+        refs = [r for r in col.filter(col.is_valid()).to_pylist()]
+    return {str(r["path"]).rstrip("/").rsplit("/", 1)[-1] for r in refs if r and r.get("path")}

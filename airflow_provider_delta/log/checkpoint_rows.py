@@ -303,7 +303,8 @@ def remove_column(tombstones: pa.Table) -> pa.StructArray:
     return pa.StructArray.from_arrays(arrays, fields=list(REMOVE_TYPE))
 
 
-def _batch(schema: pa.Schema, column: str, values: pa.Array) -> pa.RecordBatch:
+def action_batch(schema: pa.Schema, column: str, values: pa.Array) -> pa.RecordBatch:
+    """Rows holding ``values`` in ``column`` and nulls in every other column of ``schema``."""
     n = len(values)
     arrays = [values if f.name == column else pa.nulls(n, f.type) for f in schema]
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
@@ -321,7 +322,17 @@ def non_file_rows(snapshot: Snapshot, schema: pa.Schema, now_ms: int) -> pa.Reco
                       "schemaString": md.schema_string, "partitionColumns": list(md.partition_columns),
                       "configuration": list(md.configuration.items()), "createdTime": md.created_time}),
     ]
-    txn_retention = set_transaction_retention_ms(md.configuration)
+    rows += retained_txns_and_domains(snapshot, now_ms)
+    columns = []
+    for f in schema:
+        columns.append(pa.array([v if k == f.name else None for k, v in rows], f.type))
+    return pa.RecordBatch.from_arrays(columns, schema=schema)
+
+
+def retained_txns_and_domains(snapshot: Snapshot, now_ms: int) -> list[tuple[str, dict[str, Any]]]:
+    """The ``txn`` and ``domainMetadata`` actions a checkpoint keeps, as JSON-form dicts."""
+    rows: list[tuple[str, dict[str, Any]]] = []
+    txn_retention = set_transaction_retention_ms(snapshot.metadata.configuration)
     for app_id, (ver, last_updated) in sorted(snapshot.transactions(include_expired=True).items()):
         # Spark drops an app id whose lastUpdated is older than delta.setTransactionRetentionDuration
         if txn_retention is not None and last_updated is not None and last_updated < now_ms - txn_retention:
@@ -329,10 +340,7 @@ def non_file_rows(snapshot: Snapshot, schema: pa.Schema, now_ms: int) -> pa.Reco
         rows.append(("txn", {"appId": app_id, "version": ver, "lastUpdated": last_updated}))
     for domain, configuration in sorted(snapshot.domain_metadata().items()):
         rows.append(("domainMetadata", {"domain": domain, "configuration": configuration, "removed": False}))
-    columns = []
-    for f in schema:
-        columns.append(pa.array([v if k == f.name else None for k, v in rows], f.type))
-    return pa.RecordBatch.from_arrays(columns, schema=schema)
+    return rows
 
 
 def _live_tombstones(snapshot: Snapshot, now_ms: int) -> pa.Table:
@@ -368,21 +376,24 @@ def _split_by_part(t: pa.Table, parts: int) -> Iterator[tuple[int, pa.Table]]:
 
 
 def checkpoint_batches(snapshot: Snapshot, layout: CheckpointLayout, now_ms: int, parts: int = 1,
-                       rows_per_batch: int = ROW_GROUP_ROWS) -> Iterator[tuple[int, str, pa.RecordBatch]]:
+                       rows_per_batch: int = ROW_GROUP_ROWS,
+                       with_non_file: bool = True) -> Iterator[tuple[int, str, pa.RecordBatch]]:
     """(part index, kind, batch) of checkpoint rows: non-file actions, then adds, then removes.
 
     With ``parts`` > 1 rows are routed as Spark's ``repartition(parts, coalesce(add.path,
     remove.path))`` does: ``pmod(murmur3(path, 42), parts)``, and the non-file actions
     (a null key) to ``42 % parts``. Each part's file rows are gathered once from the flat
-    file table, then turned into checkpoint rows batch by batch.
+    file table, then turned into checkpoint rows batch by batch. ``with_non_file=False``
+    gives only the file actions (the rows of v2 checkpoint sidecars).
     """
-    yield SPARK_HASH_SEED % parts, "meta", non_file_rows(snapshot, layout.schema, now_ms)
+    if with_non_file:
+        yield SPARK_HASH_SEED % parts, "meta", non_file_rows(snapshot, layout.schema, now_ms)
     sources = (("add", snapshot.files, lambda b: add_column(b, layout)),
                ("remove", lambda: _live_tombstones(snapshot, now_ms), remove_column))
     for kind, load, build in sources:   # loaded one after the other to bound memory
         for part, rows in _split_by_part(load(), parts):
             for start in range(0, rows.num_rows, rows_per_batch):
-                yield part, kind, _batch(layout.schema, kind, build(rows.slice(start, rows_per_batch)))
+                yield part, kind, action_batch(layout.schema, kind, build(rows.slice(start, rows_per_batch)))
 
 
 # ------------------------------------------------------------- partitioning

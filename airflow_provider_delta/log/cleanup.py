@@ -34,7 +34,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from .checkpoint_reader import read_checkpoint
+from .checkpoint_reader import sidecar_names
 from .commit_timestamps import file_timestamps
 from .errors import InvalidArgumentError, TimestampOutOfRangeError
 from .features import EXPIRED_LOG_CLEANUP_PROPERTY, Operation, checkpoint_protection_boundary
@@ -152,21 +152,20 @@ def _plan_cleanup(table: TableLog, snapshot: Snapshot, cutoff_ts: int) -> _Plan:
     return plan
 
 
-def _referenced_sidecars(table: TableLog, listing: LogListing) -> set[str]:
+def _referenced_sidecars(table: TableLog, listing: LogListing) -> set[str] | None:
+    """Names of the sidecars any remaining checkpoint references; None if one cannot be read.
+
+    A checkpoint we cannot read may reference any sidecar, so then no sidecar is deleted.
+    """
     names: set[str] = set()
-    for v, files in listing.checkpoints.items():
+    for files in listing.checkpoints.values():
         for f in files:
-            if f.uuid is None and f.fmt != "parquet":
-                continue
             try:
-                content = read_checkpoint(table.storage, [f], v, with_files=False)
-            except Exception as e:  # noqa: BLE001 - an unreadable checkpoint protects nothing
-                log.warning("cannot read checkpoint %s while looking for sidecars: %s", f.path, e)
-                continue
-            for o in content.others:
-                sc = o.get("sidecar")
-                if sc and sc.get("path"):
-                    names.add(str(sc["path"]).rstrip("/").rsplit("/", 1)[-1])
+                names |= sidecar_names(table.storage, f)
+            except Exception as e:  # noqa: BLE001 - reported, and no sidecar is deleted
+                log.warning("cannot read checkpoint %s while looking for the sidecars it uses (%s): "
+                            "keeping every sidecar", f.path, e)
+                return None
     return names
 
 
@@ -176,6 +175,8 @@ def _plan_sidecars(table: TableLog, cutoff_ts: int) -> list[str]:
     if not entries:
         return []
     referenced = _referenced_sidecars(table, list_backfilled(table.storage))
+    if referenced is None:
+        return []
     return [table.storage.relative(e.path) for e in sorted(entries, key=lambda e: e.name)
             if e.name not in referenced and e.mtime_ms < cutoff_ts
             and not e.name.startswith(".")]   # Hadoop .crc companions go with their file

@@ -72,6 +72,15 @@ def multipart_checkpoint_path(version: int, part: int, num_parts: int) -> str:
     return f"{LOG_DIR}/{version:020d}.checkpoint.{part:010d}.{num_parts:010d}.parquet"
 
 
+def v2_checkpoint_path(version: int, uuid: str, fmt: str) -> str:
+    """``_delta_log/<v>.checkpoint.<uuid>.<json|parquet>``: a UUID-named (V2 spec) checkpoint."""
+    return f"{LOG_DIR}/{version:020d}.checkpoint.{uuid}.{fmt}"
+
+
+def sidecar_path(name: str) -> str:
+    return f"{SIDECARS_DIR}/{name}"
+
+
 def compaction_path(start: int, end: int) -> str:
     return f"{LOG_DIR}/{start:020d}.{end:020d}.compacted.json"
 

@@ -61,9 +61,16 @@ class DeltaTable(TableLog):
         return write_table(self, data, mode=mode, partition_by=partition_by, **kwargs)
 
     # ------------------------------------------------------------ maintenance
-    def checkpoint(self, version: int | None = None, parts: int | None = None) -> int:
-        """Write a classic checkpoint (multi-part if ``parts`` > 1); returns its version."""
-        return write_checkpoint(self, version=version, parts=parts)
+    def checkpoint(self, version: int | None = None, parts: int | None = None, *, v2: bool | None = None,
+                   v2_format: str = "parquet", sidecars: int = 1) -> int:
+        """Write a checkpoint; returns its version.
+
+        Classic (multi-part if ``parts`` > 1) on most tables; on tables with the
+        ``v2Checkpoint`` feature a UUID-named V2 checkpoint (``v2_format`` parquet or json)
+        whose file actions are in ``sidecars`` files, unless ``v2=False``.
+        """
+        return write_checkpoint(self, version=version, parts=parts, v2=v2, v2_format=v2_format,
+                                sidecars=sidecars)
 
     def compact_log(self, start: int, end: int) -> str:
         """Write the log compaction file of backfilled commits ``start``..``end``; returns its path."""

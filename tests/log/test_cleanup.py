@@ -268,7 +268,7 @@ def test_v2_checkpoint_and_its_sidecars_go_when_expired(copy_table):
     files_before = sorted(DeltaTable(str(path)).snapshot().files().column("path").to_pylist())
     for v in (3, 4):   # two more (empty) commits, then a classic checkpoint at 4
         (path / LOG / _name(v)).write_text(json.dumps({"commitInfo": {"timestamp": v, "operation": "X"}}) + "\n")
-    write_checkpoint(DeltaTable(str(path)), 4)
+    write_checkpoint(DeltaTable(str(path)), 4, v2=False)
     stray = path / LOG / "_sidecars" / "young-unreferenced.parquet"
     stray.write_bytes(b"in-progress checkpoint")
     for d, _dirs, files in os.walk(path / LOG):
