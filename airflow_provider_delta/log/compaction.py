@@ -24,6 +24,7 @@ from .features import Operation
 from .names import LOG_DIR, commit_path, compaction_path
 from .commit_reader import parse_json_lines
 from .listing import list_backfilled
+from .segment import describe_range, first_gap
 from .table_log import TableLog
 
 
@@ -74,15 +75,17 @@ def write_log_compaction(table: TableLog, start: int, end: int) -> str:
                                    f"greater than start ({start})")
     table.require(table.snapshot(), Operation.COMPACT_LOG)
     listing = list_backfilled(table.storage)
-    missing = [v for v in range(start, end + 1) if v not in listing.commits]
-    if missing:
-        latest = table.latest_version()
-        if table.commit_owner is not None and max(missing) <= latest:
+    latest = table.latest_version()
+    if end > latest:
+        raise InvalidArgumentError(f"cannot compact {start}..{end} of {table.uri}: the latest version is {latest}")
+    gap = first_gap(sorted(v for v in listing.commits if start <= v <= end), start, end)
+    if gap is not None:
+        if table.commit_owner is not None:
             raise InvalidTableStateError(
-                f"commits {missing[:10]} of {table.uri} are not backfilled yet; log compaction only covers "
-                f"commits in {LOG_DIR}: run table.backfill() first")
-        raise InvalidArgumentError(f"cannot compact {start}..{end} of {table.uri}: commit files {missing[:10]} "
-                                   f"are not in {LOG_DIR} (latest version {latest})")
+                f"commits {describe_range(*gap)} of {table.uri} are not backfilled yet; log compaction only "
+                f"covers commits in {LOG_DIR}: run table.backfill() first")
+        raise InvalidArgumentError(f"cannot compact {start}..{end} of {table.uri}: commit files "
+                                   f"{describe_range(*gap)} are not in {LOG_DIR} (latest version {latest})")
     commits = []
     for v in range(start, end + 1):
         rel = commit_path(v)

@@ -44,9 +44,9 @@ def version_at(latest: Snapshot, timestamp: Any, allow_after_latest: bool = Fals
         hi = newest if en is None else en[0] - 1
         fts = file_timestamps(listing)
         found = None
-        for v in range(hi, earliest - 1, -1):  # listing mtimes: no I/O, search from the newest
-            t = fts.get(v)
-            if t is not None and t <= ts:
+        # listing mtimes: no I/O; newest first, over the versions that exist
+        for v in sorted((v for v in fts if earliest <= v <= hi), reverse=True):
+            if fts[v] <= ts:
                 found = v
                 break
     if found is None:

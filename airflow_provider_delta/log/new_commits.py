@@ -43,7 +43,7 @@ def read_commits_since(storage: Storage, listing: LogListing, version: int) -> C
     if latest is None:
         return CommitsSince(None)
     out: list[CommitRecord] = []
-    for v in range(max(version, -1) + 1, latest + 1):
+    for v in sorted(v for v in listing.commits if v > version):   # the files that exist, never a range
         try:
             actions = read_listed_commit(storage, listing, v)
         except VersionNotFoundError:

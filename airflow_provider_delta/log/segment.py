@@ -60,26 +60,37 @@ def build_segment(storage: Storage, listing: LogListing, version: int | None = N
             cp_files, cp_version = files, v
             break
     start = 0 if cp_version is None else cp_version + 1
-    commits: list[LogFile] = []
-    missing: list[int] = []
-    for v in range(start, target + 1):
-        f = listing.commits.get(v)
-        if f is None:
-            missing.append(v)
-        else:
-            commits.append(f)
-    if missing:
-        present_before = [v for v in listing.commits if v < missing[0]]
-        if missing[0] == start and (cp_version is None) and not present_before:
+    # work bounded by the files that exist: a stray file named for version 10**20 must not
+    # make anyone walk the versions in between
+    present = sorted(v for v in listing.commits if start <= v <= target)
+    gap = first_gap(present, start, target)
+    if gap is not None:
+        first_missing, last_missing = gap
+        if first_missing == start and cp_version is None and not any(v < start for v in listing.commits):
             earliest = listing.earliest_recreatable()
             raise VersionNotFoundError(
-                f"cannot reconstruct version {target} of {storage.uri}: commit {missing[0]} is gone "
+                f"cannot reconstruct version {target} of {storage.uri}: commit {first_missing} is gone "
                 f"and no checkpoint at or below {target} exists (the earliest version that can be "
                 f"read is {earliest if earliest is not None else 'none'}, the latest {latest})",
                 version=target, earliest=earliest, latest=latest)
-        found = sorted(v for v in listing.commits if v <= target and v >= start - 1)
+        found = sorted(v for v in listing.commits if start - 1 <= v <= target)
+        shown = found if len(found) <= 20 else [*found[:10], "...", *found[-5:]]
         raise CorruptLogError(
-            f"{storage.uri}: versions are not contiguous: ({found}); missing commit(s) "
-            f"{missing[:10]}{'...' if len(missing) > 10 else ''} after "
+            f"{storage.uri}: versions are not contiguous: ({', '.join(map(str, shown)).join('[]')}); missing "
+            f"commit(s) {describe_range(first_missing, last_missing)} after "
             f"{'checkpoint ' + str(cp_version) if cp_version is not None else 'the start of the log'}")
-    return LogSegment(target, cp_version, cp_files, commits, listing)
+    return LogSegment(target, cp_version, cp_files, [listing.commits[v] for v in present], listing)
+
+
+def first_gap(present: list[int], start: int, end: int) -> tuple[int, int] | None:
+    """The first run of versions in ``start..end`` missing from the sorted ``present``, as (first, last)."""
+    expected = start
+    for v in present:
+        if v != expected:
+            return expected, v - 1
+        expected += 1
+    return (expected, end) if expected <= end else None
+
+
+def describe_range(first: int, last: int) -> str:
+    return str(first) if first == last else f"{first} to {last} ({last - first + 1} versions)"

@@ -247,9 +247,10 @@ class Snapshot:
         latest = listing.latest
         if latest is None or latest <= self.version:
             return self
-        new_commits = [listing.commits.get(v) for v in range(self.version + 1, latest + 1)]
-        if any(c is None for c in new_commits):
-            return load_snapshot(self.log, None, listing)
+        newer = sorted(v for v in listing.commits if v > self.version)
+        if newer != list(range(self.version + 1, self.version + 1 + len(newer))) or not newer or newer[-1] != latest:
+            return load_snapshot(self.log, None, listing)    # a gap or a newer checkpoint only: build afresh
+        new_commits = [listing.commits[v] for v in newer]
         new_blobs = read_blobs(self.storage, new_commits)
         segment = LogSegment(latest, self.segment.checkpoint_version, self.segment.checkpoint_files,
                              self.segment.commits + new_commits, listing)
