@@ -99,6 +99,8 @@ def plan_commit(table: TableLog, snap: Snapshot | None, changes: PendingChanges,
     Raises InvalidArgumentError / UnsupportedFeatureError for anything the protocol or the
     table forbids; nothing is written.
     """
+    if snap is not None:
+        snap.check_commits()      # never commit on top of a log a full read rejects
     old_protocol = snap.protocol if snap is not None else None
     old_metadata = snap.metadata if snap is not None else None
     if snap is None and changes.metadata is None:

@@ -31,8 +31,11 @@ def parse_json_lines(data: bytes, path: str) -> list[dict[str, Any]]:
             continue
         try:
             obj = json.loads(line)
-        except ValueError as e:
+        except ValueError as e:    # also invalid UTF-8 (UnicodeDecodeError is a ValueError)
             raise CorruptLogError(f"{path}, line {i}: not valid JSON ({e})", path=path, line=i) from None
+        except RecursionError:
+            raise CorruptLogError(f"{path}, line {i}: JSON nested too deeply for a Delta action",
+                                  path=path, line=i) from None
         if not isinstance(obj, dict):
             raise CorruptLogError(f"{path}, line {i}: an action must be a JSON object", path=path, line=i)
         out.append(obj)

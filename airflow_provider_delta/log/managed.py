@@ -70,6 +70,7 @@ def enable_managed_commits(table: TableLog, owner: CommitOwner,
         raise InvalidArgumentError(f"not a commit owner: {owner!r}")
     owner_conf = check_owner_conf(owner.owner_conf())
     snap = table.snapshot()
+    snap.check_commits()
     if validate_managed_state(snap.protocol, snap.metadata):
         raise InvalidTableStateError(
             f"{table.uri} already uses managed commits (owner "

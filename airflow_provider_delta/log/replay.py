@@ -49,6 +49,20 @@ class ParsedLog:
 # --------------------------------------------------------------------------- JSON
 def parse_json_logs(blobs: list[tuple[int, bytes, str]], partition_columns: Iterable[str],
                     seq_start: int = 0) -> ParsedLog:
+    """:func:`_parse_json_logs`, with values no log may hold reported as CorruptLogError.
+
+    Numbers beyond int64 (``"size": 1e30``) and absurdly deep nesting surface from Arrow or
+    ``json`` as OverflowError / RecursionError; the caller gets the typed error instead.
+    """
+    try:
+        return _parse_json_logs(blobs, partition_columns, seq_start)
+    except (OverflowError, RecursionError) as e:
+        raise CorruptLogError(f"{_describe(blobs)}: an action holds a value no Delta log may hold "
+                              f"({type(e).__name__}: {str(e)[:200]})") from None
+
+
+def _parse_json_logs(blobs: list[tuple[int, bytes, str]], partition_columns: Iterable[str],
+                     seq_start: int = 0) -> ParsedLog:
     """Parse newline-delimited JSON files ``(version, bytes, path)`` given in log order.
 
     The files are joined into one buffer and parsed in a single pass by Arrow's JSON
@@ -71,7 +85,7 @@ def parse_json_logs(blobs: list[tuple[int, bytes, str]], partition_columns: Iter
         # blank lines (hand-made logs): drop them so that row i is line i, then retry
         cleaned = [(v, b"\n".join(x for x in d.splitlines() if x.strip()) + b"\n", p) for v, d, p in blobs]
         if any(len(c[1]) != len(b[1]) for c, b in zip(cleaned, blobs)):
-            return parse_json_logs([c for c in cleaned if c[1].strip()], partition_columns, seq_start)
+            return _parse_json_logs([c for c in cleaned if c[1].strip()], partition_columns, seq_start)
         return _parse_slow(blobs, seq_start)
     versions = np.repeat(np.fromiter((v for v, _, _ in blobs), dtype=np.int64, count=len(blobs)), counts)
     seqs = np.arange(seq_start, seq_start + total, dtype=np.int64)

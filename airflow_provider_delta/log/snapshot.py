@@ -187,6 +187,27 @@ class Snapshot:
         self._blobs = None  # the bytes are not needed once replayed
         return state
 
+    def check_commits(self) -> None:
+        """Parse every commit of this snapshot strictly: what a writer must do before building on it.
+
+        A snapshot answers protocol and metadata questions from a few lines of its commits;
+        a commit on top of it must not land on a log that a full read rejects (a truncated
+        line, an action that is not an object, wrong types, invalid UTF-8). Raises
+        CorruptLogError naming the file and line. Commits already replayed are not parsed
+        again; the checkpoint was written whole and is checked by its reader.
+        """
+        if self._state is not None:
+            return
+        blobs = self._blobs if self._blobs is not None else read_blobs(self.storage, self.segment.commits)
+        for _, data, path in blobs:
+            try:
+                data.decode("utf-8")
+            except UnicodeDecodeError as e:
+                line = data.count(b"\n", 0, e.start) + 1
+                raise CorruptLogError(f"{path}, line {line}: not UTF-8 (byte {e.start})", path=path,
+                                      line=line) from None
+        parse_json_logs(blobs, self._all_partition_columns(blobs))
+
     def _all_partition_columns(self, blobs) -> list[str]:
         """Partition columns of every metaData in the blobs (they may change between versions)."""
         cols = list(self.partition_columns)

@@ -87,10 +87,10 @@ def test_polls_read_only_new_commits(make_table):
     table = make_table(commits=2)
     watch = CommitWatch(after_version=0)
     assert watch.poll(table)
+    table.write(ROW)      # (a writer refuses to build on a corrupt log: corrupt the old commit after it)
     path = table.storage.path(commit_path(1))
     with open(path, "wb") as f:
         f.write(b"{not json at all\n")
-    table.write(ROW)
     assert watch.poll(table)
     assert [c["version"] for c in watch.commits] == [1, 2, 3]
 
