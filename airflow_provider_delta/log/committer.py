@@ -6,13 +6,16 @@ an atomic put-if-absent (or asks the commit owner on managed-commit tables). If
 another writer took that version first, the winning commits are read one by one
 (as Delta Spark does, rather than trusting a listing to be complete) and checked
 for logical conflicts (:mod:`.conflicts`); if none, the same actions are retried
-at the next free version, up to ``max_retries`` times. Everything that depends on
+at the next free version after a short randomized back-off, up to ``max_retries`` times
+(default: for two minutes, as long as no conflict shows). Everything that depends on
 the attempt - the version, the in-commit timestamp (``max(now, winner's + 1 ms)``),
 the enablement version of in-commit timestamps - is recomputed per attempt.
 """
 from __future__ import annotations
 
 import logging
+import random
+import time
 from typing import Any, Callable
 
 from . import ict
@@ -28,12 +31,21 @@ from .table_log import TableLog
 
 log = logging.getLogger(__name__)
 
+#: Without an explicit ``max_retries``, a commit keeps retrying lost races for this long (a budget
+#: in time, as Delta Spark's very large attempt limit amounts to), at most this many attempts.
+RETRY_BUDGET_S = 120.0
+MAX_ATTEMPTS = 100_000
+#: Back-off after a lost race: uniform in [0, min(first * 2**retries, most)] seconds, so writers
+#: that keep colliding spread out instead of retrying in lockstep.
+BACKOFF_FIRST_S = 0.001
+BACKOFF_MOST_S = 0.1
+
 
 class Committer:
     """Lands one :class:`CommitPlan` as the next free version of ``table``."""
 
     def __init__(self, table: TableLog, plan: CommitPlan, provenance: CommitProvenance,
-                 clock: Callable[[], int], max_retries: int):
+                 clock: Callable[[], int], max_retries: int | None):
         self.table = table
         self.plan = plan
         self.provenance = provenance
@@ -55,6 +67,7 @@ class Committer:
         version = plan.read_version + 1
         prev_ict = plan.prev_timestamp if (plan.ict_before or plan.enabling) else None
         retries = 0
+        deadline = time.monotonic() + RETRY_BUDGET_S
         while True:
             self.attempts += 1
             commit_ts = ict.next_timestamp(self.clock, prev_ict) if plan.ict_after else int(self.clock())
@@ -65,12 +78,13 @@ class Committer:
                 raise ConcurrentModificationError(
                     f"a table was created at {self.table.uri} concurrently (version 0 exists)",
                     winning_version=0, reason="table_created")
-            if retries >= self.max_retries:
+            if self._out_of_retries(retries, deadline):
                 raise CommitFailedError(
                     f"gave up committing to {self.table.uri} after {retries + 1} attempts: other writers "
                     f"kept taking the next version (last tried {version})", retryable=True, conflict=True,
                     version=version)
             retries += 1
+            time.sleep(random.uniform(0, min(BACKOFF_FIRST_S * 2 ** min(retries, 20), BACKOFF_MOST_S)))
             # Read the winners one by one from the version we lost until the first missing one
             # (as Delta Spark does), rather than trusting a directory listing to be complete.
             w = version
@@ -86,6 +100,11 @@ class Committer:
                         prev_ict = self._commit_file_mtime(w)
                 w += 1
             version = w
+
+    def _out_of_retries(self, retries: int, deadline: float) -> bool:
+        if self.max_retries is not None:
+            return retries >= self.max_retries
+        return retries + 1 >= MAX_ATTEMPTS or time.monotonic() > deadline
 
     def _commit_file_mtime(self, version: int) -> int | None:
         try:

@@ -76,15 +76,16 @@ class Transaction:
 
     def __init__(self, table: TableLog, operation: str = "WRITE",
                  operation_parameters: dict[str, Any] | None = None, isolation_level: str | None = None,
-                 user_metadata: str | None = None, job: dict[str, Any] | None = None, max_retries: int = 10,
+                 user_metadata: str | None = None, job: dict[str, Any] | None = None, max_retries: int | None = None,
                  read_version: int | None = None, clock: Callable[[], int] | None = None,
                  operation_metrics: dict[str, Any] | None = None):
         if not isinstance(operation, str) or not operation.strip():
             raise InvalidArgumentError("operation must be a non-empty string, e.g. 'WRITE'")
         if isolation_level is not None and isolation_level not in ISOLATION_LEVELS:
             raise InvalidArgumentError(f"isolation_level must be one of {ISOLATION_LEVELS}, got {isolation_level!r}")
-        if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
-            raise InvalidArgumentError(f"max_retries must be a non-negative integer, got {max_retries!r}")
+        if max_retries is not None and (isinstance(max_retries, bool) or not isinstance(max_retries, int)
+                                        or max_retries < 0):
+            raise InvalidArgumentError(f"max_retries must be a non-negative integer or None, got {max_retries!r}")
         if read_version is not None and (isinstance(read_version, bool) or not isinstance(read_version, int)
                                          or read_version < -1):
             raise InvalidArgumentError(f"read_version must be an integer >= -1, got {read_version!r}")
