@@ -1,11 +1,13 @@
 # Two entry points, both doing their own set-up on a fresh machine:
 #   make run    - install and run the example pipeline (local Spark, SQLite commit owner)
-#   make test   - install and run the test suite
+#   make test   - install and run the test suite (with CI set: also a local PostgreSQL server)
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
+# Delta Spark jars for spark.jars, fetched through Maven once (scripts/delta-spark/pom.xml pins them)
+JARS_STAMP := .jars/.fetched
 
-.PHONY: install run test bench clean
+.PHONY: install jars run test bench clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -15,16 +17,22 @@ $(VENV)/.installed: pyproject.toml
 
 install: $(VENV)/.installed
 
-run: install
+$(JARS_STAMP): scripts/delta-spark/pom.xml scripts/fetch_delta_jars.py scripts/delta_spark.py $(VENV)/.installed
+	$(PY) scripts/fetch_delta_jars.py
+
+jars: $(JARS_STAMP)
+
+run: install jars
 	$(PY) scripts/check_java.py
 	$(PY) scripts/run_example.py
 
-test: install
+test: install jars
 	$(PY) scripts/check_java.py
+	@if [ -n "$$CI" ]; then bash scripts/ci_postgres.sh; fi
 	$(PY) -m pytest -q tests
 
 bench: install
 	$(PY) tests/benchmarks/run_all.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache build *.egg-info
+	rm -rf $(VENV) .jars .pytest_cache build *.egg-info

@@ -1,8 +1,13 @@
-"""Shared fixtures: the external corpus, table copies, and the PostgreSQL server."""
+"""Shared fixtures: the external corpus, table copies, the PostgreSQL server, and the one
+local SparkSession of a test run (with Delta Spark), used by tests/spark and tests/interop."""
 from __future__ import annotations
 
+import importlib.util
+import logging
 import os
 import shutil
+import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -57,3 +62,78 @@ def postgres_url() -> str:
         print(f"\nSKIP PostgreSQL tests: no server answers at {POSTGRES_URL} ({reason})")
         pytest.skip(f"PostgreSQL not reachable at {POSTGRES_URL}: {reason}")
     return POSTGRES_URL
+
+
+def _load_script(name: str):
+    """Import scripts/<name>.py (the scripts folder is not a package)."""
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _java_problem() -> str | None:
+    """The check_java.py verdict: None when Java 17+ is available, else its error message."""
+    module = _load_script("check_java")
+    import contextlib
+    import io
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        code = module.main()
+    return None if code == 0 else (err.getvalue().strip() or "Java check failed")
+
+
+@pytest.fixture(scope="session")
+def java() -> None:
+    """PySpark needs a JVM; without one (or one older than 17) the Spark tests fail with the
+    message of scripts/check_java.py instead of a Py4J stack trace."""
+    problem = _java_problem()
+    if problem:
+        pytest.fail(f"PySpark tests need Java: {problem}", pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def delta_spark_conf() -> dict[str, str]:
+    """Spark settings for Delta Spark (scripts/delta_spark.py): jars fetched by `make jars`."""
+    helper = _load_script("delta_spark")
+    try:
+        return helper.spark_conf()
+    except helper.DeltaSparkJarsMissing as e:
+        pytest.fail(f"Spark tests need the Delta Spark jars: {e}", pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def spark(java, delta_spark_conf):
+    """The one local SparkSession of a test run, with Delta Spark (2 cores, 2 shuffle partitions, no UI)."""
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    # py4j logs from finalizers after pytest closed its streams; pyspark warns about pandas 3
+    logging.getLogger("py4j").setLevel(logging.WARNING)
+    warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas")
+    from pyspark.sql import SparkSession
+    builder = (SparkSession.builder.master("local[2]").appName("airflow-provider-delta-tests")
+               .config("spark.sql.shuffle.partitions", "2")
+               .config("spark.default.parallelism", "2")
+               .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.sql.session.timeZone", "UTC")
+               # small local tables: Delta Spark's log replay (50 partitions by default) and the
+               # parallel file listing of VACUUM / RESTORE (10000 tasks by default) on 2 tasks
+               .config("spark.databricks.delta.snapshotPartitions", "2")
+               .config("spark.sql.sources.parallelPartitionDiscovery.parallelism", "2")
+               # a short-lived JVM on 2 cores and tiny data: C2 compilation and generated code
+               # cost more CPU than they save (together about 60% of the JVM's CPU time here)
+               .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
+               .config("spark.sql.codegen.wholeStage", "false")
+               .config("spark.sql.codegen.factoryMode", "NO_CODEGEN"))
+    for key, value in delta_spark_conf.items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
