@@ -1,10 +1,16 @@
-"""Example DAG 2, ``delta_downstream``: wait for the ingest commit, pin it, aggregate it with Spark.
+"""Example DAG 2, ``delta_downstream``: wait for the ingest commit, pin it, aggregate it with Spark twice.
 
 Runs when the orders asset is updated. The sensor confirms that the ingest
 application has committed (deferring to the triggerer while it waits); the
-snapshot operator pins the version it saw in a manifest; the Spark job reads
-exactly that manifest's files, so orders committed meanwhile do not leak into
-this run, and overwrites ``<base>/daily_totals`` once per run.
+snapshot operator pins the version it saw in a manifest. Then two Spark jobs read
+exactly that version, so orders committed meanwhile do not leak into this run:
+
+* ``daily_totals`` (``DeltaSparkSubmitOperator``, driver-side commit): reads the
+  manifest's files and overwrites ``<base>/daily_totals`` once per run;
+* ``customer_totals`` (``DeltaSparkApplicationOperator``): a plain PySpark
+  application with Delta Spark (``jobs/customer_totals.py``) reads orders with
+  ``versionAsOf`` and appends to ``<base>/customer_totals`` with ``txnAppId`` /
+  ``txnVersion``; Delta Spark commits, the operator checks the commit.
 """
 from __future__ import annotations
 
@@ -13,10 +19,12 @@ from datetime import datetime
 from airflow.sdk import DAG
 
 from airflow_provider_delta.operators import DeltaTimeTravelSnapshotOperator
+from airflow_provider_delta.operators.delta_spark import DeltaSparkApplicationOperator
 from airflow_provider_delta.operators.spark import DeltaSparkSubmitOperator
 from airflow_provider_delta.sensors import DeltaCommitSensor
-from example_settings import (DAILY_TOTALS, DAILY_TOTALS_ASSET, INGEST_APP_ID, JOBS_FILE, ORDERS, ORDERS_ASSET,
-                              SPARK_CONF, SPARK_ENV)
+from example_settings import (CUSTOMER_TOTALS, CUSTOMER_TOTALS_ASSET, CUSTOMER_TOTALS_JOB, DAILY_TOTALS,
+                              DAILY_TOTALS_ASSET, DELTA_SPARK_CONF, INGEST_APP_ID, JOBS_FILE, ORDERS, ORDERS_ASSET,
+                              ORDERS_CONN_ID, SPARK_CONF, SPARK_ENV, delta_spark_jars)
 
 with DAG("delta_downstream", schedule=[ORDERS_ASSET], start_date=datetime(2026, 1, 1), catchup=False,
          tags=["delta", "example"], doc_md=__doc__):
@@ -24,6 +32,7 @@ with DAG("delta_downstream", schedule=[ORDERS_ASSET], start_date=datetime(2026, 
     wait = DeltaCommitSensor(
         task_id="wait_for_orders",
         table_uri=ORDERS,
+        delta_conn_id=ORDERS_CONN_ID,
         app_id=INGEST_APP_ID,
         after_version=-1,            # any ingest commit counts (the asset event already says one landed)
         deferrable=True,
@@ -34,6 +43,7 @@ with DAG("delta_downstream", schedule=[ORDERS_ASSET], start_date=datetime(2026, 
     pin = DeltaTimeTravelSnapshotOperator(
         task_id="pin_orders",
         table_uri=ORDERS,
+        delta_conn_id=ORDERS_CONN_ID,
         version="{{ ti.xcom_pull(task_ids='wait_for_orders', key='version') }}",
     )
 
@@ -49,4 +59,16 @@ with DAG("delta_downstream", schedule=[ORDERS_ASSET], start_date=datetime(2026, 
         outlets=[DAILY_TOTALS_ASSET],
     )
 
-    wait >> pin >> totals
+    customers = DeltaSparkApplicationOperator(
+        task_id="customer_totals",
+        application=CUSTOMER_TOTALS_JOB,
+        input_manifest_uri="{{ ti.xcom_pull(task_ids='pin_orders')['manifest_uri'] }}",   # its table and version
+        output_table_uri=CUSTOMER_TOTALS,
+        delta_conn_id=ORDERS_CONN_ID,      # to check that the pinned version of orders is backfilled
+        jars=delta_spark_jars(),           # Delta Spark for the application (or packages=..., or the cluster's)
+        conf=DELTA_SPARK_CONF,
+        env_vars=SPARK_ENV,
+        outlets=[CUSTOMER_TOTALS_ASSET],
+    )
+
+    wait >> pin >> [totals, customers]

@@ -13,12 +13,14 @@ from airflow.sdk import DAG
 
 from airflow_provider_delta.operators import (DeltaCheckpointOperator, DeltaMetadataCleanupOperator,
                                               DeltaVacuumOperator)
-from example_settings import DAILY_TOTALS, ORDERS
+from example_settings import CUSTOMER_TOTALS, DAILY_TOTALS, ORDERS, ORDERS_CONN_ID
 
 with DAG("delta_maintenance", schedule="@weekly", start_date=datetime(2026, 1, 1), catchup=False,
          tags=["delta", "example"], doc_md=__doc__):
-    for name, uri in (("orders", ORDERS), ("daily_totals", DAILY_TOTALS)):
-        checkpoint = DeltaCheckpointOperator(task_id=f"checkpoint_{name}", table_uri=uri)
-        cleanup = DeltaMetadataCleanupOperator(task_id=f"cleanup_{name}", table_uri=uri, dry_run=True)
-        vacuum = DeltaVacuumOperator(task_id=f"vacuum_{name}", table_uri=uri, dry_run=True)
+    for name, uri, conn_id in (("orders", ORDERS, ORDERS_CONN_ID), ("daily_totals", DAILY_TOTALS, None),
+                               ("customer_totals", CUSTOMER_TOTALS, None)):
+        checkpoint = DeltaCheckpointOperator(task_id=f"checkpoint_{name}", table_uri=uri, delta_conn_id=conn_id)
+        cleanup = DeltaMetadataCleanupOperator(task_id=f"cleanup_{name}", table_uri=uri, delta_conn_id=conn_id,
+                                               dry_run=True)
+        vacuum = DeltaVacuumOperator(task_id=f"vacuum_{name}", table_uri=uri, delta_conn_id=conn_id, dry_run=True)
         checkpoint >> [cleanup, vacuum]

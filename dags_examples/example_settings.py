@@ -1,11 +1,20 @@
-"""Settings shared by the example DAGs: where the tables live and how Spark runs.
+"""Settings shared by the example DAGs: where the tables live, their connection, and how Spark runs.
 
 ``DELTA_EXAMPLE_BASE`` (default ``./example_output``) is the base directory of
 the example tables; ``scripts/run_example.py`` sets it. Spark runs in local mode
 (no ``spark_default`` connection is needed) with small settings for a laptop.
+
+``orders`` is a managed-commit table: a SQLite commit owner (a file next to the
+tables) ratifies its commits. The example's Airflow connection ``delta_example``
+names that owner; it is defined here through its environment variable unless you
+defined it yourself (a real deployment defines it in Airflow, e.g. with a PostgreSQL
+owner for writers on many machines). ``daily_totals`` and ``customer_totals`` are
+plain tables.
 """
 from __future__ import annotations
 
+import importlib.util
+import json
 import os
 
 from airflow_provider_delta.assets import to_asset
@@ -13,11 +22,25 @@ from airflow_provider_delta.assets import to_asset
 BASE = os.path.abspath(os.environ.get("DELTA_EXAMPLE_BASE", "./example_output"))
 ORDERS = os.path.join(BASE, "orders")
 DAILY_TOTALS = os.path.join(BASE, "daily_totals")
+CUSTOMER_TOTALS = os.path.join(BASE, "customer_totals")
 ORDERS_ASSET = to_asset(table_uri=ORDERS, name="example_orders")
 DAILY_TOTALS_ASSET = to_asset(table_uri=DAILY_TOTALS, name="example_daily_totals")
+CUSTOMER_TOTALS_ASSET = to_asset(table_uri=CUSTOMER_TOTALS, name="example_customer_totals")
 
-#: the transforms the Spark jobs run, shipped to the driver with --py-files
-JOBS_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "jobs", "orders_jobs.py")
+#: the delta connection of the managed orders table: its commit owner (backfilling after every commit,
+#: so that readers without the owner, Delta Spark among them, see every commit at once)
+ORDERS_CONN_ID = "delta_example"
+COMMIT_OWNER_DB = os.path.join(BASE, "commit_owner.db")
+os.environ.setdefault(f"AIRFLOW_CONN_{ORDERS_CONN_ID.upper()}", json.dumps({
+    "conn_type": "delta",
+    "extra": {"commit_owner": {"type": "sql", "url": f"sqlite:///{COMMIT_OWNER_DB}", "backfill_batch_size": 1}},
+}))
+
+JOBS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "jobs")
+#: the transforms the driver-side Spark jobs run, shipped to the driver with --py-files
+JOBS_FILE = os.path.join(JOBS_DIR, "orders_jobs.py")
+#: the Delta Spark application of the customer_totals task
+CUSTOMER_TOTALS_JOB = os.path.join(JOBS_DIR, "customer_totals.py")
 #: the ingest task's exactly-once id (DeltaSparkSubmitOperator's default: "<dag_id>.<task_id>")
 INGEST_APP_ID = "delta_ingest.ingest_orders"
 
@@ -29,3 +52,20 @@ SPARK_CONF = {
     "spark.sql.session.timeZone": "UTC",
 }
 SPARK_ENV = {"SPARK_LOCAL_IP": os.environ.get("SPARK_LOCAL_IP", "127.0.0.1")}
+#: Delta Spark on a small local table: replay its log in 2 partitions (default 50)
+DELTA_SPARK_CONF = {**SPARK_CONF, "spark.databricks.delta.snapshotPartitions": "2"}
+
+
+def delta_spark_jars() -> str:
+    """The Delta Spark jars for ``jars=`` (fetched by ``make jars`` into .jars/; scripts/delta_spark.py).
+
+    On a cluster that has Delta Spark installed, leave ``jars`` out; or pass
+    ``packages="io.delta:delta-spark_4.2_2.13:4.4.0"`` (the pair pinned in
+    scripts/delta-spark/pom.xml) to let spark-submit fetch it.
+    """
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "scripts", "delta_spark.py")
+    spec = importlib.util.spec_from_file_location("delta_spark", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return ",".join(str(p) for p in module.jar_paths())

@@ -1,6 +1,7 @@
 """The example pipeline end to end: scripts/run_example.py in a subprocess, real Airflow and Spark.
 
-One ingest day keeps it short (two spark-submits); the script itself checks the
+One ingest day keeps it short (three spark-submits: the ingest and daily_totals jobs
+commit on the driver, customer_totals is a Delta Spark application); the script itself checks the
 DAG runs and the tables and exits non-zero otherwise. This test checks the
 outputs again from the outside, with our reader and with delta-rs.
 """
@@ -38,6 +39,7 @@ def test_example_pipeline(java, tmp_path):
     assert snap.to_pyarrow().num_rows == 200
     assert snap.transaction_version("delta_ingest.ingest_orders") is not None
     assert snap.segment.checkpoint_version == 1               # the maintenance DAG's checkpoint
+    assert snap.commits_are_coordinated                       # managed commits: the SQLite commit owner
     history = orders.history()
     assert [h["operation"] for h in history] == ["WRITE", "CREATE TABLE"]
     assert history[0]["job"]["dag_id"] == "delta_ingest" and history[0]["job"]["task_id"] == "ingest_orders"
@@ -46,6 +48,17 @@ def test_example_pipeline(java, tmp_path):
     totals = deltalake.DeltaTable(str(base / "daily_totals")).to_pyarrow_table().to_pylist()
     assert sum(r["orders"] for r in totals) == 200
     assert sum(r["revenue"] for r in totals) == sum(r["amount"] for r in snap.to_pyarrow().to_pylist())
+    # the Delta Spark application: orders at the pinned version 1, appended once with txnAppId/txnVersion
+    customers = DeltaTable(str(base / "customer_totals"))
+    csnap = customers.snapshot()
+    assert csnap.version == 0 and not csnap.commits_are_coordinated
+    assert csnap.transaction_version("delta_downstream.customer_totals") is not None
+    assert "Delta-Lake/" in customers.history()[0]["engineInfo"]          # committed by Delta Spark
+    rows = csnap.to_pyarrow().to_pylist()
+    assert sum(r["orders"] for r in rows) == 200 and {r["orders_version"] for r in rows} == {1}
+    assert sum(r["revenue"] for r in rows) == sum(r["amount"] for r in snap.to_pyarrow().to_pylist())
+    assert sum(r["orders"] for r in deltalake.DeltaTable(str(base / "customer_totals")).to_pyarrow_table()
+               .to_pylist()) == 200
     manifests = list((base / "orders" / "_delta_manifests").rglob("v1.json"))
     assert len(manifests) == 1
     assert not list(base.rglob("_delta_spark_staging"))
