@@ -39,9 +39,17 @@ def last_line_match(pattern: re.Pattern, data: bytes) -> dict[str, Any] | None:
 
 
 def newest_protocol_metadata(blobs: list[tuple[int, bytes, str]]) -> tuple[Any, Any]:
-    """The raw ``protocol`` and ``metaData`` values of the newest blobs that carry them (None if none)."""
+    """The raw ``protocol`` and ``metaData`` values of the newest blobs that carry them (None if none).
+
+    A commit holds at most one of each (PROTOCOL.md); one with two is ambiguous (engines
+    disagree on which wins), so it is refused as corrupt, as Delta Spark does.
+    """
     protocol = metadata = None
-    for _, data, _ in reversed(blobs):
+    for version, data, path in reversed(blobs):
+        for pattern, kind in ((PROTOCOL_LINE, "protocol"), (METADATA_LINE, "metaData")):
+            if data.count(f'"{kind}"'.encode()) > 1 and len(pattern.findall(data)) > 1:
+                raise CorruptLogError(f"{path}: commit {version} holds more than one {kind} action",
+                                      path=path)
         if protocol is None:
             p = last_line_match(PROTOCOL_LINE, data)
             protocol = p["protocol"] if p else None

@@ -347,6 +347,9 @@ def _assemble(cols: dict[str, Any], n: int, is_add: bool, versions, seqs) -> pa.
                 a = a.cast(f.type)
             if f.name == "path":
                 a = _decode_paths(a)
+            elif f.name == "size" and a.null_count < len(a) and pc.min(a).as_py() < 0:
+                raise CorruptLogError(f"{'an add' if is_add else 'a remove'} action with a negative size "
+                                      "(the log is corrupt)")
             arrays.append(a)
         else:
             arrays.append(pa.nulls(n, f.type))

@@ -8,6 +8,7 @@ the transaction parses what it builds on and refuses with CorruptLogError, writi
 from __future__ import annotations
 
 import os
+import re
 
 import pyarrow as pa
 import pytest
@@ -48,3 +49,32 @@ def test_a_damaged_log_refuses_writes_and_transactions(tmp_path, damage, damaged
         with fresh.transaction() as txn:
             txn.add_file(AddFile("x.parquet", 10, {}, 1, True))
     assert tree(path) == before
+
+
+@pytest.mark.parametrize("extra", [
+    b'{"protocol":{"minReaderVersion":1,"minWriterVersion":2}}\n{"protocol":{"minReaderVersion":1,"minWriterVersion":3}}\n',
+    None,
+], ids=["two protocol actions", "two metaData actions"])
+def test_a_commit_with_two_protocol_or_metadata_actions_is_corrupt(tmp_path, extra):
+    path = tmp_path / "t"
+    t = DeltaTable.create(str(path), pa.schema([("id", pa.int64())]))
+    t.write(pa.table({"id": [1]}))
+    first = (path / commit_path(0)).read_bytes()
+    if extra is None:
+        meta = [line for line in first.splitlines() if line.startswith(b'{"metaData"')][0]
+        extra = meta + b"\n" + meta + b"\n"
+    (path / commit_path(1)).write_bytes((path / commit_path(1)).read_bytes() + extra)
+    with pytest.raises(CorruptLogError, match="more than one"):
+        DeltaTable(str(path)).snapshot()
+
+
+def test_a_negative_size_is_corrupt(tmp_path):
+    path = tmp_path / "t"
+    t = DeltaTable.create(str(path), pa.schema([("id", pa.int64())]))
+    t.write(pa.table({"id": [1]}))
+    target = path / commit_path(1)
+    target.write_bytes(re.sub(rb'"size":\d+', b'"size":-5', target.read_bytes(), count=1))
+    with pytest.raises(CorruptLogError, match="negative size"):
+        DeltaTable(str(path)).snapshot().files()
+    with pytest.raises(CorruptLogError):
+        DeltaTable(str(path)).write(pa.table({"id": [2]}))
