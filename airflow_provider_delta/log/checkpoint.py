@@ -43,6 +43,7 @@ from .listing import read_last_checkpoint
 from .names import (LAST_CHECKPOINT, LOG_DIR, SIDECARS_DIR, classic_checkpoint_path, commit_path,
                     multipart_checkpoint_path, sidecar_path, v2_checkpoint_path)
 from .snapshot import Snapshot
+from .storage import temp_name
 from .table_log import TableLog
 
 log = logging.getLogger(__name__)
@@ -55,7 +56,7 @@ class _PartWriter:
         storage = table.storage
         self.rel = rel
         name = rel.rsplit("/", 1)[-1]
-        tmp_name = f".{name}.{uuid.uuid4().hex}.tmp"
+        tmp_name = temp_name(name)
         if storage.is_local:
             self.tmp = os.path.join(storage.path(LOG_DIR), tmp_name)
         else:

@@ -43,6 +43,7 @@ from .intervals import log_retention_ms
 from .listing import LogListing, list_backfilled
 from .names import COMMITS_DIR, LOG_DIR, SIDECARS_DIR, STAGED_COMMITS_DIR, parse_uuid_commit_name
 from .snapshot import Snapshot
+from .storage import OWN_TEMP_FILE
 from .table_log import TableLog
 from .timeutil import format_ms, now_or
 
@@ -182,6 +183,20 @@ def _plan_sidecars(table: TableLog, cutoff_ts: int) -> list[str]:
             and not e.name.startswith(".")]   # Hadoop .crc companions go with their file
 
 
+#: Our temporary files older than this belong to a writer that died (a live one publishes in seconds).
+STALE_TEMP_AGE_MS = 86_400_000
+
+
+def _stale_temp_files(table: TableLog, older_than_ms: int) -> list[str]:
+    """Hidden temporary files of our own naming, left in the log folders by killed writers."""
+    out = []
+    for d in (LOG_DIR, COMMITS_DIR, SIDECARS_DIR):
+        for e in table.storage.list_dir(d):
+            if OWN_TEMP_FILE.match(e.name) and e.mtime_ms < older_than_ms:
+                out.append(table.storage.relative(e.path))
+    return sorted(out)
+
+
 def cleanup_metadata(table: TableLog, now_ms: int | None = None, retention_ms: int | None = None,
                      dry_run: bool = False, force: bool = False, truncate: str | None = "day") -> dict[str, Any]:
     """Delete expired log files by Delta Spark's rules; returns what was (or would be) deleted.
@@ -209,11 +224,15 @@ def cleanup_metadata(table: TableLog, now_ms: int | None = None, retention_ms: i
         "enabled": enabled, "dry_run": bool(dry_run), "cutoff_timestamp": cutoff_ts,
         "retention_ms": retention, "cutoff_version": None, "checkpoint_version": None,
         "commits": [], "checkpoints": [], "checksums": [], "compactions": [], "unbackfilled": [],
-        "sidecars": [], "deleted": [],
+        "sidecars": [], "temp_files": [], "deleted": [],
     }
     if not enabled and not force:
         log.info("%s: %s=false, metadata cleanup skipped", table.uri, EXPIRED_LOG_CLEANUP_PROPERTY)
         return result
+    result["temp_files"] = _stale_temp_files(table, now - STALE_TEMP_AGE_MS)
+    if not dry_run:
+        for rel in result["temp_files"]:
+            table.storage.delete(rel)
     plan = _plan_cleanup(table, snapshot, cutoff_ts)
     result.update(cutoff_version=plan.cutoff_version, checkpoint_version=plan.checkpoint_version,
                   commits=plan.commits, checkpoints=plan.checkpoints, checksums=plan.checksums,

@@ -15,6 +15,7 @@ single-writer mode, because a check-then-write race would silently lose commits.
 from __future__ import annotations
 
 import os
+import re
 import threading
 import uuid
 from dataclasses import dataclass
@@ -286,6 +287,16 @@ class Storage:
         if self.exists(companion):
             self.delete(companion)
 
+#: Our hidden temporary files: ``.<final name>.<32 hex>.tmp`` beside the file they become
+#: (commits, checkpoint parts, sidecars). A writer killed before publishing leaves one behind.
+OWN_TEMP_FILE = re.compile(r"^\..+\.[0-9a-f]{32}\.tmp$")
+
+
+def temp_name(final_name: str) -> str:
+    """The hidden temporary name a file is written under before it is published."""
+    return f".{final_name}.{uuid.uuid4().hex}.tmp"
+
+
 def _write_local_temp(target: str, data: bytes) -> str:
     """Write ``data`` durably to a hidden temporary file beside ``target``; return its path.
 
@@ -294,7 +305,7 @@ def _write_local_temp(target: str, data: bytes) -> str:
     """
     d = os.path.dirname(target)
     os.makedirs(d, exist_ok=True)
-    tmp = os.path.join(d, f".{os.path.basename(target)}.{uuid.uuid4().hex}.tmp")
+    tmp = os.path.join(d, temp_name(os.path.basename(target)))
     with open(tmp, "xb") as f:
         f.write(data)
         f.flush()

@@ -330,3 +330,25 @@ def test_table_facade_delegates(tmp_path):
     r = DeltaTable(str(path)).cleanup_metadata(now_ms=NOW, dry_run=True)
     assert r["checkpoint_version"] == 6
     assert json.loads((path / LOG / "_last_checkpoint").read_text())["version"] == 9
+
+
+def test_temporary_files_of_killed_writers_are_removed_once_stale(tmp_path):
+    path = tmp_path / "t"
+    t = DeltaTable.create(str(path), SCHEMA, partition_by=["p"])
+    log_dir = path / LOG
+    (log_dir / "_commits").mkdir()
+    stale = [log_dir / ".00000000000000000001.json.0123456789abcdef0123456789abcdef.tmp",
+             log_dir / "_commits" / ".00000000000000000002.x.json.fedcba9876543210fedcba9876543210.tmp"]
+    fresh = log_dir / ".00000000000000000003.checkpoint.parquet.00000000000000000000000000000000.tmp"
+    foreign = log_dir / ".someone-elses.tmp"
+    for f in stale + [fresh, foreign]:
+        f.write_bytes(b"partial")
+    for f in stale + [foreign]:
+        _touch(f, NOW - 2 * DAY)
+    _touch(fresh, NOW - DAY // 2)        # may belong to a writer still at work
+    dry = cleanup_metadata(DeltaTable(str(path)), now_ms=NOW, dry_run=True)
+    assert sorted(dry["temp_files"]) == sorted(str(f.relative_to(path)) for f in stale)
+    assert all(f.exists() for f in stale)
+    cleanup_metadata(DeltaTable(str(path)), now_ms=NOW)
+    assert not any(f.exists() for f in stale) and fresh.exists() and foreign.exists()
+    assert t.snapshot().version == 0
