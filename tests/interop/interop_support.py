@@ -6,8 +6,14 @@ time-travel read (the ``TahoeLogFileIndex`` of the analyzed plan: its version, i
 ``allFiles``, protocol and metadata). Ours come only from the public API
 (``airflow_provider_delta.log.DeltaTable`` and its errors).
 
+Compared at each version: live files (path, size, partition values, deletion vector; and for
+files both sides list, modificationTime, stats and tags), protocol, metadata, schema, rows,
+optionally txn versions; for the table: history, DESCRIBE DETAIL, and the version a timestamp
+just before, at and just after every commit resolves to.
+
 To stay fast on 2 cores, the live files of all versions are collected in one Spark job
-(a union of the snapshots' ``allFiles``), and so are the rows of all versions.
+(a union of the snapshots' ``allFiles``), and so are the rows of all versions, read through
+the same snapshots (whose file lists Delta Spark has cached by then).
 
 ``compare_table`` returns a list of human-readable differences (empty when we agree with
 Delta Spark); tests assert it is empty, so a failure names every difference at once.

@@ -51,7 +51,7 @@ def test_delta_spark_reads_the_backfilled_prefix_and_refuses_to_write(spark, tmp
     with pytest.raises(Exception) as info:
         spark.createDataFrame([(99, "spark")], "id long, s string").write.format("delta").mode("append").save(p)
     message = str(info.value)
-    assert "managedCommit" in message, message
+    assert "DELTA_UNSUPPORTED_FEATURES_FOR_WRITE" in message and "managedCommit" in message, message
     assert _log(p) == before, "Delta Spark wrote into _delta_log around the commit owner"
     assert table.latest_version() == owned_latest
 

@@ -2,9 +2,9 @@
 
 Each test builds a small table with Delta Spark (4.4.0 on Spark 4.2.0, local mode) and
 compares, version by version: version, live files (path, size, partition values, deletion
-vector), protocol, metadata, schema, rows (where our reader supports the table), history,
-DESCRIBE DETAIL, and the version that a timestamp just before, at and just after every
-commit resolves to (``snapshot(timestamp=)`` vs ``timestampAsOf``).
+vector; modification time, stats, tags), protocol, metadata, schema, rows (where our reader
+supports the table), history, DESCRIBE DETAIL, and the version that a timestamp just before,
+at and just after every commit resolves to (``snapshot(timestamp=)`` vs ``timestampAsOf``).
 
 Rows of tables with deletion vectors or column mapping are not readable by our
 ``to_pyarrow`` yet (README): there the test asserts UnsupportedFeatureError instead.
@@ -16,7 +16,7 @@ import re
 
 import pytest
 
-from interop_support import (Expect, assert_same, compare_table, compare_timestamps, spark_history)
+from interop_support import assert_same, compare_table, compare_timestamps, spark_history
 from airflow_provider_delta.log import DeltaTable
 
 pytestmark = pytest.mark.spark
