@@ -11,7 +11,6 @@ import datetime as dt
 import json
 import os
 import stat
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +19,8 @@ import pytest
 
 from airflow_provider_delta.log import CommitFailedError, DeltaTable, InvalidArgumentError, SqlCommitOwner
 from airflow_provider_delta.spark.delta_job import CONTEXT_ARG, ENV_INPUT_VERSION, DeltaJobContext
+from task_context import LOGICAL, task_context
 
-LOGICAL = dt.datetime(2026, 1, 2, tzinfo=dt.timezone.utc)
 APP_VERSION = int(LOGICAL.timestamp())
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string())])
 
@@ -45,25 +44,8 @@ SPARK_CONF = {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2", 
               "spark.databricks.delta.snapshotPartitions": "2", "spark.log.level": "WARN"}
 
 
-@dataclass
-class TaskInstance:
-    dag_id: str = "dag"
-    task_id: str = "delta_job"
-    run_id: str = "scheduled__2026-01-02"
-    try_number: int = 1
-    map_index: int = -1
-    xcoms: dict[str, Any] = field(default_factory=dict)
-
-    def xcom_push(self, key: str, value: Any) -> None:
-        json.dumps(value)
-        self.xcoms[key] = value
-
-
 def _context(**ti_fields: Any) -> dict[str, Any]:
-    from airflow.sdk.execution_time.context import OutletEventAccessors
-    ti = TaskInstance(**ti_fields)
-    return {"ti": ti, "task_instance": ti, "run_id": ti.run_id, "logical_date": LOGICAL,
-            "outlet_events": OutletEventAccessors()}
+    return task_context(**{"task_id": "delta_job", **ti_fields})
 
 
 def _operator(**kwargs: Any):

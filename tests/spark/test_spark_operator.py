@@ -6,12 +6,10 @@ run, a stand-in spark-submit executable.
 """
 from __future__ import annotations
 
-import datetime as dt
 import json
 import os
 import stat
 import sys
-from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
@@ -20,29 +18,12 @@ import pytest
 from airflow_provider_delta.log import DeltaTable
 from airflow_provider_delta.log.errors import CommitFailedError, InvalidArgumentError
 from airflow_provider_delta.spark.job_args import SECRETS_ENV, JobSpec
+from task_context import LOGICAL, task_context
 
-LOGICAL = dt.datetime(2026, 1, 2, tzinfo=dt.timezone.utc)
-
-
-@dataclass
-class TaskInstance:
-    dag_id: str = "dag"
-    task_id: str = "spark"
-    run_id: str = "scheduled__2026-01-02"
-    try_number: int = 1
-    map_index: int = -1
-    xcoms: dict[str, Any] = field(default_factory=dict)
-
-    def xcom_push(self, key: str, value: Any) -> None:
-        json.dumps(value)
-        self.xcoms[key] = value
 
 
 def _context(**ti_fields: Any) -> dict[str, Any]:
-    from airflow.sdk.execution_time.context import OutletEventAccessors
-    ti = TaskInstance(**ti_fields)
-    return {"ti": ti, "task_instance": ti, "run_id": ti.run_id, "logical_date": LOGICAL,
-            "outlet_events": OutletEventAccessors()}
+    return task_context(**{"task_id": "spark", **ti_fields})
 
 
 def _operator(**kwargs: Any):
