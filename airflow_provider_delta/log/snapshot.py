@@ -99,6 +99,8 @@ class Snapshot:
         self.metadata = metadata
         self._blobs = blobs
         self._state = state
+        #: newest commit version that check_commits parsed (so a refreshed snapshot parses only new ones)
+        self._checked_through = -1
 
     def __repr__(self) -> str:
         return f"Snapshot({self.uri!r}, version={self.version})"
@@ -196,9 +198,10 @@ class Snapshot:
         CorruptLogError naming the file and line. Commits already replayed are not parsed
         again; the checkpoint was written whole and is checked by its reader.
         """
-        if self._state is not None:
+        if self._state is not None or self._checked_through >= self.version:
             return
         blobs = self._blobs if self._blobs is not None else read_blobs(self.storage, self.segment.commits)
+        blobs = [b for b in blobs if b[0] > self._checked_through]
         for _, data, path in blobs:
             try:
                 data.decode("utf-8")
@@ -207,6 +210,7 @@ class Snapshot:
                 raise CorruptLogError(f"{path}, line {line}: not UTF-8 (byte {e.start})", path=path,
                                       line=line) from None
         parse_json_logs(blobs, self._all_partition_columns(blobs))
+        self._checked_through = self.version
 
     def _all_partition_columns(self, blobs) -> list[str]:
         """Partition columns of every metaData in the blobs (they may change between versions)."""
@@ -288,7 +292,9 @@ class Snapshot:
             blobs = (self._blobs or []) + new_blobs if self._blobs is not None else None
             if blobs is None:
                 return load_snapshot(self.log, None, listing)
-            return Snapshot(self.log, segment, protocol, metadata, blobs)
+            fresh = Snapshot(self.log, segment, protocol, metadata, blobs)
+            fresh._checked_through = self._checked_through
+            return fresh
         old = self._state
         snap = Snapshot(self.log, segment, protocol, metadata, None)
         pcols = list(dict.fromkeys(list(metadata.partition_columns) + list(snap._all_partition_columns(new_blobs))))
