@@ -135,23 +135,40 @@ def _open(snap: Readable, path: str):
 
 
 def read_rows(snap: Readable, columns: list[str] | None = None, filter: Any = None) -> pa.Table:
+    """The rows of ``snap``: prune files by partition, read them, then apply ``filter``."""
+    schema = snap.schema
+    if columns is not None:
+        missing = [c for c in columns if schema.get_field_index(c) < 0]
+        if missing:
+            raise InvalidArgumentError(f"columns {missing} are not in the table schema {schema.names}")
+    files = _prune(snap, snap.files(), filter)
+    result = read_files(snap, files)
+    if filter is not None:
+        expr = filter if isinstance(filter, pc.Expression) else _expr_of(_dnf(filter), schema)
+        result = result.filter(expr)
+    if columns is not None:
+        result = result.select(columns)
+    return result
+
+
+def read_files(snap: Readable, files: pa.Table) -> pa.Table:
+    """The rows of the data files listed in ``files`` (rows shaped like ``snapshot.files()``).
+
+    Each file is read, cast to the table schema of ``snap`` and given its
+    partition values; the change data feed reads added and removed files
+    through this same path so both agree on what a file's rows are.
+    """
     conf = snap.configuration
     mode = column_mapping_mode(conf)
     if mode != "none":
         raise UnsupportedFeatureError(
             f"{snap.uri}: reading rows of a table with column mapping (mode '{mode}') is not "
             "supported yet; snapshot.files() still lists its files", feature="columnMapping")
-    files = snap.files()
     if files.num_rows and files.column("deletion_vector").null_count < files.num_rows:
         raise UnsupportedFeatureError(
             f"{snap.uri}: files with deletion vectors cannot be read into rows yet; "
             "snapshot.files() still lists them", feature="deletionVectors")
     schema = snap.schema
-    if columns is not None:
-        missing = [c for c in columns if schema.get_field_index(c) < 0]
-        if missing:
-            raise InvalidArgumentError(f"columns {missing} are not in the table schema {schema.names}")
-    files = _prune(snap, files, filter)
     pset = set(snap.partition_columns)
     parts = partition_table(snap, files) if pset else None
     out_schema = pa.schema([f for f in schema])
@@ -180,12 +197,5 @@ def read_rows(snap: Readable, columns: list[str] | None = None, filter: Any = No
                 arrays.append(pa.nulls(n, f.type))
         pieces.append(pa.Table.from_arrays(arrays, names=out_schema.names))
     if pieces:
-        result = pa.concat_tables(pieces, promote_options="permissive")
-    else:
-        result = out_schema.empty_table()
-    if filter is not None:
-        expr = filter if isinstance(filter, pc.Expression) else _expr_of(_dnf(filter), schema)
-        result = result.filter(expr)
-    if columns is not None:
-        result = result.select(columns)
-    return result
+        return pa.concat_tables(pieces, promote_options="permissive")
+    return out_schema.empty_table()
