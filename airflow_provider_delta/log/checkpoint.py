@@ -38,7 +38,7 @@ from .actions import dumps_actions
 from .checkpoint_rows import (ROW_GROUP_ROWS, CheckpointLayout, action_batch, checkpoint_batches, checkpoint_layout,
                               non_file_rows, retained_txns_and_domains)
 from .errors import DeltaError, InvalidArgumentError, InvalidTableStateError, StorageError
-from .features import CHECKPOINT_INTERVAL_DEFAULT, CHECKPOINT_INTERVAL_PROPERTY, Operation
+from .features import CHECKPOINT_INTERVAL_DEFAULT, CHECKPOINT_INTERVAL_PROPERTY, V2_CHECKPOINT_FEATURE, Operation
 from .listing import read_last_checkpoint
 from .names import (LAST_CHECKPOINT, LOG_DIR, SIDECARS_DIR, classic_checkpoint_path, commit_path,
                     multipart_checkpoint_path, sidecar_path, v2_checkpoint_path)
@@ -136,7 +136,7 @@ def _validate_parts(parts: Any, snapshot: Snapshot) -> int:
         return 1
     if isinstance(parts, bool) or not isinstance(parts, int) or parts < 1:
         raise InvalidArgumentError(f"parts must be a positive integer, got {parts!r}")
-    if parts > 1 and snapshot.protocol.has_reader_feature("v2Checkpoint"):
+    if parts > 1 and snapshot.protocol.has_reader_feature(V2_CHECKPOINT_FEATURE):
         raise InvalidArgumentError(
             "this table has the v2Checkpoint feature, which forbids multi-part checkpoints; "
             "use parts=None for a single-file checkpoint")
@@ -172,7 +172,7 @@ def _wants_v2(snapshot: Snapshot, v2: bool | None, v2_format: str) -> bool:
     """V2 spec on tables with the ``v2Checkpoint`` feature (unless ``v2=False``); never without it."""
     if v2_format not in ("parquet", "json"):
         raise InvalidArgumentError(f"v2_format must be 'parquet' or 'json', got {v2_format!r}")
-    has_feature = snapshot.protocol.has_reader_feature("v2Checkpoint")
+    has_feature = snapshot.protocol.has_reader_feature(V2_CHECKPOINT_FEATURE)
     if v2 and not has_feature:
         raise InvalidArgumentError(
             "a V2 spec checkpoint needs the v2Checkpoint table feature (create the table with "

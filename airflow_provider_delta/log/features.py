@@ -44,6 +44,8 @@ ICT_FEATURE = "inCommitTimestamp"
 ICT_FEATURE_NAMES = frozenset({"inCommitTimestamp", "inCommitTimestamps"})
 #: Managed commits (RFC name).
 MANAGED_COMMIT_FEATURE = "managedCommit"
+#: V2 checkpoints (UUID-named, ``checkpointMetadata``, sidecars); forbids multi-part checkpoints.
+V2_CHECKPOINT_FEATURE = "v2Checkpoint"
 #: Delta 4.x catalog-managed tables (``_staged_commits``).
 CATALOG_MANAGED_FEATURES = frozenset({"catalogManaged", "catalogOwned-preview"})
 #: Every name under which a protocol says "commits go through a coordinator, not put-if-absent":
