@@ -31,7 +31,7 @@ test: install jars
 	@if [ -n "$$CI" ]; then bash scripts/ci_postgres.sh; fi
 	$(PY) -m pytest -q tests
 
-bench: install
+bench: install jars
 	$(PY) tests/benchmarks/run_all.py
 
 clean:

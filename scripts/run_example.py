@@ -140,8 +140,10 @@ class Pipeline:
 
 
 def check_outputs(days: list[dt.datetime], commits: list[Any], rerun: Any, downstream: dict[str, Any],
-                  orders: dict[str, Any], totals: dict[str, Any], orders_uri: str) -> list[str]:
-    """The tables hold what the runs claim: each day once, totals of the pinned version, a checkpoint."""
+                  orders: dict[str, Any], totals: dict[str, Any], orders_uri: str,
+                  customers: dict[str, Any]) -> list[str]:
+    """The tables hold what the runs claim: each day once, totals of the pinned version (by the
+    driver-side job and by the Delta Spark application), a checkpoint."""
     from airflow_provider_delta.log import DeltaTable
     problems: list[str] = []
     ingest_versions = [c and c.get("version") for c in commits]
@@ -167,16 +169,36 @@ def check_outputs(days: list[dt.datetime], commits: list[Any], rerun: Any, downs
         revenue = sum(r["revenue"] for r in totals["data"].to_pylist())
         check(total_orders == len(pinned_rows) and revenue == sum(r["amount"] for r in pinned_rows),
               f"daily_totals adds up: {total_orders} orders, revenue {revenue}", problems)
+        check_customer_totals(customers, pinned, pinned_rows, problems)
     check(orders["checkpoint"] == orders["version"], f"orders has a checkpoint at version {orders['checkpoint']}",
           problems)
     return problems
 
 
-def print_summary(runs: list[tuple[str, str, str]], orders: dict[str, Any], totals: dict[str, Any]) -> None:
+def check_customer_totals(customers: dict[str, Any], pinned: int, pinned_rows: list[dict[str, Any]],
+                          problems: list[str]) -> None:
+    """customer_totals (written by Delta Spark in the customer_totals task) holds one row per customer
+    for the pinned orders version, exactly once, adding up to that version's orders."""
+    rows = [r for r in customers["data"].to_pylist() if r["orders_version"] == pinned]
+    expected: dict[Any, list] = {}
+    for r in pinned_rows:
+        count, revenue = expected.setdefault(r["customer"], [0, 0])
+        expected[r["customer"]] = [count + 1, revenue + r["amount"]]
+    got = {r["customer"]: [r["orders"], r["revenue"]] for r in rows}
+    check(len(rows) == len(got) and got == expected,
+          f"customer_totals (Delta Spark job) holds {len(rows)} row(s) for orders version {pinned}, "
+          f"one per customer, adding up to {sum(n for n, _ in got.values())} orders", problems)
+    operations = sorted({h["operation"] for h in customers["history"]})
+    check(operations == ["WRITE"], f"customer_totals: version {customers['version']}, only Delta Spark "
+          f"appends in its history ({operations})", problems)
+
+
+def print_summary(runs: list[tuple[str, str, str]], orders: dict[str, Any], totals: dict[str, Any],
+                  customers: dict[str, Any]) -> None:
     print("\n=== summary ===")
     for dag_id, day, outcome in runs:
         print(f"  {dag_id:<18} {day}  {outcome}")
-    for s in (orders, totals):
+    for s in (orders, totals, customers):
         print(f"\n{s['uri']}: version {s['version']}, {s['rows']} rows in {s['files']} files, "
               f"checkpoint {s['checkpoint']}")
         for h in s["history"]:
@@ -184,6 +206,9 @@ def print_summary(runs: list[tuple[str, str, str]], orders: dict[str, Any], tota
     print("\ndaily_totals:")
     for r in totals["data"].to_pylist():
         print(f"  {r['order_date']}  {r['customer']:<10} {r['orders']:>4} orders  {r['revenue']:>10}")
+    print("\ncustomer_totals (Delta Spark application):")
+    for r in sorted(customers["data"].to_pylist(), key=lambda r: (r["orders_version"], r["customer"])):
+        print(f"  orders v{r['orders_version']:<4} {r['customer']:<10} {r['orders']:>4} orders  {r['revenue']:>10}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -206,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
     if bag.import_errors or any(d not in bag.dags for d in wanted):
         print(f"ERROR: example DAGs failed to load: {bag.import_errors or 'missing DAGs'}", file=sys.stderr)
         return 1
-    from example_settings import DAILY_TOTALS, ORDERS
+    from example_settings import CUSTOMER_TOTALS, DAILY_TOTALS, ORDERS
 
     today = dt.datetime.now(dt.timezone.utc).replace(hour=0, minute=0, second=0, microsecond=0)
     days = [today - dt.timedelta(days=n) for n in range(max(args.days, 1) - 1, -1, -1)]
@@ -224,9 +249,9 @@ def main(argv: list[str] | None = None) -> int:
         return 1
 
     print("\n=== checks ===")
-    orders, totals = table_summary(ORDERS), table_summary(DAILY_TOTALS)
-    problems = check_outputs(days, commits, rerun, downstream, orders, totals, ORDERS)
-    print_summary(pipeline.runs, orders, totals)
+    orders, totals, customers = table_summary(ORDERS), table_summary(DAILY_TOTALS), table_summary(CUSTOMER_TOTALS)
+    problems = check_outputs(days, commits, rerun, downstream, orders, totals, ORDERS, customers)
+    print_summary(pipeline.runs, orders, totals, customers)
     print(f"\nExample pipeline finished in {time.monotonic() - started:.0f}s: "
           f"{'OK' if not problems else 'FAILED: ' + '; '.join(problems)}")
     return 0 if not problems else 1

@@ -4,7 +4,8 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-SCRIPTS = ["bench_read.py", "bench_ict_lookup.py", "bench_commit.py", "bench_checkpoint.py", "bench_managed.py"]
+SCRIPTS = ["bench_read.py", "bench_ict_lookup.py", "bench_commit.py", "bench_checkpoint.py", "bench_managed.py",
+           "bench_delta_spark_operator.py"]
 
 if __name__ == "__main__":
     failed = []
