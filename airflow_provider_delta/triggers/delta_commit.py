@@ -19,6 +19,7 @@ from airflow.triggers.base import BaseTrigger, TriggerEvent
 
 from ..hooks.commits import CommitWatch
 from ..log import DeltaError
+from .tables import open_table
 
 
 class DeltaCommitTrigger(BaseTrigger):
@@ -57,15 +58,9 @@ class DeltaCommitTrigger(BaseTrigger):
         kwargs.update(self.watch.to_dict())
         return f"{type(self).__module__}.{type(self).__qualname__}", kwargs
 
-    def _make_hook(self) -> Any:
-        from ..hooks.delta_table import DeltaTableHook
-        return DeltaTableHook(delta_conn_id=self.delta_conn_id)
-
     async def run(self) -> AsyncIterator[TriggerEvent]:
         try:
-            hook = self._make_hook()
-            await hook.aget_config(self.table_uri)
-            table = await asyncio.to_thread(hook.get_table, self.table_uri)
+            table = await open_table(self.table_uri, self.delta_conn_id)
         except DeltaError as e:
             yield TriggerEvent({"status": "error", "error_type": type(e).__name__, "message": str(e)})
             return
