@@ -19,6 +19,7 @@ import pyarrow.parquet as pq
 from .action_schemas import ADD_FIELDS, REMOVE_FIELDS, empty_file_actions
 from .errors import CorruptLogError
 from .names import SIDECARS_DIR, LogFile
+from .column_mapping import partition_keys_of
 from .replay import file_actions_from_struct, parse_json_logs
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -178,7 +179,7 @@ def _read_json_checkpoint(storage: "Storage", f: LogFile, version: int, with_fil
     m = _METADATA_LINE.search(data)
     if m:
         try:
-            pcols = tuple(json.loads(m.group(0))["metaData"].get("partitionColumns") or ())
+            pcols = tuple(partition_keys_of(json.loads(m.group(0))["metaData"]))
         except (ValueError, KeyError, AttributeError):
             pcols = ()
     parsed = parse_json_logs([(version, data, f.path)], pcols, seq_start=-(1 << 61))

@@ -67,6 +67,11 @@ class CorruptLogError(DeltaError):
         self.line = line
 
 
+class DeletionVectorError(CorruptLogError):
+    """A deletion vector cannot be read or disagrees with its descriptor (bad magic number,
+    size, checksum, cardinality, or a missing DV file); ``path`` names the DV file if it has one."""
+
+
 class InvalidTableStateError(DeltaError):
     """The table's properties and protocol contradict each other (e.g. a feature without its property)."""
 

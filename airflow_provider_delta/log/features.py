@@ -70,6 +70,8 @@ COLUMN_MAPPING_MODE_PROPERTY = "delta.columnMapping.mode"
 COLUMN_MAPPING_MODE_DEFAULT = "none"
 #: Per-field metadata key of a column's physical name under column mapping.
 PHYSICAL_NAME_KEY = "delta.columnMapping.physicalName"
+#: Per-field metadata key of a column's id under column mapping (the Parquet field id in mode ``id``).
+COLUMN_ID_KEY = "delta.columnMapping.id"
 APPEND_ONLY_PROPERTY = "delta.appendOnly"
 CHANGE_DATA_FEED_PROPERTY = "delta.enableChangeDataFeed"
 DELETION_VECTORS_PROPERTY = "delta.enableDeletionVectors"

@@ -7,22 +7,26 @@ from an older file reads as nulls, as after schema evolution).
 Filters: a list of ``(column, op, value)`` tuples (AND), a list of such lists
 (OR of ANDs), or a ``pyarrow.compute.Expression``. Files whose partition values
 cannot match are skipped before any data is read; the filter is then applied to
-the rows. Tables whose data needs a reader feature not built here (deletion
-vectors, column mapping) raise :class:`UnsupportedFeatureError`; ``files()``
-still works on them.
+the rows.
+
+Deletion vectors (:mod:`.deletion_vectors`) drop a file's deleted rows by index
+right after the file is read, and column mapping (:mod:`.column_mapping`) finds
+each column under its physical name or field id; filters and ``columns`` always
+use logical names.
 """
 from __future__ import annotations
 
 from typing import Any, Protocol
 
-import fsspec
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from .errors import DataFileNotFoundError, InvalidArgumentError, UnsupportedFeatureError
-from .features import column_mapping_mode
+from .column_mapping import file_column, mapping_mode, stored_name
+from .data_paths import open_path
+from .deletion_vectors import deleted_mask, read_deletion_vector
+from .errors import CorruptLogError, DataFileNotFoundError, InvalidArgumentError
 from .schema import partition_values_to_arrow
 from .storage import Storage
 
@@ -92,9 +96,11 @@ def _expr_of(dnf: list[list[tuple[str, str, Any]]], schema: pa.Schema) -> pc.Exp
 def partition_table(snap: Readable, files: pa.Table) -> pa.Table:
     """The typed partition values of ``files``, one column per partition column."""
     schema = snap.schema
+    mode = mapping_mode(snap.configuration, snap.uri)
     cols, names = [], []
     for c in snap.partition_columns:
-        raw = pc.map_lookup(files.column("partition_values"), pa.scalar(c), "first")
+        key = stored_name(schema.field(c), mode)  # under column mapping, the physical name
+        raw = pc.map_lookup(files.column("partition_values"), pa.scalar(key), "first")
         cols.append(partition_values_to_arrow(raw, schema.field(c).type))
         names.append(c)
     return pa.table(cols, names=names) if cols else pa.table({"__n": pa.nulls(files.num_rows)}).drop(["__n"])
@@ -123,17 +129,6 @@ def _prune(snap: Readable, files: pa.Table, filter: Any) -> pa.Table:
     return files.filter(mask)
 
 
-def _open(snap: Readable, path: str):
-    storage = snap.storage
-    if "://" in path or path.startswith("file:"):
-        if path.startswith("file:") and not path.startswith("file://"):
-            path = "file://" + path[5:]
-        fs, p = fsspec.core.url_to_fs(path, **storage.storage_options)
-        return fs.open(p, "rb")
-    full = storage.path(path)
-    return full if storage.is_local else storage.fs.open(full, "rb")
-
-
 def read_rows(snap: Readable, columns: list[str] | None = None, filter: Any = None) -> pa.Table:
     """The rows of ``snap``: prune files by partition, read them, then apply ``filter``."""
     schema = snap.schema
@@ -154,47 +149,42 @@ def read_rows(snap: Readable, columns: list[str] | None = None, filter: Any = No
 def read_files(snap: Readable, files: pa.Table) -> pa.Table:
     """The rows of the data files listed in ``files`` (rows shaped like ``snapshot.files()``).
 
-    Each file is read, cast to the table schema of ``snap`` and given its
-    partition values; the change data feed reads added and removed files
-    through this same path so both agree on what a file's rows are.
+    Each file is read, its deleted rows (deletion vector) dropped, its columns
+    found by physical name or field id under column mapping and conformed to the
+    logical table schema of ``snap``, and its partition values added; the change
+    data feed reads added and removed files through this same path so both agree
+    on what a file's rows are.
     """
-    conf = snap.configuration
-    mode = column_mapping_mode(conf)
-    if mode != "none":
-        raise UnsupportedFeatureError(
-            f"{snap.uri}: reading rows of a table with column mapping (mode '{mode}') is not "
-            "supported yet; snapshot.files() still lists its files", feature="columnMapping")
-    if files.num_rows and files.column("deletion_vector").null_count < files.num_rows:
-        raise UnsupportedFeatureError(
-            f"{snap.uri}: files with deletion vectors cannot be read into rows yet; "
-            "snapshot.files() still lists them", feature="deletionVectors")
+    mode = mapping_mode(snap.configuration, snap.uri)
     schema = snap.schema
     pset = set(snap.partition_columns)
     parts = partition_table(snap, files) if pset else None
     out_schema = pa.schema([f for f in schema])
+    dv_cache: dict[str, bytes] = {}
     pieces = []
     paths = files.column("path").to_pylist()
+    dvs = files.column("deletion_vector").to_pylist() if files.num_rows else []
     for i, path in enumerate(paths):
         try:
-            t = pq.read_table(_open(snap, path), coerce_int96_timestamp_unit="us")
+            t = pq.read_table(open_path(snap.storage, path), coerce_int96_timestamp_unit="us")
         except FileNotFoundError:
+            if "\ufffd" in path:   # what percent-decoding leaves of bytes that are not UTF-8
+                raise CorruptLogError(
+                    f"{snap.uri} version {snap.version}: data file path {path!r} is not valid UTF-8 once "
+                    "percent-decoded (Delta paths are UTF-8 URIs); the log is corrupt", path=path) from None
             raise DataFileNotFoundError(
                 f"{snap.uri} version {snap.version} references data file {path!r}, which does not "
                 "exist (deleted by hand, or vacuumed with too short a retention?)", path=path) from None
+        if dvs[i] is not None:
+            deleted = read_deletion_vector(snap.storage, dvs[i], dv_cache)
+            t = t.filter(pa.array(deleted_mask(t.num_rows, deleted, f"{snap.uri}: data file {path}")))
         n = t.num_rows
         arrays = []
         for f in out_schema:
             if f.name in pset:
                 arrays.append(pa.repeat(parts.column(f.name)[i], n).cast(f.type))
-            elif f.name in t.column_names:
-                col = t.column(f.name)
-                try:
-                    col = col.cast(f.type) if col.type != f.type else col
-                except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
-                    pass
-                arrays.append(col)
             else:
-                arrays.append(pa.nulls(n, f.type))
+                arrays.append(file_column(t, f, mode))
         pieces.append(pa.Table.from_arrays(arrays, names=out_schema.names))
     if pieces:
         return pa.concat_tables(pieces, promote_options="permissive")

@@ -20,10 +20,12 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from . import arrow_build as ab
 from . import ict
 from .action_schemas import FILE_ACTION_SCHEMA, FILE_COLUMNS, TOMBSTONE_COLUMNS
 from .actions import Metadata, Protocol
 from .checkpoint_reader import read_checkpoint
+from .column_mapping import partition_keys, partition_keys_of
 from .commit_reader import read_blobs
 from .commit_source import CommitSource
 from .commit_timestamps import commit_timestamp
@@ -213,17 +215,22 @@ class Snapshot:
         self._checked_through = self.version
 
     def _all_partition_columns(self, blobs) -> list[str]:
-        """Partition columns of every metaData in the blobs (they may change between versions)."""
-        cols = list(self.partition_columns)
+        """``partitionValues`` keys of every metaData in the blobs (they may change between versions);
+        under column mapping these are physical names."""
+        cols = self._partition_keys()
         for _, data, _ in blobs:
             if b'"metaData"' not in data:
                 continue
             for m in METADATA_LINE.finditer(data):
                 try:
-                    cols.extend(json.loads(m.group(0))["metaData"].get("partitionColumns") or ())
-                except (ValueError, KeyError):
+                    cols.extend(partition_keys_of(json.loads(m.group(0))["metaData"]))
+                except (ValueError, KeyError, AttributeError):
                     continue
         return list(dict.fromkeys(cols))
+
+    def _partition_keys(self) -> list[str]:
+        m = self.metadata
+        return partition_keys(m.partition_columns, m.schema_string, m.configuration)
 
     def files(self) -> pa.Table:
         """One row per live data file (paths relative to the table root, URL-decoded)."""
@@ -242,7 +249,8 @@ class Snapshot:
         rm = a.filter(pc.invert(a.column("is_add")))
         now = int(time.time() * 1000) if now_ms is None else now_ms
         cutoff = now - deleted_file_retention_ms(self.configuration)
-        keep = pc.greater(pc.fill_null(rm.column("deletion_timestamp"), 0), cutoff)
+        keep = pc.greater(pc.fill_null(rm.column("deletion_timestamp"), ab.scalar(0, pa.int64())),
+                          ab.scalar(cutoff, pa.int64()))
         return rm.filter(keep).select(TOMBSTONE_COLUMNS)
 
     def transactions(self, include_expired: bool = False, now_ms: int | None = None) -> dict[str, tuple[int, int | None]]:
@@ -297,7 +305,7 @@ class Snapshot:
             return fresh
         old = self._state
         snap = Snapshot(self.log, segment, protocol, metadata, None)
-        pcols = list(dict.fromkeys(list(metadata.partition_columns) + list(snap._all_partition_columns(new_blobs))))
+        pcols = list(dict.fromkeys(snap._all_partition_columns(new_blobs)))
         parsed = parse_json_logs(new_blobs, pcols, seq_start=old.next_seq)
         state = _State(reconcile(old.actions, parsed.file_actions), dict(old.txns), dict(old.domains),
                        dict(old.commit_infos), old.next_seq + len(parsed.file_actions) + 1)

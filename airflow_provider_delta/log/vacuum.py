@@ -28,6 +28,7 @@ from urllib.parse import unquote, urlparse
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .deletion_vectors import dv_file_path
 from .errors import InvalidArgumentError
 from .features import UNIVERSAL_FORMATS_PROPERTY, Operation
 from .intervals import deleted_file_retention_ms
@@ -154,37 +155,11 @@ def _dv_relative_paths(dv: pa.Array) -> list[str]:
     for storage_type, value in zip(rows.field("storageType").to_pylist(), rows.field("pathOrInlineDv").to_pylist()):
         if not value:
             continue
-        if storage_type == "p":
-            out.append(value)
-            continue
-        prefix, encoded = value[:-20], value[-20:]
         try:
-            raw = _z85_decode(encoded)
+            out.append(dv_file_path({"storageType": storage_type, "pathOrInlineDv": value}))
         except ValueError:
             continue
-        hexs = raw.hex()
-        uid = f"{hexs[0:8]}-{hexs[8:12]}-{hexs[12:16]}-{hexs[16:20]}-{hexs[20:32]}"
-        name = f"deletion_vector_{uid}.bin"
-        out.append(f"{prefix}/{name}" if prefix else name)
     return out
-
-
-_Z85 = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#"
-_Z85_INDEX = {c: i for i, c in enumerate(_Z85)}
-
-
-def _z85_decode(text: str) -> bytes:
-    if len(text) % 5:
-        raise ValueError("Z85 text length must be a multiple of 5")
-    out = bytearray()
-    for i in range(0, len(text), 5):
-        value = 0
-        for c in text[i:i + 5]:
-            if c not in _Z85_INDEX:
-                raise ValueError(f"invalid Z85 character {c!r}")
-            value = value * 85 + _Z85_INDEX[c]
-        out += value.to_bytes(4, "big")
-    return bytes(out)
 
 
 def _valid_paths(table: TableLog, snapshot: Snapshot, delete_before: int) -> pa.Array:

@@ -88,8 +88,8 @@ def dir_state(root: Path) -> dict[str, tuple[int, int, bytes]]:
 
 # ------------------------------------------------------------ E0: DAT v0.0.3 tables
 
-#: table -> reader feature that stops to_pyarrow (the data needs it); files() must still work.
-DAT_UNREADABLE_ROWS = {
+#: table -> the reader feature its rows need (deletion vectors applied, columns found by physical name).
+DAT_FEATURE_TABLES = {
     "column_mapping": "columnMapping",
     "iceberg_compat_v1": "columnMapping",
     "deletion_vectors": "deletionVectors",

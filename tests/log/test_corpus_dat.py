@@ -4,8 +4,8 @@ DAT's reader rule: load each expected version, compare ``table_version_metadata.
 (version, protocol versions, properties), then compare the rows after sorting. The
 expected rows were written by Delta Spark, so this checks our log replay and our
 row reading against the reference implementation, table by table, version by version.
-Tables whose data needs a reader feature we do not build (deletion vectors, column
-mapping) must say so with a typed error, while their file list stays available.
+Tables whose rows need deletion vectors or column mapping are read like the others,
+and checked to really use the feature (so their row test exercises it).
 """
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from airflow_provider_delta.log import DeltaTable, UnsupportedFeatureError
-from corpus_expected import CORPUS, DAT_ROW_COUNTS, DAT_UNREADABLE_ROWS, parquet_num_rows, sorted_rows
+from airflow_provider_delta.log import DeltaTable, column_mapping_mode
+from corpus_expected import CORPUS, DAT_FEATURE_TABLES, DAT_ROW_COUNTS, parquet_num_rows, sorted_rows
 
 DAT = CORPUS / "dat"  # parametrization needs it at collection; tests also take `corpus` so a
                       # missing corpus fails with the fixture's explanation
@@ -60,8 +60,7 @@ def test_dat_metadata(table, expected_dir, corpus):
     assert snap.metadata.configuration == meta["properties"]
 
 
-@pytest.mark.parametrize("table,expected_dir",
-                         [c for c in _cases() if c[0] not in DAT_UNREADABLE_ROWS])
+@pytest.mark.parametrize("table,expected_dir", _cases())
 def test_dat_rows(table, expected_dir, corpus):
     _, expected = _load_expected(table, expected_dir)
     assert expected.num_rows == DAT_ROW_COUNTS[table][expected_dir]
@@ -75,16 +74,18 @@ def test_dat_rows(table, expected_dir, corpus):
     assert sorted_rows(actual) == sorted_rows(expected)
 
 
-@pytest.mark.parametrize("table", sorted(DAT_UNREADABLE_ROWS))
-def test_dat_rows_needing_unsupported_feature_raise(table, corpus):
-    feature = DAT_UNREADABLE_ROWS[table]
+@pytest.mark.parametrize("table", sorted(DAT_FEATURE_TABLES))
+def test_dat_feature_tables_use_the_feature(table, corpus):
+    """The row test above passes on these only if the feature is applied: the DV table has
+    a file with deleted rows, the mapped tables store columns under other names."""
     snap = _snapshot(table, "latest")
-    with pytest.raises(UnsupportedFeatureError) as ei:
-        snap.to_pyarrow()
-    assert ei.value.feature == feature
-    # the message must tell a user which feature is missing (not only the attribute)
-    words = {"columnMapping": "column mapping", "deletionVectors": "deletion vector"}
-    assert words[feature] in str(ei.value).lower()
+    files = snap.files()
+    if DAT_FEATURE_TABLES[table] == "deletionVectors":
+        assert files.column("deletion_vector").null_count < files.num_rows
+    else:
+        assert column_mapping_mode(snap.metadata.configuration) == "name"
+        stored = pq.read_schema(DAT / table / "delta" / files.column("path")[0].as_py()).names
+        assert not set(snap.to_pyarrow().column_names) & set(stored)
 
 
 @pytest.mark.parametrize("table", ["column_mapping", "iceberg_compat_v1"])

@@ -1,0 +1,135 @@
+"""Column mapping on read: find a logical column in a data file and give it its logical shape.
+
+Under column mapping (protocol "Column Mapping") a table's schema names are only
+labels: data files store every column -- nested struct fields too, inside arrays
+and maps -- under its physical name (``delta.columnMapping.physicalName``), and in
+mode ``id`` also with a Parquet field id (``delta.columnMapping.id``), which readers
+resolve first. Renaming a column changes the label only; dropping one removes it
+from the schema while files keep its data; re-adding a name gets a new physical
+name, so old files read as null for it. Partition values are keyed by the physical
+name as well.
+
+Without column mapping the logical name is the physical name, and the same code
+conforms a file's columns to the table schema (a struct that gained a field reads
+it as null in older files), so there is one path for both.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any, Iterable
+
+import pyarrow as pa
+
+from .errors import UnsupportedFeatureError
+from .features import COLUMN_ID_KEY, PHYSICAL_NAME_KEY, column_mapping_mode
+from .schema import field_metadata, physical_name
+
+#: Where pyarrow keeps a Parquet field id in an Arrow field's metadata.
+PARQUET_FIELD_ID_KEY = b"PARQUET:field_id"
+MODES = ("none", "name", "id")
+
+
+def mapping_mode(configuration: dict[str, str] | None, where: str) -> str:
+    """The table's column mapping mode; an unknown one is refused (its files could be misread)."""
+    mode = column_mapping_mode(configuration)
+    if mode not in MODES:
+        raise UnsupportedFeatureError(f"{where}: column mapping mode {mode!r} is not one of {list(MODES)}",
+                                      feature="columnMapping")
+    return mode
+
+
+def stored_name(field: pa.Field, mode: str) -> str:
+    """The name ``field`` has in data files and in ``partitionValues``."""
+    return field.name if mode == "none" else physical_name(field)
+
+
+def partition_keys(partition_columns: Iterable[str], schema_string: Any,
+                   configuration: dict[str, str] | None) -> list[str]:
+    """The ``partitionValues`` keys of a table's partition columns (physical names under mapping).
+
+    Works on the raw parts of a ``metaData`` action, so log replay can use it before
+    any schema is converted; an unparsable schema leaves the names as they are (the
+    metadata's own reader reports it).
+    """
+    cols = list(partition_columns or ())
+    if column_mapping_mode(configuration) == "none" or not cols:
+        return cols
+    try:
+        fields = json.loads(schema_string).get("fields") if isinstance(schema_string, str) else None
+    except ValueError:
+        fields = None
+    physical = {f.get("name"): (f.get("metadata") or {}).get(PHYSICAL_NAME_KEY)
+                for f in fields or () if isinstance(f, dict)}
+    return [physical.get(c) or c for c in cols]
+
+
+def partition_keys_of(metadata_action: dict[str, Any]) -> list[str]:
+    """:func:`partition_keys` of a parsed ``metaData`` action (a dict from the log)."""
+    return partition_keys(metadata_action.get("partitionColumns"), metadata_action.get("schemaString"),
+                          metadata_action.get("configuration"))
+
+
+def _field_id(field: pa.Field) -> int | None:
+    value = field_metadata(field).get(COLUMN_ID_KEY)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _parquet_id(field: pa.Field) -> int | None:
+    raw = (field.metadata or {}).get(PARQUET_FIELD_ID_KEY)
+    try:
+        return int(raw) if raw is not None else None
+    except ValueError:
+        return None
+
+
+def find_field(fields: list[pa.Field], logical: pa.Field, mode: str) -> int:
+    """Index of ``logical``'s column among a file's ``fields`` (-1 when the file lacks it)."""
+    if mode == "id":
+        wanted = _field_id(logical)
+        if wanted is not None:
+            for i, f in enumerate(fields):
+                if _parquet_id(f) == wanted:
+                    return i
+    name = stored_name(logical, mode)
+    for i, f in enumerate(fields):
+        if f.name == name:
+            return i
+    return -1
+
+
+def file_column(data: pa.Table, logical: pa.Field, mode: str) -> pa.ChunkedArray:
+    """The column of data file ``data`` holding ``logical``, in the logical type (nulls if absent)."""
+    i = find_field(list(data.schema), logical, mode)
+    if i < 0:
+        return pa.chunked_array([pa.nulls(data.num_rows, logical.type)], logical.type)
+    col = data.column(i)
+    if col.type == logical.type and not pa.types.is_nested(col.type):
+        return col
+    return pa.chunked_array([as_logical(c, logical.type, mode) for c in col.chunks], logical.type)
+
+
+def as_logical(arr: pa.Array, target: pa.DataType, mode: str) -> pa.Array:
+    """``arr`` (as stored in a file) in the table's logical type, nested fields renamed and conformed."""
+    t = arr.type
+    mask = arr.is_null() if arr.null_count else None
+    if pa.types.is_struct(target) and pa.types.is_struct(t):
+        stored = [t.field(i) for i in range(t.num_fields)]
+        children = []
+        for f in target:
+            i = find_field(stored, f, mode)
+            children.append(as_logical(arr.field(i), f.type, mode) if i >= 0 else pa.nulls(len(arr), f.type))
+        return pa.StructArray.from_arrays(children, fields=list(target), mask=mask)
+    if pa.types.is_map(target) and pa.types.is_map(t):
+        keys = as_logical(arr.keys, target.key_type, mode)
+        items = as_logical(arr.items, target.item_type, mode)
+        return pa.MapArray.from_arrays(arr.offsets, keys, items, type=target, mask=mask)
+    if pa.types.is_list(target) and (pa.types.is_list(t) or pa.types.is_large_list(t)):
+        values = as_logical(arr.values, target.value_type, mode)
+        return pa.ListArray.from_arrays(arr.offsets.cast(pa.int32()), values, type=target, mask=mask)
+    if t == target:
+        return arr
+    try:
+        return arr.cast(target)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        return arr  # left as stored; concatenation promotes or reports it
+

@@ -1,0 +1,40 @@
+"""Opening the files a log action points at: table-relative paths and absolute URIs alike.
+
+``add.path`` and a ``p`` deletion vector's path may be relative to the table root
+(the usual case) or absolute URIs (``s3://...``, ``file:/...``; shallow clones and
+some writers). Data files and DV files are opened through this one rule, with the
+table's storage options, so both kinds of reference behave the same.
+"""
+from __future__ import annotations
+
+from typing import IO
+
+import fsspec
+
+from .storage import Storage
+
+
+def is_uri(path: str) -> bool:
+    """True for an absolute URI (``scheme://...`` or Hadoop's ``file:/...``), False for a table path."""
+    return "://" in path or path.startswith("file:")
+
+
+def open_path(storage: Storage, path: str) -> str | IO[bytes]:
+    """Something pyarrow can read: a local path, or an open binary file."""
+    if is_uri(path):
+        if path.startswith("file:") and not path.startswith("file://"):
+            path = "file://" + path[5:]
+        fs, p = fsspec.core.url_to_fs(path, **storage.storage_options)
+        return fs.open(p, "rb")
+    full = storage.path(path)
+    return full if storage.is_local else storage.fs.open(full, "rb")
+
+
+def read_path_bytes(storage: Storage, path: str) -> bytes:
+    """The whole content of the file at ``path`` (raises FileNotFoundError if it is gone)."""
+    src = open_path(storage, path)
+    if isinstance(src, str):
+        with open(src, "rb") as f:
+            return f.read()
+    with src:
+        return src.read()
