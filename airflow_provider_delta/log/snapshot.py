@@ -20,7 +20,6 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import arrow_build as ab
 from . import ict
 from .action_schemas import FILE_ACTION_SCHEMA, FILE_COLUMNS, TOMBSTONE_COLUMNS
 from .actions import Metadata, Protocol
@@ -249,8 +248,7 @@ class Snapshot:
         rm = a.filter(pc.invert(a.column("is_add")))
         now = int(time.time() * 1000) if now_ms is None else now_ms
         cutoff = now - deleted_file_retention_ms(self.configuration)
-        keep = pc.greater(pc.fill_null(rm.column("deletion_timestamp"), ab.scalar(0, pa.int64())),
-                          ab.scalar(cutoff, pa.int64()))
+        keep = pc.greater(pc.fill_null(rm.column("deletion_timestamp"), 0), cutoff)
         return rm.filter(keep).select(TOMBSTONE_COLUMNS)
 
     def transactions(self, include_expired: bool = False, now_ms: int | None = None) -> dict[str, tuple[int, int | None]]:
