@@ -11,6 +11,7 @@ from .catalog import StagedCommitsCatalog
 from . import commit_owner
 from .commit_owner import CommitOwner, InMemoryCommitOwner, owner_from_conf
 from .commit_source import CommitSource
+from .distributed_checkpoint import CheckpointPlan, plan_checkpoint
 from .features import column_mapping_mode
 from .errors import (
     CommitFailedError, ConcurrentModificationError, CorruptLogError, DataFileNotFoundError, DeltaError,
@@ -33,6 +34,8 @@ __all__ = [
     "DeltaTable", "Snapshot", "Transaction", "AddFile", "RemoveFile", "Metadata", "Protocol", "DomainMetadata",
     "CommitOwner", "InMemoryCommitOwner", "SqlCommitOwner", "CommitSource", "StagedCommitsCatalog",
     "CommitRecord", "CommitsSince", "to_epoch_ms", "format_ms",
+    # for engines that write a checkpoint with parallel workers (spark/checkpoint_engine.py)
+    "plan_checkpoint", "CheckpointPlan",
     # for engines that write data files themselves (the Spark integration): the same schema,
     # statistics and write-planning rules DeltaTable.write follows
     "schema_to_arrow", "arrow_to_schema", "schema_string", "partition_values_to_arrow",

@@ -244,7 +244,6 @@ def _write_v2(table: TableLog, snapshot: Snapshot, layout: CheckpointLayout, now
     storage.makedirs(SIDECARS_DIR)
     side_schema = pa.schema([pa.field("add", layout.add_type), pa.field("remove", REMOVE_TYPE)])
     sidecars: list[_PartWriter] = []
-    main: _PartWriter | None = None
     main_rel = v2_checkpoint_path(v, str(uuid.uuid4()), fmt)
     try:
         sidecars = [_PartWriter(table, sidecar_path(f"{uuid.uuid4()}.parquet"), side_schema)
@@ -256,11 +255,28 @@ def _write_v2(table: TableLog, snapshot: Snapshot, layout: CheckpointLayout, now
             w.close()
         for w in sidecars:
             _publish(table, w)
-        refs = [{"path": w.rel.rsplit("/", 1)[-1], "sizeInBytes": w.size,
-                 "modificationTime": storage.mtime_ms(w.rel), "tags": None} for w in sidecars]
-        tags = {"sidecarNumActions": str(sum(w.rows for w in sidecars)),
-                "sidecarSizeInBytes": str(sum(w.size for w in sidecars)),
-                "numOfAddFiles": str(sum(w.adds for w in sidecars))}
+        return write_v2_manifest(table, snapshot, layout, now, sidecars, fmt, main_rel)
+    finally:
+        for w in sidecars:
+            w.discard()
+
+
+def write_v2_manifest(table: TableLog, snapshot: Snapshot, layout: CheckpointLayout, now: int, sidecars: list[Any],
+                      fmt: str, main_rel: str) -> dict[str, Any]:
+    """Publish the V2 checkpoint file naming the already published ``sidecars``; returns ``_last_checkpoint``.
+
+    ``sidecars`` are finished parts (``rel``, ``rows``, ``adds``, ``size``): this writer's own,
+    or those parallel workers wrote (:mod:`.distributed_checkpoint`).
+    """
+    v = snapshot.version
+    storage = table.storage
+    main: _PartWriter | None = None
+    refs = [{"path": w.rel.rsplit("/", 1)[-1], "sizeInBytes": w.size,
+             "modificationTime": storage.mtime_ms(w.rel), "tags": None} for w in sidecars]
+    tags = {"sidecarNumActions": str(sum(w.rows for w in sidecars)),
+            "sidecarSizeInBytes": str(sum(w.size for w in sidecars)),
+            "numOfAddFiles": str(sum(w.adds for w in sidecars))}
+    try:
         if fmt == "json":
             actions = [{"checkpointMetadata": {"version": v, "tags": tags}},
                        {"protocol": snapshot.protocol.to_json()}, {"metaData": snapshot.metadata.to_json()}]
@@ -281,8 +297,8 @@ def _write_v2(table: TableLog, snapshot: Snapshot, layout: CheckpointLayout, now
             _publish(table, main)
             main_rows, main_size = main.rows, main.size
     finally:
-        for w in sidecars + ([main] if main is not None else []):
-            w.discard()
+        if main is not None:
+            main.discard()
     name = main_rel.rsplit("/", 1)[-1]
     return {"version": v, "size": main_rows + sum(w.rows for w in sidecars), "sizeInBytes": main_size,
             "numOfAddFiles": sum(w.adds for w in sidecars),

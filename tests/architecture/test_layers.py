@@ -23,7 +23,7 @@ LOG_TIERS: dict[str, set[str]] = {
     "read": {"listing", "segment", "commit_reader", "replay", "checkpoint_reader", "protocol_metadata",
              "commit_timestamps", "managed_state", "reader", "snapshot", "history", "new_commits", "table_log",
              "deletion_vectors", "column_mapping", "data_paths"},
-    "write": {"conflicts", "commit_info", "checkpoint", "checkpoint_rows", "commit_plan", "committer", "transaction", "write_plan", "writer",
+    "write": {"conflicts", "commit_info", "checkpoint", "checkpoint_rows", "distributed_checkpoint", "commit_plan", "committer", "transaction", "write_plan", "writer",
               "create", "compaction", "cleanup", "vacuum", "managed"},
     "top": {"table", ""},
 }

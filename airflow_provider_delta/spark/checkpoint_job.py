@@ -1,0 +1,89 @@
+"""Spark entry point of the checkpoint engine: ``spark-submit checkpoint_job.py '<JSON>'``.
+
+What ``DeltaCheckpointOperator(engine="spark")`` submits. The one argument (or
+``@file.json``) is ``{"table_uri": ..., "version": 12 | null, "parts": 8 | null,
+"actions_per_part": 1000000 | null, "now_ms": null}``; storage options and the commit owner
+travel in the environment (:data:`.job_args.SECRETS_ENV`, side ``"table"``), as for
+:mod:`.job`. On success it prints ``DELTA_SPARK_JOB_RESULT {<_last_checkpoint>}`` and
+exits 0; bad arguments exit 2, a refused or failed checkpoint exits 1 (nothing published).
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+from typing import Any
+
+if __name__ == "__main__" and __package__ in (None, ""):
+    # Run as a file by spark-submit: keep this directory's module names from shadowing others.
+    _here = os.path.dirname(os.path.abspath(__file__))
+    sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _here]
+
+from airflow_provider_delta.log import DeltaError, InvalidArgumentError  # noqa: E402
+from airflow_provider_delta.spark.checkpoint_engine import spark_checkpoint  # noqa: E402
+from airflow_provider_delta.spark.job import get_spark  # noqa: E402
+from airflow_provider_delta.spark.job_args import RESULT_MARK, read_secrets  # noqa: E402
+from airflow_provider_delta.spark.tables import open_table  # noqa: E402
+
+log = logging.getLogger("airflow_provider_delta.spark.checkpoint_job")
+
+#: the keys of the argument document besides ``table_uri``; each an integer or null
+OPTIONAL_INTS = ("version", "parts", "actions_per_part", "now_ms")
+
+
+def parse_arguments(text: str) -> dict[str, Any]:
+    """The argument document, checked: a table URI and optional non-negative integers."""
+    if text.startswith("@"):
+        with open(text[1:], encoding="utf-8") as f:
+            text = f.read()
+    try:
+        doc = json.loads(text)
+    except ValueError as e:
+        raise InvalidArgumentError(f"the checkpoint job's argument is not valid JSON: {e}") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("table_uri"), str) or not doc["table_uri"].strip():
+        raise InvalidArgumentError("the checkpoint job needs a JSON object with a 'table_uri'")
+    unknown = set(doc) - {"table_uri", *OPTIONAL_INTS}
+    if unknown:
+        raise InvalidArgumentError(f"unknown checkpoint job argument(s): {sorted(unknown)}")
+    for key in OPTIONAL_INTS:
+        value = doc.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+            raise InvalidArgumentError(f"{key} must be a non-negative integer or null, got {value!r}")
+    return doc
+
+
+def run(spark: Any, doc: dict[str, Any], secrets: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Checkpoint the table the document names; returns the ``_last_checkpoint`` content."""
+    side = (secrets or {}).get("table") or {}
+    table = open_table(doc["table_uri"], side.get("storage_options"), side.get("commit_owner"))
+    return spark_checkpoint(spark, table, doc.get("version"), doc.get("parts"), now_ms=doc.get("now_ms"),
+                            actions_per_part=doc.get("actions_per_part"))
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if len(argv) != 1:
+        print("usage: checkpoint_job.py '<JSON arguments>' | @arguments.json", file=sys.stderr)
+        return 2
+    try:
+        doc = parse_arguments(argv[0])
+        secrets = read_secrets()
+    except (InvalidArgumentError, OSError) as e:
+        print(f"ERROR: {e}", file=sys.stderr)
+        return 2
+    spark = get_spark(f"delta-checkpoint:{doc['table_uri']}")
+    try:
+        result = run(spark, doc, secrets)
+    except DeltaError as e:
+        log.error("%s: %s", type(e).__name__, e)
+        return 1
+    finally:
+        spark.stop()
+    print(RESULT_MARK + json.dumps(result), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
