@@ -14,7 +14,8 @@ from .commit_source import CommitSource
 from .distributed_checkpoint import CheckpointPlan, plan_checkpoint
 from .features import column_mapping_mode
 from .errors import (
-    CommitFailedError, ConcurrentModificationError, CorruptLogError, DataFileNotFoundError, DeltaError,
+    ChangeDataFeedNotEnabledError, CommitFailedError, CommitOutcomeUnknownError, CommitOwnerUnavailableError, ConcurrentModificationError,
+    CorruptLogError, DataFileNotFoundError, DeltaError,
     InvalidArgumentError, InvalidTableStateError, StorageError, TableAlreadyExistsError,
     TableNotFoundError, TimestampOutOfRangeError, UnsupportedFeatureError, VersionNotFoundError,
 )
@@ -44,7 +45,7 @@ __all__ = [
     "DeltaError", "TableNotFoundError", "TableAlreadyExistsError",
     "VersionNotFoundError", "TimestampOutOfRangeError", "UnsupportedFeatureError",
     "CorruptLogError", "DataFileNotFoundError", "InvalidTableStateError", "InvalidArgumentError", "StorageError",
-    "CommitFailedError", "ConcurrentModificationError",
+    "CommitFailedError", "ConcurrentModificationError", "ChangeDataFeedNotEnabledError", "CommitOwnerUnavailableError", "CommitOutcomeUnknownError",
 ]
 
 

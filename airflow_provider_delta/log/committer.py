@@ -24,7 +24,8 @@ from .checkpoint import checkpoint_interval, maybe_auto_checkpoint
 from .commit_info import CommitProvenance, build_commit_info, operation_metrics
 from .commit_plan import CommitPlan
 from .conflicts import WinningCommit, check_conflicts
-from .errors import CommitFailedError, ConcurrentModificationError, DeltaError, VersionNotFoundError
+from .errors import (CommitFailedError, CommitOutcomeUnknownError, ConcurrentModificationError, DeltaError,
+                     VersionNotFoundError)
 from .features import check_writable
 from .names import commit_path
 from .table_log import TableLog
@@ -123,6 +124,7 @@ class Committer:
         except CommitFailedError as e:
             if e.conflict:
                 return False
+            self.outcome_unknown = isinstance(e, CommitOutcomeUnknownError)
             raise
         except DeltaError:
             raise

@@ -24,6 +24,18 @@ class DataFileNotFoundError(DeltaError):
         self.path = path
 
 
+class ChangeDataFeedNotEnabledError(DeltaError):
+    """A change-feed read covers a version at which ``delta.enableChangeDataFeed`` was not on.
+
+    Without the property a writer records no change data for updates and deletes, so
+    the changes of that version cannot be told apart; ``version`` names it.
+    """
+
+    def __init__(self, message: str, version: int | None = None):
+        super().__init__(message)
+        self.version = version
+
+
 class TableAlreadyExistsError(DeltaError):
     """``DeltaTable.create`` was asked to create a table where one already exists."""
 
@@ -97,6 +109,26 @@ class CommitFailedError(DeltaError):
         self.retryable = retryable
         self.conflict = conflict
         self.version = version
+
+
+class CommitOwnerUnavailableError(CommitFailedError):
+    """The commit owner's database cannot be reached; nothing was ratified, so retrying later is safe.
+
+    Raised when the owner is built, when a table's owner state is read, and for a
+    commit that failed before the owner's store saw it (the outcome is known: no
+    new version). Always ``retryable``.
+    """
+
+    def __init__(self, message: str, version: int | None = None):
+        super().__init__(message, retryable=True, version=version)
+
+
+class CommitOutcomeUnknownError(CommitFailedError):
+    """The owner failed while ratifying and cannot say whether the commit landed.
+
+    Only this error means the outcome is unknown: read the table (its history or the
+    exactly-once ``txn`` record) before committing the same data again.
+    """
 
 
 class ConcurrentModificationError(CommitFailedError):

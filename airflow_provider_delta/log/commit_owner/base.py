@@ -20,7 +20,8 @@ import uuid
 from abc import ABC, abstractmethod
 
 from ..features import MANAGED_COMMIT_FEATURE, MANAGED_OWNER_PROPERTY
-from ..errors import CommitFailedError, CorruptLogError, DeltaError, InvalidArgumentError, InvalidTableStateError
+from ..errors import (CommitFailedError, CommitOutcomeUnknownError, CommitOwnerUnavailableError, CorruptLogError,
+                      DeltaError, InvalidArgumentError, InvalidTableStateError)
 from ..names import COMMITS_DIR, commit_path, uuid_commit_name
 from ..storage import Storage, normalize_uri
 from .backfill import copy_in_order
@@ -77,7 +78,12 @@ class CommitOwner(ABC):
 
     @abstractmethod
     def _ratify(self, table_id: str, commit: Commit) -> bool:
-        """Atomically make ``commit`` version v if the table is active and at v-1; False otherwise."""
+        """Atomically make ``commit`` version v if the table is active and at v-1; False otherwise.
+
+        Raise :class:`CommitOwnerUnavailableError` only when the store was certainly not
+        reached (e.g. no connection); any other failure is checked by
+        :meth:`_ratified_despite_error`, because the ratification may have happened.
+        """
 
     @abstractmethod
     def _mark_backfilled(self, table_id: str, version: int) -> None:
@@ -138,6 +144,9 @@ class CommitOwner(ABC):
         commit = Commit(version, name, len(actions), mtime, commit_timestamp)
         try:
             won = self._ratify(table_id, commit)
+        except CommitOwnerUnavailableError:
+            storage.delete(rel)  # the store was never reached: nobody can reference the file
+            raise
         except DeltaError:
             raise
         except Exception as e:  # the store failed: find out whether the ratification happened
@@ -207,7 +216,7 @@ class CommitOwner(ABC):
         try:
             state, commits = self._read_commits(table_id, v, v)
         except Exception:
-            raise CommitFailedError(
+            raise CommitOutcomeUnknownError(
                 f"the commit owner failed while ratifying version {v} of table {table_id} ({error}) "
                 "and cannot be reached to tell whether it did; check the table before retrying",
                 version=v) from error

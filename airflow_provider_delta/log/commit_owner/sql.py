@@ -20,7 +20,7 @@ from typing import Any, Iterator
 import sqlalchemy as sa
 from sqlalchemy.engine import URL, Connection
 
-from ..errors import InvalidArgumentError
+from ..errors import CommitOwnerUnavailableError, InvalidArgumentError
 from .base import CommitOwner
 from .conf import check_owner_conf
 from .records import ACTIVE, Commit, TableState
@@ -47,7 +47,10 @@ class SqlCommitOwner(CommitOwner):
         self._engine_kwargs = dict(engine_kwargs or {})
         self.engine = create_owner_engine(self._url, self._engine_kwargs)
         self._backend = self.engine.dialect.name
-        ensure_schema(self.engine)
+        try:
+            ensure_schema(self.engine)
+        except _UNREACHABLE as e:
+            raise self._unavailable(e) from None
 
     @classmethod
     def from_conf(cls, conf: dict[str, str], password: str | None = None,
@@ -87,10 +90,43 @@ class SqlCommitOwner(CommitOwner):
     def owner_conf(self) -> dict[str, str]:
         return {"url": public_url(self._url), "backfillBatchSize": str(self.backfill_batch_size)}
 
+    def _unavailable(self, error: Exception) -> CommitOwnerUnavailableError:
+        """The typed error for a database that does not answer; the password never appears in it."""
+        detail = str(getattr(error, "orig", None) or error).strip().splitlines()[0][:300]
+        if self._url.password:
+            detail = detail.replace(str(self._url.password), "***")
+        return CommitOwnerUnavailableError(
+            f"the commit owner database {public_url(self._url)} cannot be reached "
+            f"({type(getattr(error, 'orig', None) or error).__name__}: {detail}); nothing was "
+            "committed, retry when it is back")
+
     # --------------------------------------------------------------- storage
     @contextmanager
+    def _connect(self) -> Iterator[Connection]:
+        """A connection, or :class:`CommitOwnerUnavailableError` if none can be opened.
+
+        Failing here means no statement reached the database, so callers know
+        for certain that nothing changed.
+        """
+        try:
+            conn = self.engine.connect()
+        except _UNREACHABLE as e:
+            raise self._unavailable(e) from None
+        with conn:
+            yield conn
+
+    @contextmanager
+    def _retry_safe(self) -> Iterator[None]:
+        """A step that is safe to run again (a read, an idempotent or compare-and-swap write): a lost
+        connection in it is "unavailable", never an unknown outcome."""
+        try:
+            yield
+        except _UNREACHABLE as e:
+            raise self._unavailable(e) from None
+
+    @contextmanager
     def _tx(self, write: bool) -> Iterator[Connection]:
-        with self.engine.connect() as conn:
+        with self._connect() as conn:
             if write and self._backend == "sqlite":
                 conn = conn.execution_options(**{SQLITE_BEGIN: "IMMEDIATE"})
             elif not write and self._backend == "postgresql":
@@ -100,14 +136,14 @@ class SqlCommitOwner(CommitOwner):
                 yield conn
 
     def _read_table(self, table_id: str) -> TableState | None:
-        with self._tx(write=False) as conn:
+        with self._retry_safe(), self._tx(write=False) as conn:
             return _select_table(conn, table_id)
 
     def _read_commits(self, table_id: str, start: int, end: int | None) -> tuple[TableState | None, list[Commit]]:
         cond = [commits.c.table_id == table_id, commits.c.version >= start]
         if end is not None:
             cond.append(commits.c.version <= end)
-        with self._tx(write=False) as conn:
+        with self._retry_safe(), self._tx(write=False) as conn:
             state = _select_table(conn, table_id)
             rows = conn.execute(sa.select(commits).where(*cond).order_by(commits.c.version)).fetchall()
         return state, [Commit(int(r.version), r.file_name, int(r.file_size), int(r.modification_time),
@@ -116,7 +152,7 @@ class SqlCommitOwner(CommitOwner):
     def _replace_table(self, table_id: str, expected: TableState | None, new: TableState | None,
                        clear_commits: bool = False) -> bool:
         try:
-            with self._tx(write=True) as conn:
+            with self._retry_safe(), self._tx(write=True) as conn:
                 if expected is None:
                     if _select_table(conn, table_id) is not None:
                         return False
@@ -156,11 +192,15 @@ class SqlCommitOwner(CommitOwner):
         return True
 
     def _mark_backfilled(self, table_id: str, version: int) -> None:
-        with self._tx(write=True) as conn:
+        with self._retry_safe(), self._tx(write=True) as conn:
             conn.execute(sa.update(tables)
                          .where(tables.c.table_id == table_id, tables.c.backfilled_version < version)
                          .values(backfilled_version=version, updated_ms=_now_ms()))
             conn.execute(sa.delete(commits).where(commits.c.table_id == table_id, commits.c.version <= version))
+
+
+#: what SQLAlchemy raises when the database does not answer or drops the connection
+_UNREACHABLE = (sa.exc.OperationalError, sa.exc.InterfaceError)
 
 
 def _select_table(conn: Connection, table_id: str) -> TableState | None:
