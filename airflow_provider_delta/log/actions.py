@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
+from .errors import CorruptLogError
+
 #: Reader/writer versions and features this implementation understands.
 MAX_READER_VERSION = 3
 MAX_WRITER_VERSION = 7
@@ -24,6 +26,19 @@ SUPPORTED_READER_FEATURES = frozenset({
     "typeWidening", "typeWidening-preview", "variantType", "variantType-preview",
     "variantShredding-preview", "domainMetadata",
 })
+
+
+def parse_schema_string(schema_string: str | bytes) -> Any:
+    """The decoded JSON of a ``metaData.schemaString``; a string that is not JSON is a corrupt log.
+
+    Every reader of the schema string (Arrow conversion, the feature gate) goes
+    through here, so a garbage schema is refused the same way everywhere instead
+    of escaping as ``json.JSONDecodeError`` from whichever code looked first.
+    """
+    try:
+        return json.loads(schema_string)
+    except (ValueError, RecursionError) as e:
+        raise CorruptLogError(f"Delta schemaString is not valid JSON: {e}") from None
 
 
 def _drop_none(d: dict[str, Any]) -> dict[str, Any]:

@@ -101,6 +101,7 @@ def plan_commit(table: TableLog, snap: Snapshot | None, changes: PendingChanges,
     """
     if snap is not None:
         snap.check_commits()      # never commit on top of a log a full read rejects
+        _ = snap.schema           # ...nor on a schema that does not parse (raises CorruptLogError)
     old_protocol = snap.protocol if snap is not None else None
     old_metadata = snap.metadata if snap is not None else None
     if snap is None and changes.metadata is None:

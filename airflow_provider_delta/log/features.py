@@ -26,10 +26,9 @@ supported is ever dropped.
 from __future__ import annotations
 
 import enum
-import json
 from typing import Any, Iterable
 
-from .actions import Metadata, Protocol
+from .actions import Metadata, Protocol, parse_schema_string
 from .errors import InvalidArgumentError, InvalidTableStateError, UnsupportedFeatureError
 
 # ------------------------------------------------------------------ protocol versions
@@ -227,7 +226,7 @@ def features_in_use(schema: dict | str | None, configuration: dict[str, str] | N
     conf = configuration or {}
     found: set[str] = set()
     if schema is not None:
-        _walk_schema(json.loads(schema) if isinstance(schema, str) else schema, found)
+        _walk_schema(parse_schema_string(schema) if isinstance(schema, str) else schema, found)
     if _true(conf, APPEND_ONLY_PROPERTY):
         found.add("appendOnly")
     if any(k.startswith("delta.constraints.") for k in conf):

@@ -37,6 +37,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .actions import parse_schema_string
 from .errors import CorruptLogError, InvalidArgumentError, UnsupportedFeatureError
 from .features import PHYSICAL_NAME_KEY
 
@@ -166,10 +167,7 @@ def _field_to_arrow(field: Any) -> pa.Field:
 def schema_to_arrow(schema: str | dict) -> pa.Schema:
     """Parse a Delta ``schemaString`` (or its decoded dict) into a pyarrow schema."""
     if isinstance(schema, (str, bytes)):
-        try:
-            schema = json.loads(schema)
-        except ValueError as e:
-            raise CorruptLogError(f"Delta schemaString is not valid JSON: {e}") from None
+        schema = parse_schema_string(schema)
     if not isinstance(schema, dict) or schema.get("type") != "struct":
         raise CorruptLogError(f"Delta schema must be a JSON object with type 'struct': {schema!r:.200}")
     return pa.schema(_fields_to_arrow(schema, "schema"))

@@ -253,11 +253,15 @@ class Storage:
         self.fs.pipe_file(target, data)
 
     def makedirs(self, rel: str) -> None:
+        """Create a folder under the table; a file standing where a folder must be is a typed error."""
         p = self.path(rel)
         if self.is_local:
-            os.makedirs(p, exist_ok=True)
-        else:
+            _makedirs_local(p)
+            return
+        try:
             self.fs.makedirs(p, exist_ok=True)
+        except (FileExistsError, NotADirectoryError) as e:
+            raise _file_in_the_way(p, e) from None
 
     def delete(self, rel_or_abs: str) -> None:
         p = self._resolve(rel_or_abs)
@@ -297,6 +301,19 @@ def temp_name(final_name: str) -> str:
     return f".{final_name}.{uuid.uuid4().hex}.tmp"
 
 
+def _file_in_the_way(folder: str, e: OSError) -> StorageError:
+    return StorageError(f"cannot create folder {folder!r}: a file is in the way ({e.strerror or e}); "
+                        "a table path must be a folder")
+
+
+def _makedirs_local(folder: str) -> None:
+    """``os.makedirs`` that reports a file standing where the table's folders go as a typed error."""
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except (FileExistsError, NotADirectoryError) as e:
+        raise _file_in_the_way(folder, e) from None
+
+
 def _write_local_temp(target: str, data: bytes) -> str:
     """Write ``data`` durably to a hidden temporary file beside ``target``; return its path.
 
@@ -304,7 +321,7 @@ def _write_local_temp(target: str, data: bytes) -> str:
     sees a partly written file.
     """
     d = os.path.dirname(target)
-    os.makedirs(d, exist_ok=True)
+    _makedirs_local(d)
     tmp = os.path.join(d, temp_name(os.path.basename(target)))
     with open(tmp, "xb") as f:
         f.write(data)
