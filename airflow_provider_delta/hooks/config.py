@@ -75,9 +75,14 @@ def join_uri(base: str, rel: str) -> str:
     norm = posixpath.normpath(rel.replace("\\", "/"))
     if norm == ".." or norm.startswith("../"):
         raise InvalidArgumentError(f"table_uri {rel!r} points outside the connection's base URI {base!r}")
+    scheme = urlsplit(base).scheme
+    # keep the "//" of "s3://" (a base of just a scheme: the table path starts with the bucket)
+    head_len = len(scheme) + 3 if len(scheme) > 1 and base.startswith(f"{scheme}://") else 0
+    rest = base[head_len:]
+    clean = base[:head_len] + ("/" if rest.startswith("/") else "") + rest.strip("/")
     if norm == ".":
-        return base.rstrip("/") or "/"
-    return base.rstrip("/") + "/" + norm.lstrip("/")
+        return clean or "/"
+    return clean + ("" if clean.endswith("/") else "/") + norm.lstrip("/")
 
 
 def _as_dict(value: Any, what: str) -> dict[str, Any]:

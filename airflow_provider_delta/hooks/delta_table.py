@@ -33,6 +33,7 @@ from airflow.sdk import BaseHook
 
 from ..log import AddFile, DeltaTable, InvalidArgumentError, format_ms, to_epoch_ms
 from .config import DeltaConnectionConfig, commit_owner_conn_id, is_absolute_uri, uri_protocol
+from .env_connections import unparsable_env_connection
 from .manifest import build_manifest, default_manifest_uri, resolve_manifest_uri, write_json
 
 def _connection_fields(conn: Any, extra: dict[str, Any]) -> dict[str, Any]:
@@ -97,7 +98,7 @@ class DeltaTableHook(BaseHook):
             return self.get_connection(conn_id)
         except AirflowNotFoundException:
             raise InvalidArgumentError(
-                f"Airflow connection {conn_id!r} is not defined"
+                unparsable_env_connection(conn_id) or f"Airflow connection {conn_id!r} is not defined"
                 + (" (relative table URIs without delta_conn_id use it as their base URI)"
                    if conn_id == self.default_conn_name and not self.delta_conn_id else "")) from None
 
@@ -118,7 +119,7 @@ class DeltaTableHook(BaseHook):
                     oconn = await self.aget_connection(oid)
                     owner_fields = _connection_fields(oconn, await oconn.aextra_dejson())
             except AirflowNotFoundException as e:
-                raise InvalidArgumentError(str(e)) from None
+                raise InvalidArgumentError(unparsable_env_connection(conn_id) or str(e)) from None
             cfg = DeltaConnectionConfig.from_connection(conn_id, conn.host, conn.login, conn.password,
                                                         extra, owner_fields)
         self._configs[conn_id] = cfg

@@ -147,6 +147,10 @@ def test_single_writer_flag_accepts_form_strings():
 def test_join_uri_keeps_the_base_scheme():
     assert join_uri("s3://b/", "x/y") == "s3://b/x/y"
     assert join_uri("/data", ".") == "/data"
+    assert join_uri("s3://", "tbl") == "s3://tbl"            # was "s3:/tbl"
+    assert join_uri("file:///", "x") == "file:///x"
+    assert join_uri("file:///data/", "x") == "file:///data/x"
+    assert join_uri("/", "x") == "/x"
 
 
 def test_prefixed_form_fields_are_understood():

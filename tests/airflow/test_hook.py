@@ -80,6 +80,24 @@ def test_relative_table_without_any_connection_is_a_clear_error(monkeypatch):
         DeltaTableHook("nope").get_table("/abs/t")
 
 
+@pytest.mark.parametrize("value, parse_error", [
+    ("delta://host:notaport/base", "Port could not be cast"),
+    ('{"conn_type": "delta", "host": ', "JSONDecodeError"),
+])
+def test_a_connection_variable_that_does_not_parse_is_named_as_such(monkeypatch, value, parse_error):
+    monkeypatch.setenv("AIRFLOW_CONN_BROKEN_LAKE", value)
+    with pytest.raises(InvalidArgumentError) as info:
+        DeltaTableHook("broken_lake").get_table("orders")
+    msg = str(info.value)
+    assert "AIRFLOW_CONN_BROKEN_LAKE" in msg and "does not parse" in msg and parse_error in msg
+    assert "not defined" not in msg
+
+
+def test_a_base_uri_of_only_a_scheme_takes_the_bucket_from_the_table_path(monkeypatch):
+    set_conn(monkeypatch, "lake_root", conn_type="delta", host="s3://")
+    assert DeltaTableHook("lake_root").resolve_uri("bucket/tbl") == "s3://bucket/tbl"
+
+
 def test_login_and_password_reach_the_filesystem_and_are_never_logged(monkeypatch, caplog):
     set_conn(monkeypatch, "cred", conn_type="delta", host="credtest://bucket/base", login="reader",
              password=SECRET, extra={"single_writer": True})
