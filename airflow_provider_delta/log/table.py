@@ -14,6 +14,7 @@ from typing import Any, Iterable
 
 import pyarrow as pa
 
+from .change_feed import read_changes, read_changes_after
 from .checkpoint import write_checkpoint
 from .cleanup import cleanup_metadata
 from .commit_owner.base import CommitOwner
@@ -59,6 +60,28 @@ class DeltaTable(TableLog):
               **kwargs: Any) -> int:
         """Write a (small) Arrow table as parquet files and commit it; returns the new version."""
         return write_table(self, data, mode=mode, partition_by=partition_by, **kwargs)
+
+    # ------------------------------------------------------------- change feed
+    def changes(self, start_version: Any = None, end_version: Any = None, *,
+                columns: Iterable[str] | None = None, start_timestamp: Any = None,
+                end_timestamp: Any = None) -> "pa.Table":
+        """The change data feed of versions ``start_version``..``end_version`` (default: the latest).
+
+        Bounds are versions (int) or times (datetime, ISO string; epoch ms through
+        ``start_timestamp`` / ``end_timestamp``). Returns the changed rows plus
+        ``_change_type``, ``_commit_version`` and ``_commit_timestamp`` (see :mod:`.change_feed`).
+        """
+        return read_changes(self, start_version, end_version, columns,
+                            start_timestamp=start_timestamp, end_timestamp=end_timestamp)
+
+    def changes_since(self, processed_version: int | None, end_version: Any = None, *,
+                      columns: Iterable[str] | None = None) -> "pa.Table":
+        """The changes after ``processed_version`` (None: from version 0) up to ``end_version``.
+
+        Empty (with the change-feed columns) when nothing was committed after it: the
+        incremental step of a pipeline that records how far it got.
+        """
+        return read_changes_after(self, processed_version, end_version, columns)
 
     # ------------------------------------------------------------ maintenance
     def checkpoint(self, version: int | None = None, parts: int | None = None, *, v2: bool | None = None,

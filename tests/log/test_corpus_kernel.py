@@ -2,8 +2,8 @@
 
 V2 checkpoints (UUID-named, JSON or parquet manifests, sidecars, classic-named
 compat checkpoints), catalog-managed tables (not supported yet: a typed error),
-change-data-feed tables (only their table state: CDF reads are not a feature of
-this project), log compaction files (must not change any answer) and app
+change-data-feed tables (their table state here; their change rows here and in
+``test_change_feed.py``), log compaction files (must not change any answer) and app
 transactions (with and without retention). Expected values are the upstream
 tests' (README sections E7-E13).
 """
@@ -14,7 +14,7 @@ from datetime import date
 import pyarrow as pa
 import pytest
 
-from airflow_provider_delta.log import DeltaTable, UnsupportedFeatureError
+from airflow_provider_delta.log import DeltaTable, InvalidArgumentError, UnsupportedFeatureError, VersionNotFoundError
 from corpus_expected import (
     E7_ROWS, E7_STRUCT_STATS_ONLY, column_values, make_writable, sorted_rows,
 )
@@ -241,10 +241,26 @@ def test_cdf_non_partitioned_latest_ids(corpus):
     assert "Dennis" not in rows.column("name").to_pylist()
 
 
-@pytest.mark.skip(reason="Change Data Feed reads (_change_type/_commit_version rows) are not in this "
-                         "project's scope; table state of the CDF tables is tested above")
-def test_cdf_reads():  # pragma: no cover - documents the README E11 CDF expectations left out
-    pass
+def test_cdf_reads(corpus):
+    """Formerly skipped: cdf-table-simple's version ranges and their errors (kernel's simple_cdf_version_ranges)."""
+    t = DeltaTable(str(corpus / "delta-kernel-rs/cdf-table-simple"))
+    ins0 = [(i, "insert", 0) for i in range(10)]
+    del1 = [(i, "delete", 1) for i in range(10)]
+    ins2 = [(i, "insert", 2) for i in range(20, 25)]
+    cols = ["id", "_change_type", "_commit_version"]
+    assert _change_rows(t.changes(0, 0), cols) == ins0
+    assert _change_rows(t.changes(1, 1), cols) == del1
+    assert _change_rows(t.changes(2, 2), cols) == ins2
+    assert _change_rows(t.changes(0, 2), cols) == sorted(ins0 + del1 + ins2)
+    with pytest.raises(InvalidArgumentError, match="start version 1 is after end version 0"):
+        t.changes(1, 0)
+    with pytest.raises(VersionNotFoundError, match="end version 4 .* does not exist yet") as ei:
+        t.changes(3, 4)
+    assert ei.value.version == 4 and ei.value.latest == 2
+
+
+def _change_rows(table: pa.Table, columns: list[str]) -> list[tuple]:
+    return sorted(tuple(r[c] for c in columns) for r in table.to_pylist())
 
 
 # ---------------------------------------------------------------------------- E12
