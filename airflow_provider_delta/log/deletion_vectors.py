@@ -53,18 +53,39 @@ _Z85_WEIGHTS = 85 ** np.arange(4, -1, -1, dtype=np.uint64)
 
 
 def z85_decode(text: str) -> bytes:
-    """Decode Z85 (ZeroMQ RFC 32) text: every 5 characters are 4 big-endian bytes (modulo 2**32)."""
+    """Decode Z85 (ZeroMQ RFC 32): every 5 characters are 4 big-endian bytes.
+
+    Delta Spark pads the input to whole 4-byte groups (``sizeInBytes`` trims the
+    padding again). The Rust ``z85`` crate, used by delta-kernel-rs writers, instead
+    ends with a short group: ``k`` leading ``#`` then the last ``4 - k`` bytes in
+    ``5 - k`` characters. No standard group starts with ``#`` (84 * 85**4 > 2**32),
+    so the two never clash.
+    """
     raw = text.encode("ascii", errors="replace")
     if len(raw) % 5:
         raise ValueError(f"Z85 text length {len(raw)} is not a multiple of 5")
+    tail = b""
+    if raw[-5:].startswith(b"#"):
+        pad = len(raw[-5:]) - len(raw[-5:].lstrip(b"#"))
+        if pad > 3:
+            raise ValueError("Z85 text ends in a group of padding only")
+        (value,) = _z85_words(raw[-5 + pad:].rjust(5, b"0"))
+        if value >= 1 << (8 * (4 - pad)):
+            raise ValueError("Z85 short group exceeds its byte count")
+        tail = int(value).to_bytes(4 - pad, "big")
+        raw = raw[:-5]
+    return _z85_words(raw).astype(">u4").tobytes() + tail
+
+
+def _z85_words(raw: bytes) -> np.ndarray:
     digits = _Z85_VALUE[np.frombuffer(raw, dtype=np.uint8)]
     if (digits < 0).any():
-        bad = text[int(np.argmax(digits < 0))]
+        bad = chr(raw[int(np.argmax(digits < 0))])
         raise ValueError(f"invalid Z85 character {bad!r}")
     words = (digits.reshape(-1, 5).astype(np.uint64) * _Z85_WEIGHTS).sum(axis=1)
-    # Delta's encoder pads a partial last group, and its decoder keeps 32 bits of the sum
-    # (Java int arithmetic); the padding bytes are cut off by ``sizeInBytes`` afterwards.
-    return (words & np.uint64(0xFFFFFFFF)).astype(">u4").tobytes()
+    if (words > 0xFFFFFFFF).any():
+        raise ValueError("a Z85 group exceeds 32 bits")
+    return words
 
 
 def dv_file_path(descriptor: dict[str, Any]) -> str | None:
