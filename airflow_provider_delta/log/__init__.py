@@ -11,6 +11,9 @@ from .catalog import StagedCommitsCatalog
 from . import commit_owner
 from .commit_owner import CommitOwner, InMemoryCommitOwner, owner_from_conf
 from .commit_source import CommitSource
+from .column_mapping import physical_schema
+from .deletion_vectors import read_deletion_vector
+from .errors import DeletionVectorError
 from .distributed_checkpoint import CheckpointPlan, plan_checkpoint
 from .features import column_mapping_mode
 from .errors import (
@@ -42,6 +45,8 @@ __all__ = [
     "schema_to_arrow", "arrow_to_schema", "schema_string", "partition_values_to_arrow",
     "serialize_partition_value", "collect_stats", "normalize_uri", "owner_from_conf", "owner_of",
     "WritePlan", "plan_write", "write_transaction", "check_mode", "partition_arg", "column_mapping_mode",
+    # for engines that read data files themselves (the Spark reader): deleted rows, physical names
+    "read_deletion_vector", "physical_schema", "DeletionVectorError",
     "DeltaError", "TableNotFoundError", "TableAlreadyExistsError",
     "VersionNotFoundError", "TimestampOutOfRangeError", "UnsupportedFeatureError",
     "CorruptLogError", "DataFileNotFoundError", "InvalidTableStateError", "InvalidArgumentError", "StorageError",

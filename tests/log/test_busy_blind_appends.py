@@ -38,9 +38,10 @@ def appender(uri, owner_url, worker, count, barrier, results):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("owner", ["filesystem", "sqlite"])
-def test_blind_appends_of_eight_writers_all_land(tmp_path, owner):
-    url = f"sqlite:///{tmp_path}/owner.db" if owner == "sqlite" else None
+@pytest.mark.parametrize("owner", ["filesystem", "sqlite", "postgres"])
+def test_blind_appends_of_eight_writers_all_land(tmp_path, owner, request):
+    url = {"filesystem": None, "sqlite": f"sqlite:///{tmp_path}/owner.db"}.get(owner) \
+        or request.getfixturevalue("postgres_url")
     uri = str(tmp_path / "t")
     DeltaTable.create(uri, pa.schema([("id", pa.int64())]),
                       commit_owner=SqlCommitOwner(url, backfill_batch_size=1) if url else None)
