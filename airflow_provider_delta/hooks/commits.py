@@ -11,7 +11,8 @@ What counts, and when the wait is over:
   ``target_version`` on; with neither, after the version the table had when the watch
   started (``baseline``; -1 when the table did not exist yet, so version 0 counts);
 * a commit *matches* when it passes the ``operation`` filter (commitInfo.operation,
-  one name or a list) and the ``app_id`` filter (a ``txn`` action with that appId);
+  one name or a list) and the ``app_id`` filter (a ``txn`` action with that appId, or
+  a per-run appId derived from it: :func:`~.run_identity.app_id_matches`);
 * the wait is over when a matching commit has a version ``>= target_version`` (if
   given) and ``> after_version`` (if given).
 
@@ -25,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable
 
 from ..log import InvalidArgumentError, TableNotFoundError
+from .run_identity import app_id_matches
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..log import DeltaTable
@@ -146,7 +148,7 @@ class CommitWatch:
             return False
         if self.app_id is not None:
             ids = [t["appId"] for t in summary.get("txns", [])] or [summary.get("appId")]
-            if self.app_id not in ids:
+            if not any(app_id_matches(self.app_id, i) for i in ids):
                 return False
         return True
 

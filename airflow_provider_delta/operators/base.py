@@ -79,6 +79,20 @@ class DeltaTaskMixin:
             events[asset].extra.update(extra)
 
 
+    def drop_asset_events(self, reason: str) -> None:
+        """Emit no asset event for this try: it changed nothing its outlets stand for.
+
+        Airflow records an event for every asset outlet of a task that succeeds, taken from
+        the task's ``outlets`` when it finishes; removing them for this try (the operator
+        object lives for one try only) is how a task that had nothing to do stays silent.
+        """
+        outlets = list(getattr(self, "outlets", None) or [])
+        kept = [o for o in outlets if not isinstance(o, Asset)]
+        if len(kept) != len(outlets):
+            self.log.info("No asset event: %s", reason)  # type: ignore[attr-defined]
+            self.outlets = kept
+
+
 class DeltaBaseOperator(DeltaTaskMixin, BaseOperator):
     """Base of the Delta operators: ``table_uri`` and ``delta_conn_id`` are always templated."""
 

@@ -8,7 +8,7 @@ both subclass the Spark provider's ``SparkSubmitOperator``, and both:
   none is on PATH, the worker's Python as the driver's) when no Spark connection
   is defined (:class:`LocalSparkMixin`);
 * mark their commit with ``txn(app_id, app_version)``, defaulting to
-  ``<dag_id>.<task_id>[.<map_index>]`` and the run's logical date (:func:`resolve_app`);
+  ``<dag_id>.<task_id>[.<map_index>]@<data interval>`` and the interval's end (:func:`resolve_app`);
 * report the version of the commit holding that pair in XCom and in the asset
   events of their outlets (:func:`report_commit`).
 """
@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.sdk.exceptions import AirflowNotFoundException
 
-from ..log import InvalidArgumentError
+from ..hooks.run_identity import run_app_id, run_app_version
 from ..spark import exactly_once
 from .base import optional_int, optional_value
 
@@ -44,26 +44,16 @@ def bundled_spark_submit() -> str | None:
 
 
 def default_app_version(context: "Context") -> int:
-    """A stable number for this DAG run: its logical date (else run_after) in epoch seconds.
-
-    Stable across task retries and re-runs of the same DAG run; increasing with the
-    schedule. Runs processed out of order (a backfill of older dates after newer ones)
-    would be skipped under Delta's ``>=`` rule: give such DAGs a per-run ``app_id``.
-    """
-    dag_run = context.get("dag_run")
-    for key in ("logical_date", "run_after", "data_interval_end"):
-        value = context.get(key) or (getattr(dag_run, key, None) if dag_run is not None else None)
-        if value is not None and hasattr(value, "timestamp"):
-            return int(value.timestamp())
-    raise InvalidArgumentError("cannot derive app_version: the DAG run has no logical date or run_after; "
-                               "pass app_version explicitly")
+    """The default exactly-once version of a run (see :mod:`~..hooks.run_identity`)."""
+    return run_app_version(context)
 
 
 def resolve_app(app_id: Any, app_version: Any, context: "Context", task: Any) -> tuple[str, int]:
     """The exactly-once pair of this task instance from the (rendered) arguments and the context.
 
-    ``app_id`` defaults to ``<dag_id>.<task_id>``, plus ``.<map_index>`` for a mapped task;
-    ``app_version`` to :func:`default_app_version`.
+    Default ``app_id``: ``<dag_id>.<task_id>[.<map_index>]@<data interval>`` and default
+    ``app_version``: the interval's end, so every interval commits once, in any order
+    (:mod:`~..hooks.run_identity`). An ``app_id`` given explicitly is used as it is.
     """
     app_id = optional_value(app_id)
     if app_id is None:
@@ -72,9 +62,10 @@ def resolve_app(app_id: Any, app_version: Any, context: "Context", task: Any) ->
         map_index = getattr(ti, "map_index", -1)
         if isinstance(map_index, int) and map_index >= 0:
             app_id += f".{map_index}"
+        app_id = run_app_id(app_id, context)
     version = optional_int(app_version, "app_version")
     if version is None:
-        version = default_app_version(context)
+        version = run_app_version(context)
     app_id, version = exactly_once.check_app(str(app_id), version)
     return app_id, version  # type: ignore[return-value]
 
@@ -85,7 +76,8 @@ def report_commit(task: Any, context: "Context", table: "DeltaTable", app_id: st
 
     Returns that commit's version (None when the table holds a newer version of ``app_id``
     instead, which is logged). XCom ``commit`` is ``{"version", "committed", "table_uri",
-    "app_id", "app_version"}`` plus ``more``; the asset events get the same without the URI.
+    "app_id", "app_version"}`` plus ``more``; the asset events get the same without the URI,
+    and there are none when this run committed nothing.
     """
     version = exactly_once.find_txn_commit(table, app_id, app_version)
     current = exactly_once.committed_txn_version(table, app_id)
@@ -98,7 +90,10 @@ def report_commit(task: Any, context: "Context", table: "DeltaTable", app_id: st
     ti = context.get("ti")
     if ti is not None:
         ti.xcom_push(key="commit", value=info)
-    task.emit_asset_events(context, {k: v for k, v in info.items() if k != "table_uri"})
+    if committed:
+        task.emit_asset_events(context, {k: v for k, v in info.items() if k != "table_uri"})
+    else:   # the data was there before this run: downstream DAGs must not start again for it
+        task.drop_asset_events(f"{table.uri} already held version {app_version} of {app_id!r}")
     return version
 
 

@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 LOGICAL = dt.datetime(2026, 1, 2, tzinfo=dt.timezone.utc)
+#: the run part of default exactly-once app ids for this context (no data interval: the logical date)
+RUN_KEY = "20260102T000000Z"
 
 
 @dataclass

@@ -19,9 +19,10 @@ import pytest
 
 from airflow_provider_delta.log import CommitFailedError, DeltaTable, InvalidArgumentError, SqlCommitOwner
 from airflow_provider_delta.spark.delta_job import CONTEXT_ARG, ENV_INPUT_VERSION, DeltaJobContext
-from task_context import LOGICAL, task_context
+from task_context import LOGICAL, RUN_KEY, task_context
 
 APP_VERSION = int(LOGICAL.timestamp())
+APP_ID = "dag.delta_job@" + RUN_KEY          # the default: task id @ the run's logical date
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string())])
 
 #: the user's application: copy the pinned input into the output with Delta Spark, or
@@ -108,13 +109,13 @@ def test_pinned_version_in_txn_out_then_a_rerun_does_not_submit(tmp_path, source
     rows = sorted(table.snapshot().to_pyarrow().to_pylist(), key=lambda r: r["id"])
     assert rows == sorted(source.snapshot(2).to_pyarrow().to_pylist(), key=lambda r: r["id"])
     assert [r["id"] for r in rows] == [1, 2, 3]      # version 2, not the later ids 4-5
-    assert table.snapshot().transaction_version("dag.delta_job") == APP_VERSION
+    assert table.snapshot().transaction_version(APP_ID) == APP_VERSION
     txns = [a["txn"] for a in table.read_commit(0) if "txn" in a]
-    assert [(t["appId"], t["version"]) for t in txns] == [("dag.delta_job", APP_VERSION)]
+    assert [(t["appId"], t["version"]) for t in txns] == [(APP_ID, APP_VERSION)]
     (entry,) = table.history()
     assert entry["operation"] == "WRITE" and "Delta-Lake/" in entry["engineInfo"]
     commit = ctx["ti"].xcoms["commit"]
-    assert commit == {"version": 0, "committed": True, "table_uri": table.uri, "app_id": "dag.delta_job",
+    assert commit == {"version": 0, "committed": True, "table_uri": table.uri, "app_id": APP_ID,
                       "app_version": APP_VERSION, "input_table_uri": source.uri, "input_version": 2}
     assert ctx["outlet_events"][asset].extra["version"] == 0
     assert op.application_args[0] == "copy" and op.application_args[1].startswith(CONTEXT_ARG + "=")
@@ -141,7 +142,7 @@ def test_an_application_that_does_not_commit_fails_the_task(tmp_path, source, us
     with pytest.raises(CommitFailedError) as e:
         op.execute(_context())
     message = str(e.value)
-    assert f"records no commit with txnAppId='dag.delta_job' txnVersion={APP_VERSION}" in message
+    assert f"records no commit with txnAppId={APP_ID!r} txnVersion={APP_VERSION}" in message
     assert "options(**ctx.write_options)" in message
     assert not out.exists()
     # the latest input version was pinned and handed over
@@ -193,7 +194,7 @@ def test_context_defaults_timestamp_and_manifest(tmp_path, source, user_job):
     from airflow_provider_delta.hooks.delta_table import DeltaTableHook
     op = _operator(application=user_job, input_table_uri=source.uri, output_table_uri=str(tmp_path / "o"))
     ctx = op.build_context(_context(map_index=4))
-    assert (ctx.input_version, ctx.txn_app_id, ctx.txn_version) == (3, "dag.delta_job.4", APP_VERSION)
+    assert (ctx.input_version, ctx.txn_app_id, ctx.txn_version) == (3, "dag.delta_job.4@" + RUN_KEY, APP_VERSION)
     assert ctx.job == {"dag_id": "dag", "task_id": "delta_job", "run_id": "scheduled__2026-01-02", "try_number": 1}
 
     v2_time = source.snapshot(2).timestamp

@@ -1,0 +1,79 @@
+"""The exactly-once identity of a task's work: which ``txn(appId, version)`` marks one run's commit.
+
+Delta keeps one number per ``appId`` and skips a write whose ``version`` is not above
+it (``txn.version >= version`` means "already in"; Delta Spark's ``txnAppId`` /
+``txnVersion`` follow the same rule). With one ``appId`` per task and the logical date
+as the version, a backfill of an older interval after a newer one was committed is
+silently skipped: nothing written, task green.
+
+So the default identity names the *data* a run is responsible for, not just the task:
+
+* ``appId`` = ``<dag_id>.<task_id>[.<map_index>]@<run key>``, where the run key is the
+  data interval (``20260101T000000Z-20260102T000000Z``), else the logical date, else
+  (a manual run without one) the run id;
+* ``version`` = the end of the data interval (else the logical date, else ``run_after``)
+  in epoch seconds, else 0.
+
+Every interval has its own ``appId``, so intervals commit in any order; a retry, a
+cleared task or another run over the same interval finds its ``appId`` already recorded
+and commits nothing. Each ``appId`` stays in the table's snapshot (one small ``txn`` row
+per run) until ``delta.setTransactionRetentionDuration`` expires it, as Delta Spark does.
+
+An ``app_id`` given by the DAG author is used as is: then the author chooses the rule.
+Filters that wait for a task's commits (``app_id=`` of the sensor and the triggers) match
+an ``appId`` itself and every per-run ``appId`` derived from it (:func:`app_id_matches`).
+"""
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any, Mapping
+
+from ..log import InvalidArgumentError
+
+#: between the task part and the run part of a default appId
+RUN_SEPARATOR = "@"
+
+
+def _stamp(value: dt.datetime) -> str:
+    return value.astimezone(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+
+
+def _from_run(context: Mapping[str, Any], key: str) -> Any:
+    value = context.get(key)
+    if value is None and context.get("dag_run") is not None:
+        value = getattr(context["dag_run"], key, None)
+    return value
+
+
+def run_key(context: Mapping[str, Any]) -> str:
+    """The data this run covers: its data interval, else its logical date, else its run id."""
+    start, end = _from_run(context, "data_interval_start"), _from_run(context, "data_interval_end")
+    if isinstance(start, dt.datetime) and isinstance(end, dt.datetime):
+        return f"{_stamp(start)}-{_stamp(end)}"
+    logical = _from_run(context, "logical_date")
+    if isinstance(logical, dt.datetime):
+        return _stamp(logical)
+    run_id = _from_run(context, "run_id")
+    if run_id:
+        return str(run_id)
+    raise InvalidArgumentError("cannot derive the run's exactly-once id: the context has no data interval, "
+                               "logical date or run id; pass app_id and app_version explicitly")
+
+
+def run_app_id(task_app_id: str, context: Mapping[str, Any]) -> str:
+    """The default appId of this run: the task's id plus the run key."""
+    return f"{task_app_id}{RUN_SEPARATOR}{run_key(context)}"
+
+
+def run_app_version(context: Mapping[str, Any]) -> int:
+    """A number that grows with the schedule: the interval end (else logical date, run_after), epoch s."""
+    for key in ("data_interval_end", "logical_date", "run_after"):
+        value = _from_run(context, key)
+        if isinstance(value, dt.datetime):
+            return int(value.timestamp())
+    return 0
+
+
+def app_id_matches(wanted: str, app_id: Any) -> bool:
+    """Whether a commit's ``appId`` is ``wanted`` or one of the per-run ids derived from it."""
+    return isinstance(app_id, str) and (app_id == wanted or app_id.startswith(wanted + RUN_SEPARATOR))

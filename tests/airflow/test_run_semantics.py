@@ -1,0 +1,109 @@
+"""Run semantics: the default exactly-once identity follows the data interval; no event without a commit.
+
+The identity decides what the Spark operators do before submitting (skip when the table
+already holds it) and what the job commits (``txn(app_id, app_version)``); here the
+commits are made through the log layer with the same ``txn`` action, on real tables.
+"""
+from __future__ import annotations
+
+import datetime as dt
+
+import pyarrow as pa
+import pytest
+
+from airflow_provider_delta.hooks.commits import CommitWatch
+from airflow_provider_delta.hooks.run_identity import app_id_matches, run_app_id, run_key
+from airflow_provider_delta.log import DeltaTable, InvalidArgumentError
+from airflow_provider_delta.operators.spark_base import resolve_app
+from airflow_provider_delta.spark import exactly_once
+
+pytestmark = pytest.mark.airflow
+
+UTC = dt.timezone.utc
+DAY1 = dt.datetime(2026, 1, 1, tzinfo=UTC)
+DAY2 = dt.datetime(2026, 1, 2, tzinfo=UTC)
+DAY3 = dt.datetime(2026, 1, 3, tzinfo=UTC)
+
+
+class Task:
+    dag_id, task_id = "dag", "ingest"
+
+
+def interval(start: dt.datetime, end: dt.datetime, run_id: str = "r") -> dict:
+    return {"data_interval_start": start, "data_interval_end": end, "logical_date": start, "run_id": run_id}
+
+
+def run_task(table: DeltaTable, context: dict) -> bool:
+    """What a Spark operator does for one try: skip if the pair is in, else commit it. True if committed."""
+    app_id, version = resolve_app(None, None, context, Task())
+    if exactly_once.already_committed(table, app_id, version):
+        return False
+    with table.transaction(operation="WRITE") as txn:
+        txn.set_txn(app_id, version)
+    return True
+
+
+@pytest.fixture
+def table(tmp_path) -> DeltaTable:
+    return DeltaTable.create(str(tmp_path / "t"), pa.schema([("id", pa.int64())]))
+
+
+def test_identity_is_the_data_interval_then_logical_date_then_run_id():
+    assert run_key(interval(DAY1, DAY2)) == "20260101T000000Z-20260102T000000Z"
+    assert run_key({"logical_date": DAY2, "run_id": "x"}) == "20260102T000000Z"
+    assert run_key({"logical_date": None, "run_id": "manual__2026-01-05T10:00:00"}) == \
+        "manual__2026-01-05T10:00:00"
+    assert resolve_app(None, None, interval(DAY1, DAY2), Task()) == \
+        ("dag.ingest@20260101T000000Z-20260102T000000Z", int(DAY2.timestamp()))
+    assert resolve_app("mine", None, interval(DAY1, DAY2), Task()) == ("mine", int(DAY2.timestamp()))
+    with pytest.raises(InvalidArgumentError, match="app_id and app_version"):
+        run_key({})
+
+
+def test_a_backfill_after_a_newer_run_commits_and_a_rerun_does_not(table):
+    assert run_task(table, interval(DAY2, DAY3, "scheduled_2"))       # the newer interval first
+    assert run_task(table, interval(DAY1, DAY2, "backfill_1"))        # then the older one: commits too
+    assert not run_task(table, interval(DAY1, DAY2, "backfill_1"))    # retry of the backfill
+    assert not run_task(table, interval(DAY2, DAY3, "scheduled_2"))   # re-run of the newer interval
+    assert table.latest_version() == 2
+
+
+def test_in_schedule_order_each_interval_commits_once(table):
+    assert run_task(table, interval(DAY1, DAY2))
+    assert not run_task(table, interval(DAY1, DAY2))                  # retry
+    assert run_task(table, interval(DAY2, DAY3))
+    assert not run_task(table, interval(DAY2, DAY3, "another run over the same interval"))
+    assert table.latest_version() == 2
+
+
+def test_a_manual_run_without_logical_date_is_exactly_once_per_run(table):
+    manual = {"logical_date": None, "run_id": "manual__1", "run_after": DAY3}
+    assert run_task(table, manual)
+    assert not run_task(table, manual)                                # cleared and run again
+    assert run_task(table, {**manual, "run_id": "manual__2"})
+
+
+def test_commit_filters_match_the_per_run_ids_of_a_task(table):
+    assert app_id_matches("dag.ingest", run_app_id("dag.ingest", interval(DAY1, DAY2)))
+    assert not app_id_matches("dag.ingest", "dag.ingest_other@x")
+    assert not app_id_matches("dag.in", "dag.ingest@x")
+    run_task(table, interval(DAY1, DAY2))
+    with table.transaction(operation="WRITE") as txn:
+        txn.set_txn("dag.ingest_other@x", 1)
+    watch = CommitWatch(after_version=0, app_id="dag.ingest")
+    watch.poll(table)
+    assert [c["version"] for c in watch.commits] == [1]
+
+
+def test_a_spark_task_whose_interval_is_in_emits_no_asset_event(run_dag, tmp_path):
+    """Real Airflow (dag.test): the Spark operator finds its interval committed, submits nothing, stays silent."""
+    uri = str(tmp_path / "orders")
+    DeltaTable.create(uri, pa.schema([("id", pa.int64())]))
+    report = run_dag("delta_recommit", env={"DELTA_TEST_TABLE": uri})
+    assert report.state == "success", report.output[-5000:]
+    assert report.tasks == {"mark_interval_committed": "success", "ingest": "success", "pin": "success"}
+    commit = report.xcoms["ingest"]["commit"]
+    assert commit["committed"] is False and commit["version"] == 1
+    assert commit["app_id"] == report.xcoms["mark_interval_committed"]["return_value"]
+    sources = [e["source_task_id"] for e in report.asset_events]
+    assert sources == ["pin"], report.asset_events
