@@ -30,7 +30,7 @@ from . import ict
 from .actions import AddFile, DomainMetadata, Metadata, Protocol, RemoveFile, Txn
 from .commit_owner.base import CommitOwner
 from .conflicts import ISOLATION_LEVELS, SNAPSHOT_ISOLATION, WRITE_SERIALIZABLE, ReadSet
-from .errors import InvalidArgumentError
+from .errors import InvalidArgumentError, UnsupportedFeatureError
 from .features import (APPEND_ONLY_PROPERTY, FEATURE_PROPERTY_PREFIX, ISOLATION_LEVEL_PROPERTY,
                        MANAGED_OWNER_PROPERTY, MIN_READER_VERSION_PROPERTY, MIN_WRITER_VERSION_PROPERTY,
                        Operation, check_can_add_data, features_in_use, is_downgrade, is_true,
@@ -101,7 +101,10 @@ def plan_commit(table: TableLog, snap: Snapshot | None, changes: PendingChanges,
     """
     if snap is not None:
         snap.check_commits()      # never commit on top of a log a full read rejects
-        _ = snap.schema           # ...nor on a schema that does not parse (raises CorruptLogError)
+        try:
+            _ = snap.schema       # ...nor on a schema that does not parse (raises CorruptLogError);
+        except UnsupportedFeatureError:
+            pass                  # a valid type we cannot map to Arrow (variant) is for the gate to judge
     old_protocol = snap.protocol if snap is not None else None
     old_metadata = snap.metadata if snap is not None else None
     if snap is None and changes.metadata is None:

@@ -189,13 +189,15 @@ def _canonical(feature: str) -> str:
     return ICT_FEATURE if feature in ICT_FEATURE_NAMES else feature
 
 
+#: Delta column types that need a table feature.
+FEATURE_OF_TYPE = {"timestamp_ntz": "timestampNtz", "variant": "variantType"}
+
+
 def _walk_schema(node: Any, found: set[str]) -> None:
     """Collect features implied by column types and column metadata."""
     if isinstance(node, str):
-        if node == "timestamp_ntz":
-            found.add("timestampNtz")
-        elif node == "variant":
-            found.add("variantType")
+        if node in FEATURE_OF_TYPE:
+            found.add(FEATURE_OF_TYPE[node])
         return
     if not isinstance(node, dict):
         return
@@ -470,7 +472,7 @@ def require(protocol: Protocol, operation: Operation, where: str,
     """
     if operation is Operation.LIST_VERSIONS:
         return
-    check_readable(protocol, where, served_reader_features)
+    check_readable(protocol, f"{where}: cannot {operation.value}", served_reader_features)
     if operation is Operation.READ:
         return
     if protocol.min_writer_version > MAX_WRITER_VERSION:

@@ -39,7 +39,7 @@ import pyarrow.compute as pc
 
 from .actions import parse_schema_string
 from .errors import CorruptLogError, InvalidArgumentError, UnsupportedFeatureError
-from .features import PHYSICAL_NAME_KEY
+from .features import FEATURE_OF_TYPE, PHYSICAL_NAME_KEY
 
 __all__ = [
     "DELTA_METADATA_KEY",
@@ -104,7 +104,7 @@ def delta_type_to_arrow(t: str | dict) -> pa.DataType:
                        pa.field("value", value, nullable=_bool(t, "valueContainsNull", "map")))
     if isinstance(kind, str):
         raise UnsupportedFeatureError(
-            f"Delta type {kind!r} is not supported by this reader", feature=kind)
+            f"Delta type {kind!r} is not supported by this reader", feature=FEATURE_OF_TYPE.get(kind, kind))
     raise CorruptLogError(f"Delta type object has no valid 'type': {t!r:.200}")
 
 
@@ -125,7 +125,8 @@ def _primitive_to_arrow(name: str) -> pa.DataType:
         if precision > _MAX_DECIMAL128_PRECISION:
             return pa.decimal256(precision, scale)
         return pa.decimal128(precision, scale)
-    raise UnsupportedFeatureError(f"Delta type {name!r} is not supported by this reader", feature=name)
+    raise UnsupportedFeatureError(f"Delta type {name!r} is not supported by this reader",
+                                  feature=FEATURE_OF_TYPE.get(name, name))
 
 
 def _require(obj: dict, keys: Sequence[str], what: str) -> None:
