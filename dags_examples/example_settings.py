@@ -1,7 +1,7 @@
 """Settings shared by the example DAGs: where the tables live, their connection, and how Spark runs.
 
-``DELTA_EXAMPLE_BASE`` (default ``./example_output``) is the base directory of
-the example tables; ``scripts/run_example.py`` sets it. Spark runs in local mode
+``DELTA_EXAMPLE_BASE`` (default: ``example_output/`` in this repository, an absolute
+path whatever the working directory) is the base directory of the example tables; ``scripts/run_example.py`` sets it. Spark runs in local mode
 (no ``spark_default`` connection is needed) with small settings for a laptop.
 
 ``orders`` is a managed-commit table: a SQLite commit owner (a file next to the
@@ -19,7 +19,11 @@ import os
 
 from airflow_provider_delta.assets import to_asset
 
-BASE = os.path.abspath(os.environ.get("DELTA_EXAMPLE_BASE", "./example_output"))
+#: the repository's example_output/ by default: never relative to the working directory of the process
+#: that parses the DAGs, so the scheduler, the dag-processor and the workers name the same tables (and
+#: the same asset URIs)
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BASE = os.path.abspath(os.environ.get("DELTA_EXAMPLE_BASE") or os.path.join(REPO, "example_output"))
 ORDERS = os.path.join(BASE, "orders")
 DAILY_TOTALS = os.path.join(BASE, "daily_totals")
 CUSTOMER_TOTALS = os.path.join(BASE, "customer_totals")
@@ -41,7 +45,8 @@ JOBS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "jobs")
 JOBS_FILE = os.path.join(JOBS_DIR, "orders_jobs.py")
 #: the Delta Spark application of the customer_totals task
 CUSTOMER_TOTALS_JOB = os.path.join(JOBS_DIR, "customer_totals.py")
-#: the ingest task's exactly-once id (DeltaSparkSubmitOperator's default: "<dag_id>.<task_id>")
+#: the ingest task's exactly-once id. DeltaSparkSubmitOperator's default appId is
+#: "<dag_id>.<task_id>@<data interval>" (one per interval); commit filters given the task part match them all
 INGEST_APP_ID = "delta_ingest.ingest_orders"
 
 SPARK_CONF = {

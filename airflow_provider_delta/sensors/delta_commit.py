@@ -27,6 +27,10 @@ if TYPE_CHECKING:  # pragma: no cover
     from airflow.sdk import Context
 
 
+#: below this poke interval, reschedule mode risks apache/airflow#71172 (see DeltaCommitSensor)
+RESCHEDULE_SAFE_POKE_SECONDS = 300
+
+
 class DeltaCommitSensor(DeltaTaskMixin, BaseSensorOperator):
     """Wait until a Delta table reaches a version, or has a commit after a baseline.
 
@@ -39,6 +43,13 @@ class DeltaCommitSensor(DeltaTaskMixin, BaseSensorOperator):
     :param app_id: only commits with a ``txn`` action of this appId count (idempotent writers)
     :param delta_conn_id: ``delta`` connection; optional for absolute table URIs
     :param deferrable: wait in the triggerer (default: ``[operators] default_deferrable``)
+
+    Waiting long: use ``deferrable=True`` (the triggerer polls; no worker slot, no reschedule).
+    ``mode="reschedule"`` is exposed to an Airflow core race (apache/airflow#71172, open in
+    3.2 and 3.3): when the executor's report of one poke is processed after the next poke
+    was queued, the scheduler marks the sensor failed. The race needs the report to lag by
+    more than ``poke_interval``; it was seen at 60 s under load, so in reschedule mode keep
+    ``poke_interval`` at several minutes (the sensor warns below 300 s) or defer instead.
 
     Returns (XCom ``return_value``) every matching commit in the range, oldest first, as
     dicts with ``version``, ``timestamp`` (epoch ms), ``operation``,
@@ -90,6 +101,10 @@ class DeltaCommitSensor(DeltaTaskMixin, BaseSensorOperator):
 
     # ------------------------------------------------------------ execution
     def execute(self, context: "Context") -> Any:
+        if self.reschedule and not self.deferrable and self.poke_interval < RESCHEDULE_SAFE_POKE_SECONDS:
+            self.log.warning("reschedule mode with poke_interval=%ss: Airflow's scheduler may mark this sensor "
+                             "failed (apache/airflow#71172); use deferrable=True, or poke_interval >= %ss",
+                             self.poke_interval, RESCHEDULE_SAFE_POKE_SECONDS)
         self._watch = self._new_watch(context)
         self.log.info("Waiting for commits on %s (range after version %s, done at version >= %s, "
                       "operation=%s, app_id=%s)", self.table_uri, self._watch.last_seen,

@@ -107,3 +107,25 @@ def test_a_spark_task_whose_interval_is_in_emits_no_asset_event(run_dag, tmp_pat
     assert commit["app_id"] == report.xcoms["mark_interval_committed"]["return_value"]
     sources = [e["source_task_id"] for e in report.asset_events]
     assert sources == ["pin"], report.asset_events
+
+
+def test_examples_render_for_a_manual_run_and_name_tables_by_absolute_paths(tmp_path, monkeypatch):
+    """`airflow dags trigger delta_ingest` gives no logical date; the paths must not follow the cwd."""
+    import os
+    import sys
+    from pathlib import Path
+
+    from airflow.dag_processing.dagbag import DagBag
+    examples = Path(__file__).resolve().parents[2] / "dags_examples"
+    monkeypatch.delenv("DELTA_EXAMPLE_BASE", raising=False)
+    monkeypatch.chdir(tmp_path)                       # parse from an unrelated working directory
+    monkeypatch.syspath_prepend(str(examples))
+    sys.modules.pop("example_settings", None)
+    bag = DagBag(dag_folder=str(examples))
+    assert not bag.import_errors, bag.import_errors
+    ingest = bag.dags["delta_ingest"].get_task("ingest_orders")
+    assert os.path.isabs(ingest.output_table_uri)
+    assert ingest.output_table_uri.startswith(str(examples.parent / "example_output"))
+    after = dt.datetime(2026, 3, 4, 5, 6, tzinfo=UTC)
+    ingest.render_template_fields({"logical_date": None, "run_after": after, "ds": None})
+    assert ingest.transform_params["run_date"] == "2026-03-04"
