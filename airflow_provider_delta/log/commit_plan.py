@@ -30,7 +30,7 @@ from . import ict
 from .actions import AddFile, DomainMetadata, Metadata, Protocol, RemoveFile, Txn
 from .commit_owner.base import CommitOwner
 from .conflicts import ISOLATION_LEVELS, SNAPSHOT_ISOLATION, WRITE_SERIALIZABLE, ReadSet
-from .errors import InvalidArgumentError, UnsupportedFeatureError
+from .errors import InvalidArgumentError
 from .features import (APPEND_ONLY_PROPERTY, FEATURE_PROPERTY_PREFIX, ISOLATION_LEVEL_PROPERTY,
                        MANAGED_OWNER_PROPERTY, MIN_READER_VERSION_PROPERTY, MIN_WRITER_VERSION_PROPERTY,
                        Operation, check_can_add_data, features_in_use, is_downgrade, is_true,
@@ -100,11 +100,9 @@ def plan_commit(table: TableLog, snap: Snapshot | None, changes: PendingChanges,
     table forbids; nothing is written.
     """
     if snap is not None:
+        require(snap.protocol, Operation.COMMIT, f"{table.uri} at version {snap.version}")  # the gate first
         snap.check_commits()      # never commit on top of a log a full read rejects
-        try:
-            _ = snap.schema       # ...nor on a schema that does not parse (raises CorruptLogError);
-        except UnsupportedFeatureError:
-            pass                  # a valid type we cannot map to Arrow (variant) is for the gate to judge
+        _ = snap.schema           # ...nor on a schema that does not parse (raises CorruptLogError)
     old_protocol = snap.protocol if snap is not None else None
     old_metadata = snap.metadata if snap is not None else None
     if snap is None and changes.metadata is None:
@@ -129,8 +127,6 @@ def plan_commit(table: TableLog, snap: Snapshot | None, changes: PendingChanges,
         raise InvalidArgumentError(f"{MIN_READER_VERSION_PROPERTY}/{MIN_WRITER_VERSION_PROPERTY} must be "
                                    "integers") from None
     protocol = protocol_with_features(base, features, min_reader=min_r, min_writer=min_w)
-    if old_protocol is not None:
-        require(old_protocol, Operation.COMMIT, f"{table.uri} at version {snap.version}")
     require(protocol, Operation.COMMIT, f"{table.uri}, the protocol this commit writes")
     protocol_changed = old_protocol is None or protocol != old_protocol
     changes.read.changes_protocol = protocol_changed

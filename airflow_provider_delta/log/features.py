@@ -144,23 +144,25 @@ WRITABLE_FEATURES = frozenset({
     "appendOnly", "invariants", "checkConstraints", "changeDataFeed", "generatedColumns",
     "columnMapping", "identityColumns", "deletionVectors", "timestampNtz", "domainMetadata",
     "v2Checkpoint", "vacuumProtocolCheck", "typeWidening", "typeWidening-preview",
-    "allowColumnDefaults", "variantType", "variantType-preview", MANAGED_COMMIT_FEATURE,
-    "checkpointProtection", *ICT_FEATURE_NAMES,
+    "allowColumnDefaults", MANAGED_COMMIT_FEATURE, "checkpointProtection", *ICT_FEATURE_NAMES,
 })
 
 #: Writer features whose rules maintenance (checkpoint, log compaction, cleanup, vacuum) keeps,
 #: on top of the writable ones: the rules of these concern new data (row ids, clustering,
-#: Iceberg metadata), which maintenance does not write. Tables with them can be maintained,
-#: not written. (``checkpointProtection`` is writable: its rules are cleanup's and checkpoint's.)
+#: Iceberg metadata) or columns this package cannot map to Arrow (variant: every commit
+#: validates the table's schema as Arrow), which maintenance does not write. Tables with them
+#: can be maintained, not written. (``checkpointProtection`` is writable: its rules are
+#: cleanup's and checkpoint's.)
 MAINTAINABLE_FEATURES = WRITABLE_FEATURES | frozenset({
     "rowTracking", "clustering", "icebergCompatV1", "icebergCompatV2",
+    "variantType", "variantType-preview", "variantShredding-preview",
 })
 
 #: Features a new table may be created with through :func:`create_table`.
 CREATABLE_FEATURES = frozenset({
     "appendOnly", "invariants", "checkConstraints", "changeDataFeed", "generatedColumns",
     "deletionVectors", "timestampNtz", "domainMetadata", "v2Checkpoint", "vacuumProtocolCheck",
-    "typeWidening", "allowColumnDefaults", "variantType", MANAGED_COMMIT_FEATURE, ICT_FEATURE,
+    "typeWidening", "allowColumnDefaults", MANAGED_COMMIT_FEATURE, ICT_FEATURE,
 })
 
 

@@ -330,7 +330,7 @@ def test_corpus_variant_table_is_unsupported_naming_the_type(corpus):
     meta = _metadata(corpus / "delta-golden" / "spark-variant-checkpoint")
     with pytest.raises(UnsupportedFeatureError, match="variant") as info:
         schema_to_arrow(meta["schemaString"])
-    assert info.value.feature == "variant"
+    assert info.value.feature == "variantType"
 
 
 # --------------------------------------------------------------------------- schema errors
