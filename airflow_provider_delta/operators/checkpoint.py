@@ -3,15 +3,31 @@
 Checkpoints bound how much of the log every reader (and every sensor poke that
 opens a snapshot) has to replay. On a managed-commit table a checkpoint may only
 cover backfilled commits, so the default version is the latest backfilled one.
+
+Two engines write the same checkpoint: ``local`` (this worker, pyarrow) and ``spark``
+(``spark/checkpoint_job.py`` through the Spark provider's ``SparkSubmitHook``), for logs
+too large for one process: executors read and reconcile the parts, the driver publishes.
 """
 from __future__ import annotations
 
+import json
+import os
 from typing import TYPE_CHECKING, Any, Sequence
 
-from .base import DeltaBaseOperator, optional_int
+from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
+
+from ..log import InvalidArgumentError, InvalidTableStateError, plan_checkpoint
+from ..spark.job_args import SECRETS_ENV
+from .base import DeltaBaseOperator, optional_int, optional_value
+from .spark_base import job_secrets, resolve_master
 
 if TYPE_CHECKING:  # pragma: no cover
     from airflow.sdk import Context
+
+#: what ``spark-submit`` runs for ``engine="spark"``
+CHECKPOINT_APPLICATION = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "spark",
+                                      "checkpoint_job.py")
+ENGINES = ("local", "spark")
 
 
 class DeltaCheckpointOperator(DeltaBaseOperator):
@@ -19,36 +35,89 @@ class DeltaCheckpointOperator(DeltaBaseOperator):
 
     :param table_uri: table location (absolute, or relative to the connection's base URI)
     :param version: version to checkpoint (templated); None means the latest backfilled version
-    :param parts: number of checkpoint parts (templated); None or 1 writes a single file
+    :param parts: number of checkpoint parts (templated); None or 1 writes a single file with the
+        local engine; with the Spark engine None means about ``actions_per_part`` actions per part
+        (sidecars of a V2 checkpoint on ``v2Checkpoint`` tables)
     :param cleanup: afterwards delete log files older than the retention (metadata cleanup)
     :param delta_conn_id: ``delta`` connection
+    :param engine: ``local`` (default: this worker writes it) or ``spark`` (a Spark application
+        reads and reconciles the log on its executors; for logs of many millions of files)
+    :param spark_conn_id: Spark connection of the ``spark`` engine (local mode, ``local[*]``, when it
+        is not defined)
+    :param master: Spark master, overriding the connection's (templated)
+    :param actions_per_part: ``spark`` engine, ``parts=None``: checkpoint actions per part (default 1,000,000)
+    :param spark_submit_kwargs: more ``SparkSubmitHook`` arguments (``conf``, ``executor_memory``,
+        ``num_executors``, ``py_files``...). The job needs no Delta Spark jars: it reads and writes
+        the log with this package (installed on the cluster's Python, or shipped with ``py_files``).
 
-    Returns ``{"table_uri", "version", "parts", "cleanup"}`` where ``cleanup`` is the
+    Returns ``{"table_uri", "version", "parts", "cleanup", "engine"}`` where ``cleanup`` is the
     metadata cleanup report (or None when not asked for).
     """
 
-    template_fields: Sequence[str] = ("table_uri", "delta_conn_id", "version", "parts")
+    template_fields: Sequence[str] = ("table_uri", "delta_conn_id", "version", "parts", "master")
 
     def __init__(self, *, table_uri: str, version: int | str | None = None, parts: int | str | None = None,
-                 cleanup: bool = False, **kwargs: Any) -> None:
+                 cleanup: bool = False, engine: str = "local", spark_conn_id: str = "spark_default",
+                 master: str | None = None, actions_per_part: int | None = None,
+                 spark_submit_kwargs: dict[str, Any] | None = None, **kwargs: Any) -> None:
+        if engine not in ENGINES:
+            raise InvalidArgumentError(f"engine must be one of {ENGINES}, got {engine!r}")
+        if actions_per_part is not None and (isinstance(actions_per_part, bool) or
+                                             not isinstance(actions_per_part, int) or actions_per_part < 1):
+            raise InvalidArgumentError(f"actions_per_part must be a positive integer, got {actions_per_part!r}")
         super().__init__(table_uri=table_uri, **kwargs)
         self.version = version
         self.parts = parts
         self.cleanup = cleanup
+        self.engine = engine
+        self.spark_conn_id = spark_conn_id
+        self.master = master
+        self.actions_per_part = actions_per_part
+        self.spark_submit_kwargs = dict(spark_submit_kwargs or {})
 
     def execute(self, context: "Context") -> dict[str, Any]:
         version = optional_int(self.version, "version")
         parts = optional_int(self.parts, "parts")
         table = self.hook.get_table(self.table_uri)
-        written = self.hook.checkpoint(self.table_uri, version=version, parts=parts)
-        self.log.info("Wrote a %s checkpoint of %s at version %s",
-                      f"{parts}-part" if parts and parts > 1 else "single-file", table.uri, written)
+        if self.engine == "spark":
+            written, parts = self._spark_checkpoint(table, version, parts)
+        else:
+            written = self.hook.checkpoint(self.table_uri, version=version, parts=parts)
+        self.log.info("Wrote a %s checkpoint of %s at version %s (%s engine)",
+                      f"{parts}-part" if parts and parts > 1 else "single-file", table.uri, written, self.engine)
         cleanup = self.hook.cleanup_metadata(self.table_uri) if self.cleanup else None
         if cleanup is not None:
             self.log.info("Metadata cleanup of %s: %s", table.uri, _summary(cleanup))
-        result = {"table_uri": table.uri, "version": int(written), "parts": parts or 1, "cleanup": cleanup}
+        result = {"table_uri": table.uri, "version": int(written), "parts": parts or 1, "cleanup": cleanup,
+                  "engine": self.engine}
         self.emit_asset_events(context, {"version": int(written), "checkpoint_version": int(written)})
         return result
+
+    def _spark_checkpoint(self, table: Any, version: int | None, parts: int | None) -> tuple[int, int]:
+        """Submit the checkpoint job and check its outcome: (version, parts) of the published checkpoint."""
+        if version is None:
+            version = table.latest_backfilled_version()
+        # the gate and the argument checks, here, so a refusal is a typed error and nothing is submitted
+        plan = plan_checkpoint(table, version, parts, **({"actions_per_part": self.actions_per_part}
+                                                          if self.actions_per_part else {}))
+        doc = {"table_uri": table.uri, "version": version, "parts": parts, "actions_per_part": self.actions_per_part}
+        kwargs = dict(self.spark_submit_kwargs)
+        env = dict(kwargs.pop("env_vars", None) or {})
+        secrets = job_secrets(self.hook, self.table_uri)
+        if secrets:
+            env[SECRETS_ENV] = json.dumps({"table": secrets})
+        kwargs.setdefault("name", f"delta-checkpoint-{self.task_id}")
+        hook = SparkSubmitHook(conn_id=self.spark_conn_id, application_args=[json.dumps(doc)], env_vars=env,
+                               **kwargs)
+        hook = resolve_master(hook, optional_value(self.master), self.spark_conn_id, self.log)
+        self.log.info("Submitting the Spark checkpoint job for %s at version %s (%d sources, %d parts planned)",
+                      table.uri, version, len(plan.sources), plan.parts)
+        hook.submit(CHECKPOINT_APPLICATION)
+        files = table.snapshot(version=version).segment.checkpoint_files
+        if not files or files[0].version != version:
+            raise InvalidTableStateError(f"the Spark checkpoint job finished but {table.uri} has no complete "
+                                         f"checkpoint at version {version}; see the spark-submit output above")
+        return version, files[0].num_parts or 1
 
 
 def _summary(report: dict[str, Any]) -> str:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from airflow.sdk.exceptions import AirflowNotFoundException
 
 from ..hooks.run_identity import run_app_id, run_app_version
+from ..lineage import output_statistics
 from ..spark import exactly_once
 from .base import optional_int, optional_value
 
@@ -57,17 +58,34 @@ def resolve_app(app_id: Any, app_version: Any, context: "Context", task: Any) ->
     """
     app_id = optional_value(app_id)
     if app_id is None:
-        ti = context.get("ti")
-        app_id = f"{getattr(ti, 'dag_id', None) or task.dag_id}.{getattr(ti, 'task_id', None) or task.task_id}"
-        map_index = getattr(ti, "map_index", -1)
-        if isinstance(map_index, int) and map_index >= 0:
-            app_id += f".{map_index}"
-        app_id = run_app_id(app_id, context)
+        app_id = run_app_id(task_app_id(context, task), context)
     version = optional_int(app_version, "app_version")
     if version is None:
         version = run_app_version(context)
     app_id, version = exactly_once.check_app(str(app_id), version)
     return app_id, version  # type: ignore[return-value]
+
+
+def task_app_id(context: "Context", task: Any) -> str:
+    """``<dag_id>.<task_id>``, plus ``.<map_index>`` for a mapped task."""
+    ti = context.get("ti")
+    app_id = f"{getattr(ti, 'dag_id', None) or task.dag_id}.{getattr(ti, 'task_id', None) or task.task_id}"
+    map_index = getattr(ti, "map_index", -1)
+    if isinstance(map_index, int) and map_index >= 0:
+        app_id += f".{map_index}"
+    return app_id
+
+
+def resolve_incremental_app(app_id: Any, pinned: int, context: "Context", task: Any) -> tuple[str, int]:
+    """The exactly-once pair of an incremental run: the consumer's id and the pinned input version.
+
+    The id is the same for every run (``app_id`` as given, else :func:`task_app_id`, without a
+    run key): the output's ``txn`` under it is the consumer's position, which each run reads and
+    moves to the version it pinned.
+    """
+    app_id = optional_value(app_id)
+    pair = exactly_once.check_app(str(app_id) if app_id is not None else task_app_id(context, task), pinned)
+    return pair  # type: ignore[return-value]
 
 
 def report_commit(task: Any, context: "Context", table: "DeltaTable", app_id: str, app_version: int,
@@ -90,11 +108,33 @@ def report_commit(task: Any, context: "Context", table: "DeltaTable", app_id: st
     ti = context.get("ti")
     if ti is not None:
         ti.xcom_push(key="commit", value=info)
+    inputs = [(more["input_table_uri"], more.get("input_version"))] if more.get("input_table_uri") else []
+    task.record_lineage(version, inputs, output_statistics(table, version) if committed and version is not None
+                        else None)
     if committed:
         task.emit_asset_events(context, {k: v for k, v in info.items() if k != "table_uri"})
     else:   # the data was there before this run: downstream DAGs must not start again for it
         task.drop_asset_events(f"{table.uri} already held version {app_version} of {app_id!r}")
     return version
+
+
+def job_secrets(hook: Any, uri: str) -> dict[str, Any]:
+    """Storage options and commit owner of the delta connection for ``uri``: what a job gets as secrets.
+
+    They travel in the job's environment (``SECRETS_ENV``), never on its command line.
+    """
+    cfg = hook.get_config(uri)
+    resolved = cfg.resolve(uri)
+    side: dict[str, Any] = {}
+    options = cfg.storage_options_for(resolved)
+    if options:
+        side["storage_options"] = options
+    if cfg.commit_owner is not None:
+        side["commit_owner"] = {"type": cfg.commit_owner.type, "url": cfg.commit_owner.url,
+                                "options": dict(cfg.commit_owner.options)}
+    if cfg.single_writer:
+        side["single_writer"] = True
+    return side
 
 
 class LocalSparkMixin:
@@ -109,23 +149,32 @@ class LocalSparkMixin:
     log: Any
 
     def _get_hook(self) -> Any:
-        hook = super()._get_hook()  # type: ignore[misc]
-        master = optional_value(self.master)
-        if master is None and not self._spark_connection_exists(hook):
-            master = LOCAL_MASTER
-            self.log.info("Spark connection %r is not defined: running in local mode (%s)", self._conn_id, master)
-        if master is not None:
-            set_master(hook, str(master))
-        if hook._connection["master"].startswith("local"):
-            prepare_local(hook)
-        return hook
+        return resolve_master(super()._get_hook(), self.master, self._conn_id, self.log)  # type: ignore[misc]
 
-    def _spark_connection_exists(self, hook: Any) -> bool:
-        try:
-            hook.get_connection(self._conn_id)
-            return True
-        except AirflowNotFoundException:
-            return False
+
+def resolve_master(hook: Any, master: Any, conn_id: str, log: Any) -> Any:
+    """A built SparkSubmitHook pointed at ``master``, else its connection's, else local mode.
+
+    Local mode (``local[*]``) applies when ``master`` is not given and ``conn_id`` is not
+    defined; then pyspark's own ``spark-submit`` and this worker's Python are used.
+    """
+    master = optional_value(master)
+    if master is None and not _connection_exists(hook, conn_id):
+        master = LOCAL_MASTER
+        log.info("Spark connection %r is not defined: running in local mode (%s)", conn_id, master)
+    if master is not None:
+        set_master(hook, str(master))
+    if hook._connection["master"].startswith("local"):
+        prepare_local(hook)
+    return hook
+
+
+def _connection_exists(hook: Any, conn_id: str) -> bool:
+    try:
+        hook.get_connection(conn_id)
+        return True
+    except AirflowNotFoundException:
+        return False
 
 
 def set_master(hook: Any, master: str) -> None:

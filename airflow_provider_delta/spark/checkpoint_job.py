@@ -56,7 +56,8 @@ def parse_arguments(text: str) -> dict[str, Any]:
 def run(spark: Any, doc: dict[str, Any], secrets: dict[str, Any] | None = None) -> dict[str, Any]:
     """Checkpoint the table the document names; returns the ``_last_checkpoint`` content."""
     side = (secrets or {}).get("table") or {}
-    table = open_table(doc["table_uri"], side.get("storage_options"), side.get("commit_owner"))
+    table = open_table(doc["table_uri"], side.get("storage_options"), side.get("commit_owner"),
+                       bool(side.get("single_writer", False)))
     return spark_checkpoint(spark, table, doc.get("version"), doc.get("parts"), now_ms=doc.get("now_ms"),
                             actions_per_part=doc.get("actions_per_part"))
 
