@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Any
 from airflow.sdk.exceptions import AirflowNotFoundException
 
 from ..hooks.run_identity import run_app_id, run_app_version
-from ..lineage import output_statistics
 from ..spark import exactly_once
 from .base import optional_int, optional_value
 
@@ -58,34 +57,17 @@ def resolve_app(app_id: Any, app_version: Any, context: "Context", task: Any) ->
     """
     app_id = optional_value(app_id)
     if app_id is None:
-        app_id = run_app_id(task_app_id(context, task), context)
+        ti = context.get("ti")
+        app_id = f"{getattr(ti, 'dag_id', None) or task.dag_id}.{getattr(ti, 'task_id', None) or task.task_id}"
+        map_index = getattr(ti, "map_index", -1)
+        if isinstance(map_index, int) and map_index >= 0:
+            app_id += f".{map_index}"
+        app_id = run_app_id(app_id, context)
     version = optional_int(app_version, "app_version")
     if version is None:
         version = run_app_version(context)
     app_id, version = exactly_once.check_app(str(app_id), version)
     return app_id, version  # type: ignore[return-value]
-
-
-def task_app_id(context: "Context", task: Any) -> str:
-    """``<dag_id>.<task_id>``, plus ``.<map_index>`` for a mapped task."""
-    ti = context.get("ti")
-    app_id = f"{getattr(ti, 'dag_id', None) or task.dag_id}.{getattr(ti, 'task_id', None) or task.task_id}"
-    map_index = getattr(ti, "map_index", -1)
-    if isinstance(map_index, int) and map_index >= 0:
-        app_id += f".{map_index}"
-    return app_id
-
-
-def resolve_incremental_app(app_id: Any, pinned: int, context: "Context", task: Any) -> tuple[str, int]:
-    """The exactly-once pair of an incremental run: the consumer's id and the pinned input version.
-
-    The id is the same for every run (``app_id`` as given, else :func:`task_app_id`, without a
-    run key): the output's ``txn`` under it is the consumer's position, which each run reads and
-    moves to the version it pinned.
-    """
-    app_id = optional_value(app_id)
-    pair = exactly_once.check_app(str(app_id) if app_id is not None else task_app_id(context, task), pinned)
-    return pair  # type: ignore[return-value]
 
 
 def report_commit(task: Any, context: "Context", table: "DeltaTable", app_id: str, app_version: int,
@@ -108,9 +90,6 @@ def report_commit(task: Any, context: "Context", table: "DeltaTable", app_id: st
     ti = context.get("ti")
     if ti is not None:
         ti.xcom_push(key="commit", value=info)
-    inputs = [(more["input_table_uri"], more.get("input_version"))] if more.get("input_table_uri") else []
-    task.record_lineage(version, inputs, output_statistics(table, version) if committed and version is not None
-                        else None)
     if committed:
         task.emit_asset_events(context, {k: v for k, v in info.items() if k != "table_uri"})
     else:   # the data was there before this run: downstream DAGs must not start again for it
