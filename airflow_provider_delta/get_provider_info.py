@@ -33,7 +33,8 @@ def get_provider_info() -> dict[str, Any]:
         "sensors": [{"integration-name": INTEGRATION,
                      "python-modules": ["airflow_provider_delta.sensors.delta_commit"]}],
         "triggers": [{"integration-name": INTEGRATION,
-                      "python-modules": ["airflow_provider_delta.triggers.delta_commit"]}],
+                      "python-modules": ["airflow_provider_delta.triggers.delta_commit",
+                                         "airflow_provider_delta.triggers.delta_commit_event"]}],
         "operators": [{"integration-name": INTEGRATION,
                        "python-modules": ["airflow_provider_delta.operators.backfill",
                                           "airflow_provider_delta.operators.checkpoint",
@@ -45,6 +46,11 @@ def get_provider_info() -> dict[str, Any]:
             "schemes": list(SCHEMES),
             "handler": "airflow_provider_delta.assets.sanitize_uri",
             "factory": "airflow_provider_delta.assets.to_asset",
+            "to_openlineage_converter": "airflow_provider_delta.lineage.asset_to_openlineage",
+        }],
+        "task-decorators": [{
+            "class-name": "airflow_provider_delta.decorators.delta_snapshot.delta_snapshot_task",
+            "name": "delta_snapshot",
         }],
         "connection-types": [{
             "connection-type": "delta",

@@ -51,9 +51,35 @@ class DeltaTaskMixin:
     delta_conn_id: str | None
     outlets: list[Any]
 
+    #: this task's table in its OpenLineage: "output" (the task changes it) or "input" (it only reads it)
+    lineage_role = "output"
+    #: (table version, [(input table URI, version)], output statistics), set by execute
+    _lineage: tuple[int | None, list[tuple[str, int | None]], dict[str, int] | None] | None = None
+
     @cached_property
     def hook(self) -> DeltaTableHook:
         return DeltaTableHook(delta_conn_id=self.delta_conn_id or None)
+
+    def record_lineage(self, version: int | None, inputs: list[tuple[str, int | None]] | None = None,
+                       statistics: dict[str, int] | None = None) -> None:
+        """What :meth:`get_openlineage_facets_on_complete` reports: this table's version, other inputs."""
+        self._lineage = (version, list(inputs or []), statistics)
+
+    def add_lineage_input(self, table_uri: str | None, version: int | None) -> None:
+        """One more table this task read (nothing when ``table_uri`` is None)."""
+        if table_uri is not None:
+            version_, inputs, statistics = self._lineage or (None, [], None)
+            self.record_lineage(version_, inputs + [(str(table_uri), version)], statistics)
+
+    def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
+        """OpenLineage (when its provider is installed): the table at the version this task saw or made."""
+        from ..lineage import operator_lineage
+        version, others, statistics = self._lineage or (None, [], None)
+        table = self.hook.get_table(self.table_uri)
+        inputs = [(self.hook.get_table(uri), v) for uri, v in others]
+        if self.lineage_role == "input":
+            return operator_lineage([(table, version)] + inputs, [])
+        return operator_lineage(inputs, [(table, version, statistics)])
 
     def emit_asset_events(self, context: "Context", extra: dict[str, Any]) -> None:
         """Attach ``extra`` (JSON-ready; at least ``version``) to the events of this task's asset outlets.
@@ -61,6 +87,8 @@ class DeltaTaskMixin:
         Airflow records an event per outlet asset when the task succeeds; this only adds
         what the table looks like now, so consumers see which version they are handed.
         """
+        if self._lineage is None and isinstance(extra.get("version"), int):
+            self.record_lineage(extra["version"])
         outlets = [o for o in (getattr(self, "outlets", None) or []) if isinstance(o, Asset)]
         if not outlets:
             return

@@ -35,7 +35,17 @@ def _count(report: dict[str, Any]) -> str:
     return ", ".join(f"{k}={len(v)}" for k, v in report.items() if isinstance(v, (list, tuple))) or str(report)
 
 
-class DeltaMetadataCleanupOperator(DeltaBaseOperator):
+class _DryRunLineage:
+    """A dry run only reads the table: it is this task's lineage input, a real run its output."""
+
+    dry_run: Any
+
+    @property
+    def lineage_role(self) -> str:
+        return "input" if _as_bool(self.dry_run) else "output"
+
+
+class DeltaMetadataCleanupOperator(_DryRunLineage, DeltaBaseOperator):
     """Delete expired log files (commits and checkpoints) by Delta Spark's rules.
 
     :param table_uri: table location (absolute, or relative to the connection's base URI)
@@ -69,7 +79,7 @@ class DeltaMetadataCleanupOperator(DeltaBaseOperator):
         return result
 
 
-class DeltaVacuumOperator(DeltaBaseOperator):
+class DeltaVacuumOperator(_DryRunLineage, DeltaBaseOperator):
     """Delete data files no version within the retention references.
 
     :param table_uri: table location (absolute, or relative to the connection's base URI)

@@ -35,6 +35,7 @@ class DeltaTimeTravelSnapshotOperator(DeltaBaseOperator):
     """
 
     template_fields: Sequence[str] = ("table_uri", "delta_conn_id", "version", "timestamp", "manifest_uri")
+    lineage_role = "input"      # it reads the pinned version; the manifest is not a table
 
     def __init__(self, *, table_uri: str, version: int | str | None = None, timestamp: Any = None,
                  manifest_uri: str | None = None, allow_after_latest: bool = True, **kwargs: Any) -> None:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
+from ..hooks.manifest import read_manifest
 from ..log import CommitFailedError, InvalidArgumentError
 from ..spark import exactly_once
 from ..spark.job_args import SECRETS_ENV, JobSpec
@@ -161,5 +162,15 @@ class DeltaSparkSubmitOperator(DeltaTaskMixin, LocalSparkMixin, SparkSubmitOpera
         return self._finish(context, table, spec, committed=True)
 
     def _finish(self, context: "Context", table: Any, spec: JobSpec, committed: bool) -> int | None:
-        return report_commit(self, context, table, spec.app_id, spec.app_version,  # type: ignore[arg-type]
-                             committed=committed)
+        version = report_commit(self, context, table, spec.app_id, spec.app_version,  # type: ignore[arg-type]
+                                committed=committed)
+        if committed:   # the job read the input table (at the manifest's version, else input_version)
+            self.add_lineage_input(*self._input_of(spec))
+        return version
+
+    def _input_of(self, spec: JobSpec) -> tuple[str | None, int | None]:
+        if spec.input_manifest_uri is not None:
+            uri = spec.input_manifest_uri
+            doc = read_manifest(uri, self.hook.get_config(uri).storage_options_for(uri))
+            return doc.get("table_uri"), doc.get("version")
+        return spec.input_table_uri, spec.input_version

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from airflow.sdk.exceptions import AirflowNotFoundException
 
 from ..hooks.run_identity import run_app_id, run_app_version
+from ..lineage import output_statistics
 from ..spark import exactly_once
 from .base import optional_int, optional_value
 
@@ -90,6 +91,9 @@ def report_commit(task: Any, context: "Context", table: "DeltaTable", app_id: st
     ti = context.get("ti")
     if ti is not None:
         ti.xcom_push(key="commit", value=info)
+    inputs = [(more["input_table_uri"], more.get("input_version"))] if more.get("input_table_uri") else []
+    task.record_lineage(version, inputs, output_statistics(table, version) if committed and version is not None
+                        else None)
     if committed:
         task.emit_asset_events(context, {k: v for k, v in info.items() if k != "table_uri"})
     else:   # the data was there before this run: downstream DAGs must not start again for it

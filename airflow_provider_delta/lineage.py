@@ -1,0 +1,120 @@
+"""OpenLineage for Delta tables: dataset names by the OpenLineage naming spec, version, schema, statistics.
+
+A Delta table is one dataset whatever its version; the version is the dataset's
+``version`` facet. Names follow the OpenLineage dataset naming spec for the storage
+the table lives on (namespace = the storage, name = the table path):
+
+=========================  =================================================  ==========================
+table URI                  namespace                                          name
+=========================  =================================================  ==========================
+``/data/orders``           ``file``                                           ``/data/orders``
+``s3://bkt/w/orders``      ``s3://bkt`` (also for ``s3a``)                    ``w/orders``
+``gs://bkt/w/orders``      ``gs://bkt`` (also for ``gcs``)                    ``w/orders``
+``abfss://c@acct.dfs...``  ``abfss://c@acct.dfs.core.windows.net``            ``w/orders``
+``az://c/w/orders``        ``abfss://c@<account_name>.dfs.core.windows.net``  ``w/orders``
+``hdfs://nn:8020/w/o``     ``hdfs://nn:8020``                                 ``/w/o``
+=========================  =================================================  ==========================
+
+``apache-airflow-providers-openlineage`` is optional (extra ``openlineage``): its classes
+are imported only when Airflow asks for lineage, so nothing here costs a task without it.
+"""
+from __future__ import annotations
+
+import json
+import os
+from typing import TYPE_CHECKING, Any, Iterable
+from urllib.parse import urlsplit
+
+from .assets import table_uri_for_asset
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .log import DeltaTable
+
+#: Azure Data Lake Storage Gen2's DFS endpoint, part of the abfss namespace
+ADLS_SUFFIX = ".dfs.core.windows.net"
+
+
+def dataset_name(table_uri: str, storage_options: dict[str, Any] | None = None) -> tuple[str, str]:
+    """``(namespace, name)`` of the table at ``table_uri`` by the OpenLineage naming spec."""
+    parsed = urlsplit(str(table_uri))
+    scheme = parsed.scheme.lower()
+    if len(scheme) <= 1 or scheme == "file":          # a local path (or a Windows drive letter)
+        return "file", os.path.abspath(parsed.path if scheme == "file" else str(table_uri))
+    path = parsed.path.rstrip("/")
+    if scheme in ("s3", "s3a", "s3n"):
+        return f"s3://{parsed.netloc}", path.lstrip("/")
+    if scheme in ("gs", "gcs"):
+        return f"gs://{parsed.netloc}", path.lstrip("/")
+    if scheme in ("abfs", "abfss", "az", "adl"):
+        container, _, account = parsed.netloc.partition("@")
+        if not account:
+            name = (storage_options or {}).get("account_name")
+            account = f"{name}{ADLS_SUFFIX}" if name else ""
+        return (f"abfss://{container}@{account}" if account else f"abfss://{container}"), path.lstrip("/")
+    return f"{scheme}://{parsed.netloc}", path or "/"
+
+
+def asset_to_openlineage(asset: Any, lineage_context: Any = None) -> Any:
+    """``to_openlineage_converter`` of the ``delta`` asset scheme: the asset's table as a dataset."""
+    from airflow.providers.common.compat.openlineage.facet import Dataset
+    namespace, name = dataset_name(table_uri_for_asset(asset.uri))
+    return Dataset(namespace=namespace, name=name)
+
+
+def _schema_fields(fields: list[dict[str, Any]]) -> list[Any]:
+    """Delta schema fields (JSON) as OpenLineage schema fields, structs nested, types as Delta names."""
+    from airflow.providers.common.compat.openlineage.facet import SchemaDatasetFacetFields
+    out = []
+    for f in fields:
+        kind = f.get("type")
+        if isinstance(kind, dict):
+            nested = _schema_fields(kind.get("fields") or []) if kind.get("type") == "struct" else []
+            out.append(SchemaDatasetFacetFields(name=f["name"], type=str(kind.get("type")), fields=nested,
+                                                description=(f.get("metadata") or {}).get("comment")))
+        else:
+            out.append(SchemaDatasetFacetFields(name=f["name"], type=str(kind),
+                                                description=(f.get("metadata") or {}).get("comment")))
+    return out
+
+
+def output_statistics(table: "DeltaTable", version: int) -> dict[str, int]:
+    """Rows, bytes and files a commit added, from its commitInfo.operationMetrics (Delta Spark's names)."""
+    info = next((a["commitInfo"] for a in table.read_commit(version) if "commitInfo" in a), {})
+    metrics = info.get("operationMetrics") or {}
+    stats = {}
+    for ours, theirs in (("rowCount", "numOutputRows"), ("size", "numOutputBytes"), ("fileCount", "numFiles")):
+        try:
+            stats[ours] = int(metrics[theirs])
+        except (KeyError, TypeError, ValueError):
+            pass
+    return stats
+
+
+def table_dataset(table: "DeltaTable", version: int | None, output: bool,
+                  statistics: dict[str, int] | None = None) -> Any:
+    """An OpenLineage input or output dataset: the table, its version, schema and (outputs) statistics."""
+    from airflow.providers.common.compat.openlineage.facet import (InputDataset, OutputDataset,
+                                                                    OutputStatisticsOutputDatasetFacet,
+                                                                    SchemaDatasetFacet)
+    from openlineage.client.facet_v2 import dataset_version_dataset
+    namespace, name = dataset_name(table.uri, table.storage.storage_options)
+    facets: dict[str, Any] = {}
+    if version is not None:
+        snap = table.snapshot(version=version)
+        facets["version"] = dataset_version_dataset.DatasetVersionDatasetFacet(datasetVersion=str(version))
+        schema = json.loads(snap.metadata.schema_string)
+        facets["schema"] = SchemaDatasetFacet(fields=_schema_fields(schema.get("fields") or []))
+    if not output:
+        return InputDataset(namespace=namespace, name=name, facets=facets)
+    output_facets = {}
+    if statistics:
+        output_facets["outputStatistics"] = OutputStatisticsOutputDatasetFacet(**statistics)
+    return OutputDataset(namespace=namespace, name=name, facets=facets, outputFacets=output_facets)
+
+
+def operator_lineage(inputs: Iterable[tuple["DeltaTable", int | None]],
+                     outputs: Iterable[tuple["DeltaTable", int | None, dict[str, int] | None]]) -> Any:
+    """The ``OperatorLineage`` of a Delta task: what it read and what it wrote, at which versions."""
+    from airflow.providers.openlineage.extractors import OperatorLineage
+    return OperatorLineage(inputs=[table_dataset(t, v, output=False) for t, v in inputs],
+                           outputs=[table_dataset(t, v, output=True, statistics=s) for t, v, s in outputs])
