@@ -23,7 +23,7 @@ if __name__ == "__main__" and __package__ in (None, ""):
 from airflow_provider_delta.log import DeltaError, InvalidArgumentError  # noqa: E402
 from airflow_provider_delta.spark.checkpoint_engine import spark_checkpoint  # noqa: E402
 from airflow_provider_delta.spark.job import get_spark  # noqa: E402
-from airflow_provider_delta.spark.job_args import RESULT_MARK, read_secrets  # noqa: E402
+from airflow_provider_delta.spark.job_args import RESULT_MARK, load_argument, read_secrets  # noqa: E402
 from airflow_provider_delta.spark.tables import open_table  # noqa: E402
 
 log = logging.getLogger("airflow_provider_delta.spark.checkpoint_job")
@@ -34,13 +34,7 @@ OPTIONAL_INTS = ("version", "parts", "actions_per_part", "now_ms")
 
 def parse_arguments(text: str) -> dict[str, Any]:
     """The argument document, checked: a table URI and optional non-negative integers."""
-    if text.startswith("@"):
-        with open(text[1:], encoding="utf-8") as f:
-            text = f.read()
-    try:
-        doc = json.loads(text)
-    except ValueError as e:
-        raise InvalidArgumentError(f"the checkpoint job's argument is not valid JSON: {e}") from None
+    doc = load_argument(text, "the checkpoint job's arguments")
     if not isinstance(doc, dict) or not isinstance(doc.get("table_uri"), str) or not doc["table_uri"].strip():
         raise InvalidArgumentError("the checkpoint job needs a JSON object with a 'table_uri'")
     unknown = set(doc) - {"table_uri", *OPTIONAL_INTS}

@@ -108,14 +108,18 @@ class JobSpec:
     @classmethod
     def parse(cls, text: str) -> "JobSpec":
         """From the command-line argument: JSON text, or ``@path`` of a JSON file."""
-        if text.startswith("@"):
-            with open(text[1:], encoding="utf-8") as f:
-                text = f.read()
-        try:
-            doc = json.loads(text)
-        except ValueError as e:
-            raise InvalidArgumentError(f"the job arguments are not valid JSON: {e}") from None
-        return cls.from_document(doc)
+        return cls.from_document(load_argument(text))
+
+
+def load_argument(text: str, what: str = "the job arguments") -> Any:
+    """A job's one command-line argument as JSON: the text itself, or ``@path`` of a JSON file."""
+    if text.startswith("@"):
+        with open(text[1:], encoding="utf-8") as f:
+            text = f.read()
+    try:
+        return json.loads(text)
+    except ValueError as e:
+        raise InvalidArgumentError(f"{what} are not valid JSON: {e}") from None
 
 
 def read_secrets(environ: dict[str, str] | None = None) -> dict[str, Any]:

@@ -81,6 +81,17 @@ def _run(impl: str, path: Path, parts: int | None) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def generate(work: Path, size: int) -> Path:
+    """``work/log_<size>``: a gen_log.py log of ``size`` live files (1000 adds per commit), made once."""
+    path = work / f"log_{size}"
+    if not (path / LOG).is_dir():
+        t = time.perf_counter()
+        subprocess.run([sys.executable, str(GEN_LOG), str(path), "--commits", str(max(size // 1000, 1)),
+                        "--adds", str(min(size, 1000))], check=True, capture_output=True)
+        print(f"generated {size} files in {time.perf_counter() - t:.1f}s at {path}", flush=True)
+    return path
+
+
 def _verify_with_deltalake(path: Path, expected_files: int) -> str:
     """Hide the JSON commits before the checkpoint and let deltalake read our checkpoint alone."""
     from deltalake import DeltaTable as RsTable
@@ -120,12 +131,7 @@ def main() -> None:
     results = []
     try:
         for size in [int(s) for s in a.sizes.split(",") if s]:
-            path = work / f"log_{size}"
-            if not (path / LOG).is_dir():
-                t = time.perf_counter()
-                subprocess.run([sys.executable, str(GEN_LOG), str(path), "--commits", str(max(size // 1000, 1)),
-                                "--adds", str(min(size, 1000))], check=True, capture_output=True)
-                print(f"generated {size} files in {time.perf_counter() - t:.1f}s at {path}", flush=True)
+            path = generate(work, size)
             variants = [("ours", None), ("deltalake", None)] + ([("ours", a.parts)] if a.parts else [])
             for impl, parts in variants:
                 runs = [_run(impl, path, parts) for _ in range(a.repeat)]
