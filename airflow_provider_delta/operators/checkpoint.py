@@ -38,7 +38,9 @@ class DeltaCheckpointOperator(DeltaBaseOperator):
     :param parts: number of checkpoint parts (templated); None or 1 writes a single file with the
         local engine; with the Spark engine None means about ``actions_per_part`` actions per part
         (sidecars of a V2 checkpoint on ``v2Checkpoint`` tables)
-    :param cleanup: afterwards delete log files older than the retention (metadata cleanup)
+    :param cleanup: afterwards run metadata cleanup (log files older than the retention)
+    :param cleanup_dry_run: that cleanup only reports what it would delete (default True: like every
+        Delta operator, nothing is deleted unless you say so; pass False to delete)
     :param delta_conn_id: ``delta`` connection
     :param engine: ``local`` (default: this worker writes it) or ``spark`` (a Spark application
         reads and reconciles the log on its executors; for logs of many millions of files)
@@ -57,7 +59,7 @@ class DeltaCheckpointOperator(DeltaBaseOperator):
     template_fields: Sequence[str] = ("table_uri", "delta_conn_id", "version", "parts", "master")
 
     def __init__(self, *, table_uri: str, version: int | str | None = None, parts: int | str | None = None,
-                 cleanup: bool = False, engine: str = "local", spark_conn_id: str = "spark_default",
+                 cleanup: bool = False, cleanup_dry_run: bool = True, engine: str = "local", spark_conn_id: str = "spark_default",
                  master: str | None = None, actions_per_part: int | None = None,
                  spark_submit_kwargs: dict[str, Any] | None = None, **kwargs: Any) -> None:
         if engine not in ENGINES:
@@ -69,6 +71,7 @@ class DeltaCheckpointOperator(DeltaBaseOperator):
         self.version = version
         self.parts = parts
         self.cleanup = cleanup
+        self.cleanup_dry_run = cleanup_dry_run
         self.engine = engine
         self.spark_conn_id = spark_conn_id
         self.master = master
@@ -85,7 +88,8 @@ class DeltaCheckpointOperator(DeltaBaseOperator):
             written = self.hook.checkpoint(self.table_uri, version=version, parts=parts)
         self.log.info("Wrote a %s checkpoint of %s at version %s (%s engine)",
                       f"{parts}-part" if parts and parts > 1 else "single-file", table.uri, written, self.engine)
-        cleanup = self.hook.cleanup_metadata(self.table_uri) if self.cleanup else None
+        cleanup = (self.hook.cleanup_metadata(self.table_uri, dry_run=bool(self.cleanup_dry_run))
+                   if self.cleanup else None)
         if cleanup is not None:
             self.log.info("Metadata cleanup of %s: %s", table.uri, _summary(cleanup))
         result = {"table_uri": table.uri, "version": int(written), "parts": parts or 1, "cleanup": cleanup,

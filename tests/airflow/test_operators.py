@@ -86,8 +86,13 @@ def test_checkpoint_single_and_multi_part_then_cleanup(make_table, make_context)
     assert "00000000000000000001.checkpoint.parquet" in log_files(table)
     assert ctx["outlet_events"][asset].extra["version"] == 1
 
+    before = log_files(table)
+    report = DeltaCheckpointOperator(task_id="cp", table_uri=table.storage.root, version=2,
+                                     cleanup=True).execute(make_context())["cleanup"]
+    assert report["dry_run"] is True                   # the default: nothing deleted unless asked
+    assert set(before) <= set(log_files(table))
     out = DeltaCheckpointOperator(task_id="cp", table_uri=table.storage.root, parts="2",
-                                  cleanup=True).execute(make_context())
+                                  cleanup=True, cleanup_dry_run=False).execute(make_context())
     assert out["version"] == 3 and out["parts"] == 2
     assert {f for f in log_files(table) if ".checkpoint." in f and f.startswith("00000000000000000003")} == {
         "00000000000000000003.checkpoint.0000000001.0000000002.parquet",

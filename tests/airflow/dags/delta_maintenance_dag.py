@@ -34,6 +34,7 @@ with DAG("delta_maintenance", schedule=None, start_date=datetime(2026, 1, 1), ca
         task_id="snapshot_appended", table_uri=TABLE,
         version="{{ ti.xcom_pull(task_ids='append') }}", manifest_uri="manifests/appended.json")
     checkpoint = DeltaCheckpointOperator(task_id="checkpoint", table_uri=TABLE, parts=2, cleanup=True,
+                                         cleanup_dry_run=False,
                                          outlets=[ASSET])
     cleanup = DeltaMetadataCleanupOperator(task_id="cleanup", table_uri=TABLE)
     vacuum = DeltaVacuumOperator(task_id="vacuum", table_uri=TABLE)
