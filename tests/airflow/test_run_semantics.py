@@ -129,3 +129,26 @@ def test_examples_render_for_a_manual_run_and_name_tables_by_absolute_paths(tmp_
     after = dt.datetime(2026, 3, 4, 5, 6, tzinfo=UTC)
     ingest.render_template_fields({"logical_date": None, "run_after": after, "ds": None})
     assert ingest.transform_params["run_date"] == "2026-03-04"
+
+
+def test_the_audit_example_pins_the_version_its_asset_events_announce(monkeypatch):
+    """delta_orders_audit: the newest version of the triggering events, or the latest when run by hand."""
+    import copy
+    import sys
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    from airflow.dag_processing.dagbag import DagBag
+    examples = Path(__file__).resolve().parents[2] / "dags_examples"
+    monkeypatch.syspath_prepend(str(examples))
+    sys.modules.pop("example_settings", None)
+    bag = DagBag(dag_folder=str(examples))
+    assert not bag.import_errors, bag.import_errors
+    task = bag.dags["delta_orders_audit"].get_task("audit_orders")
+    manual = copy.copy(task)
+    events = {"example_orders_commits": [SimpleNamespace(extra={"payload": {"version": 4}}),
+                                         SimpleNamespace(extra={"payload": {"version": 7}})]}
+    task.render_template_fields({"triggering_asset_events": events})
+    assert str(task.version) == "7"
+    manual.render_template_fields({"triggering_asset_events": {}})
+    assert manual.version == ""

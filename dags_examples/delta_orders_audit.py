@@ -1,0 +1,42 @@
+"""Example DAG 4, ``delta_orders_audit``: a DAG run for every batch of new commits to ``orders``.
+
+Airflow 3 schedules it from the table itself: ``DeltaCommitEventTrigger`` watches the
+orders log in the triggerer (through the ``delta_example`` connection, so it sees the
+commit owner's commits too) and emits an asset event per batch of new ``WRITE``
+commits, whoever made them: the ingest DAG, a notebook, another tool. The asset
+(``example_orders_commits``) names the same table as ``example_orders``, the ingest
+task's outlet, but is a separate asset: its events come from the log, not a task.
+
+The audit itself is a small step without Spark: ``@task.delta_snapshot`` pins the
+newest version the event reports and counts its rows per day.
+"""
+from __future__ import annotations
+
+from datetime import datetime
+
+from airflow.sdk import DAG, Asset, AssetWatcher, task
+
+from airflow_provider_delta.assets import asset_uri_for_table
+from airflow_provider_delta.triggers import DeltaCommitEventTrigger
+from example_settings import ORDERS, ORDERS_CONN_ID
+
+ORDERS_COMMITS = Asset(name="example_orders_commits", uri=asset_uri_for_table(ORDERS), watchers=[AssetWatcher(
+    name="example_orders_writes",
+    trigger=DeltaCommitEventTrigger(table_uri=ORDERS, delta_conn_id=ORDERS_CONN_ID, operation="WRITE",
+                                    poke_interval=10))])
+
+with DAG("delta_orders_audit", schedule=[ORDERS_COMMITS], start_date=datetime(2026, 1, 1), catchup=False,
+         tags=["delta", "example"], doc_md=__doc__):
+
+    @task.delta_snapshot(
+        table_uri=ORDERS, delta_conn_id=ORDERS_CONN_ID,
+        # the newest version the triggering events announced (the latest when run by hand)
+        version="{{ (triggering_asset_events.values() | list | last | last).extra['payload']['version'] "
+                "if triggering_asset_events else '' }}")
+    def audit_orders(snapshot) -> dict:
+        import pyarrow.compute as pc
+        days = snapshot.to_pyarrow(columns=["order_date"]).column("order_date")
+        counts = pc.value_counts(days).to_pylist()
+        return {"version": snapshot.version, "rows_per_day": {str(c["values"]): c["counts"] for c in counts}}
+
+    audit_orders()
