@@ -34,19 +34,18 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Iterator
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from .action_schemas import REMOVE_TYPE, empty_file_actions
 from .actions import Metadata, Protocol
 from .checkpoint import (_check_backfilled, _part_names, _PartWriter, _publish, _validate_parts, _wants_v2,
                          write_last_checkpoint, write_v2_manifest)
-from .checkpoint_reader import _read_json_checkpoint, _read_parquet_files, _read_parquet_non_file, read_checkpoint
+from .checkpoint_reader import _read_json_checkpoint, _read_parquet_files, _read_parquet_non_file
 from .checkpoint_rows import SPARK_HASH_SEED, CheckpointLayout, _split_by_part, checkpoint_batches, checkpoint_layout
+from .checkpoint_sources import LogSource, RowGroups, protocol_metadata, segment_sources
 from .commit_reader import read_blobs
-from .errors import CorruptLogError, InvalidArgumentError, InvalidTableStateError
+from .errors import InvalidArgumentError, InvalidTableStateError
 from .features import Operation
-from .names import LOG_DIR, SIDECARS_DIR, LogFile, sidecar_path, v2_checkpoint_path
-from .protocol_metadata import load_protocol_metadata, newest_protocol_metadata
+from .names import LOG_DIR, SIDECARS_DIR, sidecar_path, v2_checkpoint_path
 from .replay import parse_json_logs, reconcile
 from .segment import LogSegment, build_segment
 from .snapshot import Snapshot, _State
@@ -57,28 +56,8 @@ from .timeutil import now_or
 #: Default checkpoint actions per part (parts = estimated actions / this, at least 1): what one
 #: worker reconciles and writes at once, about 1 GB of Python memory.
 ACTIONS_PER_PART = 1_000_000
-#: Rows of checkpoint parquet read by one task (row groups are never split).
-ROWS_PER_SOURCE = 500_000
-#: Bytes of JSON commits read by one task.
-COMMIT_BYTES_PER_SOURCE = 64 << 20
-#: Rough bytes per action in a JSON commit, to estimate the checkpoint's size before reading it.
-_JSON_BYTES_PER_ACTION = 300
 #: Lines of one commit run sit below (first version << 32): seqs are unique and ordered log-wide.
 _SEQ_SHIFT = 32
-
-
-@dataclass(frozen=True)
-class LogSource:
-    """What one task reads: row groups of a checkpoint parquet file, a JSON checkpoint, or a run of commits.
-
-    ``non_file`` says whether the source can hold ``txn``/``domainMetadata`` actions (a sidecar cannot).
-    """
-
-    kind: str                                 # "parquet" | "json_checkpoint" | "commits"
-    version: int                              # checkpoint version, or the first commit's
-    files: tuple[LogFile, ...]
-    row_groups: tuple[int, ...] = ()
-    non_file: bool = True
 
 
 @dataclass(frozen=True)
@@ -163,7 +142,7 @@ class CheckpointPlan:
             content = _read_json_checkpoint(storage, f, source.version, with_files=True)
             files = [content.file_actions] if content.file_actions is not None else []
             return files, [(source.version, o) for o in content.others]
-        pf = _RowGroups(storage, f.path, source.row_groups)
+        pf = RowGroups(storage, f.path, source.row_groups)
         others = []
         if source.non_file:
             others = [(source.version, o) for o in _read_parquet_non_file(pf, f.path, only_pm=False).others]
@@ -264,7 +243,7 @@ def plan_checkpoint(table: TableLog, version: int | None = None, parts: int | No
     now = now_or(now_ms)
     storage = table.storage
     segment = build_segment(storage, table.listing(), version)
-    protocol, metadata, carrying = _protocol_metadata(storage, segment)
+    protocol, metadata, carrying = protocol_metadata(storage, segment)
     snap = Snapshot(table, segment, protocol, metadata, None)
     pcols = snap._all_partition_columns(carrying)
     table.require(snap, Operation.CHECKPOINT)
@@ -274,7 +253,7 @@ def plan_checkpoint(table: TableLog, version: int | None = None, parts: int | No
     else:
         n_parts = _validate_parts(parts, snap)
     _check_backfilled(table, segment.version, explicit=version is not None)
-    sources, estimate = _sources(storage, segment)
+    sources, estimate = segment_sources(storage, segment)
     if parts is None:
         n_parts = max(1, min(10_000, math.ceil(estimate / actions_per_part)))
     if v2:
@@ -295,106 +274,6 @@ def _sidecar_count(parts: Any) -> int:
         raise InvalidArgumentError(f"parts (the sidecars of a V2 checkpoint) must be an integer from 1 to 10000, "
                                    f"got {parts!r}")
     return parts
-
-
-def _protocol_metadata(storage: Storage, segment: LogSegment) -> tuple[Protocol, Metadata, list]:
-    """Protocol and metadata of the segment's version, reading commits newest first and keeping none.
-
-    ``load_snapshot`` holds every commit of the segment in memory; a driver planning a
-    checkpoint of a huge log must not. Only the commits holding a protocol or metaData
-    line are kept (a handful) and returned: their metaData lines name partition columns.
-    """
-    carrying: list[tuple[int, bytes, str]] = []
-    for commit in reversed(segment.commits):
-        blob = read_blobs(storage, [commit])[0]
-        if b'"protocol"' in blob[1] or b'"metaData"' in blob[1]:
-            carrying.insert(0, blob)
-            protocol, metadata = newest_protocol_metadata(carrying)
-            if protocol is not None and metadata is not None:
-                break
-    return (*load_protocol_metadata(storage, segment, carrying), carrying)
-
-
-def _sources(storage: Storage, segment: LogSegment) -> tuple[list[LogSource], int]:
-    """The sources of a segment and the estimated number of actions they hold."""
-    sources: list[LogSource] = []
-    estimate = 0
-    cp = segment.checkpoint_version
-    for f in segment.checkpoint_files:
-        if f.fmt == "json":
-            sources.append(LogSource("json_checkpoint", cp, (f,)))   # a V2 JSON manifest: small
-            estimate += f.size // _JSON_BYTES_PER_ACTION
-        else:
-            n, split = _parquet_sources(storage, f, cp, non_file=True)
-            sources += split
-            estimate += n
-        if f.uuid is not None:     # a V2 checkpoint: its sidecars hold the file actions
-            content = read_checkpoint(storage, [f], cp, with_files=False)
-            for ref in (o["sidecar"] for o in content.others if "sidecar" in o):
-                n, split = _parquet_sources(storage, _sidecar_file(storage, ref, cp), cp, non_file=False)
-                sources += split
-                estimate += n
-    run: list[LogFile] = []
-    run_bytes = 0
-    for c in segment.commits:
-        run.append(c)
-        run_bytes += c.size
-        if run_bytes >= COMMIT_BYTES_PER_SOURCE:
-            sources.append(LogSource("commits", run[0].version, tuple(run)))
-            run, run_bytes = [], 0
-        estimate += c.size // _JSON_BYTES_PER_ACTION
-    if run:
-        sources.append(LogSource("commits", run[0].version, tuple(run)))
-    return sources, estimate
-
-
-def _sidecar_file(storage: Storage, ref: dict[str, Any], version: int) -> LogFile:
-    path = str(ref.get("path") or "")
-    if not path:
-        raise CorruptLogError(f"checkpoint {version} names a sidecar without a path")
-    full = path if "://" in path or path.startswith("/") else storage.path(f"{SIDECARS_DIR}/{path}")
-    return LogFile("checkpoint", version, full, int(ref.get("sizeInBytes") or 0), fmt="parquet")
-
-
-def _parquet_sources(storage: Storage, f: LogFile, version: int, non_file: bool) -> tuple[int, list[LogSource]]:
-    """(rows, sources) of one checkpoint parquet file: runs of whole row groups of about ROWS_PER_SOURCE rows."""
-    try:
-        meta = _open(storage, f.path).metadata
-    except FileNotFoundError:
-        raise CorruptLogError(f"checkpoint {version} needs {f.path}, which is missing", path=f.path) from None
-    sources: list[LogSource] = []
-    groups: list[int] = []
-    rows = 0
-    for i in range(meta.num_row_groups):
-        groups.append(i)
-        rows += meta.row_group(i).num_rows
-        if rows >= ROWS_PER_SOURCE:
-            sources.append(LogSource("parquet", version, (f,), tuple(groups), non_file))
-            groups, rows = [], 0
-    if groups or not sources:
-        sources.append(LogSource("parquet", version, (f,), tuple(groups), non_file))
-    return meta.num_rows, sources
-
-
-def _open(storage: Storage, path: str) -> pq.ParquetFile:
-    try:
-        return pq.ParquetFile(path if storage.is_local else storage.open(path))
-    except (FileNotFoundError, CorruptLogError):
-        raise
-    except Exception as e:  # pyarrow raises several types for a damaged file
-        raise CorruptLogError(f"checkpoint {path} cannot be read as parquet: {e}", path=path) from None
-
-
-class _RowGroups:
-    """Some row groups of a parquet file, looking like a ``ParquetFile`` to the checkpoint reader."""
-
-    def __init__(self, storage: Storage, path: str, row_groups: tuple[int, ...]):
-        self.file = _open(storage, path)
-        self.row_groups = list(row_groups)
-        self.schema_arrow = self.file.schema_arrow
-
-    def read(self, columns: list[str]) -> pa.Table:
-        return self.file.read_row_groups(self.row_groups, columns=columns)
 
 
 # ------------------------------------------------------------------- staging

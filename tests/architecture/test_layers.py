@@ -24,7 +24,7 @@ LOG_TIERS: dict[str, set[str]] = {
              "commit_timestamps", "managed_state", "reader", "snapshot", "history", "new_commits", "table_log",
              "deletion_vectors", "column_mapping", "data_paths", "change_rows",
              "change_feed"},
-    "write": {"conflicts", "commit_info", "checkpoint", "checkpoint_rows", "distributed_checkpoint", "commit_plan", "committer", "transaction", "write_plan", "writer",
+    "write": {"conflicts", "commit_info", "checkpoint", "checkpoint_rows", "checkpoint_sources", "distributed_checkpoint", "commit_plan", "committer", "transaction", "write_plan", "writer",
               "create", "compaction", "cleanup", "vacuum", "managed"},
     "top": {"table", ""},
 }

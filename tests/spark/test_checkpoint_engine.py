@@ -27,7 +27,7 @@ import pytest
 
 from airflow_provider_delta.log import (CorruptLogError, DeltaTable, InvalidArgumentError, UnsupportedFeatureError,
                                         VersionNotFoundError, plan_checkpoint)
-from airflow_provider_delta.log import distributed_checkpoint
+from airflow_provider_delta.log import checkpoint_sources
 from airflow_provider_delta.log.checkpoint import write_checkpoint
 from airflow_provider_delta.spark.checkpoint_engine import spark_checkpoint
 from task_context import task_context
@@ -163,7 +163,7 @@ def gen_table(tmp_path_factory) -> Path:
 
 @pytest.mark.parametrize("parts", [None, 3])
 def test_same_checkpoint_as_the_local_writer_from_json_commits(spark, gen_table, tmp_path, parts, monkeypatch):
-    monkeypatch.setattr(distributed_checkpoint, "COMMIT_BYTES_PER_SOURCE", 8 << 10)   # many read tasks
+    monkeypatch.setattr(checkpoint_sources, "COMMIT_BYTES_PER_SOURCE", 8 << 10)   # many read tasks
     ours, local = copies(gen_table, tmp_path, "ours", "local")
     plan = plan_checkpoint(DeltaTable(str(ours)), parts=parts, now_ms=NOW)
     assert len(plan.sources) > 5 and plan.parts == (parts or 1)
