@@ -7,7 +7,7 @@ PY     := $(VENV)/bin/python
 # Delta Spark jars for spark.jars, fetched through Maven once (scripts/delta-spark/pom.xml pins them)
 JARS_STAMP := .jars/.fetched
 
-.PHONY: install jars run test bench clean
+.PHONY: install jars servers run test bench clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -26,7 +26,12 @@ run: install jars
 	$(PY) scripts/check_java.py
 	$(PY) scripts/run_example.py
 
-test: install jars
+# Object-store servers for tests/objectstore (Azurite from npm into .tools/; moto and the GCS
+# emulator come with the test extra)
+servers: install
+	bash scripts/install_test_servers.sh
+
+test: install jars servers
 	$(PY) scripts/check_java.py
 	@if [ -n "$$CI" ]; then bash scripts/ci_postgres.sh; fi
 	$(PY) -m pytest -q tests

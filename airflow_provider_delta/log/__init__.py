@@ -14,6 +14,7 @@ from .commit_source import CommitSource
 from .column_mapping import physical_schema
 from .deletion_vectors import read_deletion_vector
 from .errors import DeletionVectorError
+from .errors import ConditionalCreateError
 from .distributed_checkpoint import CheckpointPlan, plan_checkpoint
 from .features import column_mapping_mode
 from .errors import (
@@ -49,7 +50,7 @@ __all__ = [
     "read_deletion_vector", "physical_schema", "DeletionVectorError",
     "DeltaError", "TableNotFoundError", "TableAlreadyExistsError",
     "VersionNotFoundError", "TimestampOutOfRangeError", "UnsupportedFeatureError",
-    "CorruptLogError", "DataFileNotFoundError", "InvalidTableStateError", "InvalidArgumentError", "StorageError",
+    "CorruptLogError", "DataFileNotFoundError", "InvalidTableStateError", "InvalidArgumentError", "StorageError", "ConditionalCreateError",
     "CommitFailedError", "ConcurrentModificationError", "ChangeDataFeedNotEnabledError", "CommitOwnerUnavailableError", "CommitOutcomeUnknownError",
 ]
 

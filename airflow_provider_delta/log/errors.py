@@ -96,6 +96,15 @@ class StorageError(DeltaError):
     """The storage backend cannot do what is needed (e.g. no atomic put-if-absent)."""
 
 
+class ConditionalCreateError(StorageError):
+    """The store accepted a create-only write over an existing object; ``driver`` names the
+    fsspec driver and its version. Committing there could silently lose a commit."""
+
+    def __init__(self, message: str, driver: str | None = None):
+        super().__init__(message)
+        self.driver = driver
+
+
 class CommitFailedError(DeltaError):
     """A commit did not land.
 

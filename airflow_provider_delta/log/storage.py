@@ -25,6 +25,7 @@ from urllib.parse import urlparse
 import fsspec
 
 from .errors import StorageError
+from .object_store import check_conditional_create, forget_listings, list_from
 
 _MEMORY_LOCK = threading.Lock()
 
@@ -126,24 +127,57 @@ class Storage:
             except (FileNotFoundError, NotADirectoryError):
                 return []
             return out
+        forget_listings(self.fs, d)     # versions are decided from listings: never a cached one
         try:
             entries = self.fs.ls(d, detail=True)
         except FileNotFoundError:
             return []
-        for e in entries:
-            if e.get("type") == "directory":
-                continue
-            name = e["name"].rstrip("/").rsplit("/", 1)[-1]
-            out.append(FileInfo(e["name"], name, int(e.get("size") or 0), _mtime_of(e)))
-        return out
+        return _file_infos(entries)
+
+    def list_dir_from(self, rel_dir: str, first_name: str) -> list[FileInfo] | None:
+        """Files in ``rel_dir`` named ``first_name`` or later (string order), in one ranged
+        listing where the store has one (see :mod:`.object_store`); None where it has not."""
+        if self.is_local:
+            return None
+        d = self.path(rel_dir)
+        forget_listings(self.fs, d)
+        try:
+            entries = list_from(self.fs, self.protocol, d, first_name)
+        except FileNotFoundError:
+            return []
+        return None if entries is None else _file_infos(entries)
+
+    def file_info(self, rel: str) -> FileInfo | None:
+        """Size and mtime of one file in one call (a stat, or a HEAD); None if it is not there."""
+        p = self.path(rel)
+        name = p.rsplit("/", 1)[-1]
+        if self.is_local:
+            try:
+                st = os.stat(p)
+            except (FileNotFoundError, NotADirectoryError):
+                return None
+            return FileInfo(p, name, st.st_size, st.st_mtime_ns // 1_000_000)
+        forget_listings(self.fs, p)
+        try:
+            info = self.fs.info(p)
+        except FileNotFoundError:
+            return None
+        return None if info.get("type") == "directory" else FileInfo(p, name, int(info.get("size") or 0),
+                                                                    _mtime_of(info))
 
     def exists(self, rel: str) -> bool:
         p = self.path(rel)
-        return os.path.exists(p) if self.is_local else self.fs.exists(p)
+        if self.is_local:
+            return os.path.exists(p)
+        forget_listings(self.fs, p)
+        return self.fs.exists(p)
 
     def isdir(self, rel: str) -> bool:
         p = self.path(rel)
-        return os.path.isdir(p) if self.is_local else self.fs.isdir(p)
+        if self.is_local:
+            return os.path.isdir(p)
+        forget_listings(self.fs, p)
+        return self.fs.isdir(p)
 
     def read_bytes(self, rel_or_abs: str) -> bytes:
         p = self._resolve(rel_or_abs)
@@ -156,10 +190,10 @@ class Storage:
         return self.fs.open(self._resolve(rel_or_abs), mode)
 
     def mtime_ms(self, rel: str) -> int:
-        p = self.path(rel)
-        if self.is_local:
-            return os.stat(p).st_mtime_ns // 1_000_000
-        return _mtime_of(self.fs.info(p))
+        info = self.file_info(rel)
+        if info is None:
+            raise FileNotFoundError(self.path(rel))
+        return info.mtime_ms
 
     def walk_files(self, rel_dir: str = "") -> list[FileInfo]:
         """Every file under ``rel_dir`` recursively (used by vacuum)."""
@@ -175,6 +209,7 @@ class Storage:
                         continue
                     out.append(FileInfo(fp, name, st.st_size, st.st_mtime_ns // 1_000_000))
             return out
+        forget_listings(self.fs, base)
         for p, info in self.fs.find(base, detail=True).items():
             out.append(FileInfo(p, p.rsplit("/", 1)[-1], int(info.get("size") or 0), _mtime_of(info)))
         return out
@@ -218,6 +253,8 @@ class Storage:
                 return True
         self._ensure_parent(target)
         if self.conditional_put:
+            # Only where a second create of one object is seen to fail (checked once per store).
+            check_conditional_create(self.fs, self.fs._parent(target), self._store_key())
             # The object becomes visible only when the upload completes, and only if absent.
             try:
                 with self.fs.open(target, "xb") as f:
@@ -231,10 +268,15 @@ class Storage:
                 "commits could overwrite each other. Use a commit owner (managed commits), pass "
                 "conditional_put=True if its fsspec driver does an atomic create for mode 'xb', or "
                 "single_writer=True if exactly one process ever writes this table.")
+        forget_listings(self.fs, target)
         if self.fs.exists(target):
             return False
         self.fs.pipe_file(target, data)
         return True
+
+    def _store_key(self) -> str:
+        """What identifies one store for the conditional-create check: driver options and bucket."""
+        return f"{getattr(self.fs, '_fs_token', '')}:{self._fs_root.split('/', 1)[0]}"
 
     def _ensure_parent(self, target: str) -> None:
         """Directory-based fsspec backends need the parent to exist; object stores ignore this."""
@@ -328,6 +370,17 @@ def _write_local_temp(target: str, data: bytes) -> str:
         f.flush()
         os.fsync(f.fileno())
     return tmp
+
+
+def _file_infos(entries: list[dict]) -> list[FileInfo]:
+    """FileInfo of each file (not directory) among fsspec info dicts."""
+    out: list[FileInfo] = []
+    for e in entries:
+        if e.get("type") == "directory":
+            continue
+        name = e["name"].rstrip("/").rsplit("/", 1)[-1]
+        out.append(FileInfo(e["name"], name, int(e.get("size") or 0), _mtime_of(e)))
+    return out
 
 
 def _mtime_of(info: dict) -> int:
