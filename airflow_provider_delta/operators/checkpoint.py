@@ -52,7 +52,7 @@ class DeltaCheckpointOperator(DeltaBaseOperator):
         ``num_executors``, ``py_files``...). The job needs no Delta Spark jars: it reads and writes
         the log with this package (installed on the cluster's Python, or shipped with ``py_files``).
 
-    Returns ``{"table_uri", "version", "parts", "cleanup", "engine"}`` where ``cleanup`` is the
+    Returns ``{"table_uri", "version", "parts", "cleanup"}`` (either engine) where ``cleanup`` is the
     metadata cleanup report (or None when not asked for).
     """
 
@@ -92,8 +92,7 @@ class DeltaCheckpointOperator(DeltaBaseOperator):
                    if self.cleanup else None)
         if cleanup is not None:
             self.log.info("Metadata cleanup of %s: %s", table.uri, _summary(cleanup))
-        result = {"table_uri": table.uri, "version": int(written), "parts": parts or 1, "cleanup": cleanup,
-                  "engine": self.engine}
+        result = {"table_uri": table.uri, "version": int(written), "parts": parts or 1, "cleanup": cleanup}
         self.emit_asset_events(context, {"version": int(written), "checkpoint_version": int(written)})
         return result
 

@@ -336,8 +336,7 @@ def test_operator_runs_the_job_through_spark_submit(java, gen_table, tmp_path, m
                                  spark_conn_id="spark_not_defined", master="local[2]")
     result = op.execute(task_context(task_id="checkpoint"))
     version = DeltaTable(str(ours)).latest_version()
-    assert result == {"table_uri": f"file://{ours}", "version": version, "parts": 2, "cleanup": None,
-                      "engine": "spark"}
+    assert result == {"table_uri": f"file://{ours}", "version": version, "parts": 2, "cleanup": None}
     # every tombstone has expired by now, for both writers
     write_checkpoint(DeltaTable(str(local)), parts=2)
     assert_same_checkpoint(ours, local, version)
