@@ -31,7 +31,8 @@ from typing import Any
 
 from airflow.sdk import BaseHook
 
-from ..log import AddFile, DeltaTable, InvalidArgumentError, format_ms, to_epoch_ms
+from ..log import (AddFile, ChangeRange, DeltaTable, IncrementalStep, InvalidArgumentError, format_ms,
+                    pending_changes, process_changes, to_epoch_ms)
 from .config import DeltaConnectionConfig, commit_owner_conn_id, is_absolute_uri, uri_protocol
 from .env_connections import unparsable_env_connection
 from .manifest import build_manifest, default_manifest_uri, resolve_manifest_uri, write_json
@@ -198,6 +199,27 @@ class DeltaTableHook(BaseHook):
 
     def read_commit(self, table_uri: str, version: int) -> list[dict[str, Any]]:
         return self.get_table(table_uri).read_commit(version)
+
+    def changes(self, table_uri: str, start_version: Any = None, end_version: Any = None, **kwargs: Any) -> Any:
+        """The change data feed of ``table_uri`` (see :meth:`DeltaTable.changes`) as a ``pyarrow.Table``."""
+        return self.get_table(table_uri).changes(start_version, end_version, **kwargs)
+
+    def pending_changes(self, source_uri: str, output_uri: str, app_id: str, end_version: int | None = None,
+                        initial_version: int = 0) -> ChangeRange:
+        """The source versions ``app_id`` has not processed into ``output_uri`` yet, up to ``end_version``.
+
+        The position is the output's ``txn(app_id)`` record (see :mod:`airflow_provider_delta.log.incremental`).
+        """
+        return pending_changes(self.get_table(source_uri), self.get_table(output_uri), app_id,
+                               end_version, initial_version)
+
+    def process_changes(self, source_uri: str, output_uri: str, app_id: str, transform: Any = None,
+                        end_version: int | None = None, initial_version: int = 0,
+                        **write_kwargs: Any) -> IncrementalStep:
+        """Append ``transform(changes)`` of the pending range to ``output_uri`` with ``txn(app_id, end)``:
+        the plain-Python incremental step, exactly once across retries."""
+        return process_changes(self.get_table(source_uri), self.get_table(output_uri), app_id, transform,
+                               end_version, initial_version, **write_kwargs)
 
     def is_managed(self, table_uri: str) -> bool:
         """Whether the table's latest state enables managed (coordinated) commits."""

@@ -30,6 +30,7 @@ from .schema import (arrow_to_schema, partition_values_to_arrow, schema_string, 
 from .snapshot import Snapshot
 from .stats import collect_stats
 from .storage import normalize_uri
+from .incremental import ChangeRange, IncrementalStep, pending_changes, process_changes
 from .table import DeltaTable
 from .timeutil import format_ms, to_epoch_ms
 from .transaction import Transaction
@@ -48,6 +49,8 @@ __all__ = [
     "WritePlan", "plan_write", "write_transaction", "check_mode", "partition_arg", "column_mapping_mode",
     # for engines that read data files themselves (the Spark reader): deleted rows, physical names
     "read_deletion_vector", "physical_schema", "DeletionVectorError",
+    # the change feed consumed incrementally, exactly once (position = the output's txn record)
+    "ChangeRange", "IncrementalStep", "pending_changes", "process_changes",
     "DeltaError", "TableNotFoundError", "TableAlreadyExistsError",
     "VersionNotFoundError", "TimestampOutOfRangeError", "UnsupportedFeatureError",
     "CorruptLogError", "DataFileNotFoundError", "InvalidTableStateError", "InvalidArgumentError", "StorageError", "ConditionalCreateError",

@@ -191,7 +191,9 @@ def read_changes(log: "TableLog", start: Any = None, end: Any = None, columns: I
     out_schema = change_schema(end_snap.schema)
     table = pa.concat_tables([p.select(out_schema.names).cast(out_schema) for p in pieces]) if pieces \
         else out_schema.empty_table()
-    return table.select(names)
+    # one chunk per column: consumers that walk record batches (pyspark's createDataFrame among
+    # them) would otherwise see the per-commit pieces misaligned across columns
+    return table.select(names).combine_chunks()
 
 
 def read_changes_after(log: "TableLog", processed: int | None, end: Any = None,

@@ -13,6 +13,14 @@ what makes the run reproducible and exactly-once, and checks the outcome:
 * after the application, the output table must record the pair: the version of the
   commit holding it is the task's XCom ``return_value`` and goes into the asset events.
 
+Incremental jobs (``input_changes=True``) read "what changed since the last run": the
+operator pins the input version, takes the last version this job processed from the
+output table's ``txn(app_id)`` record (Delta Spark writes it with the output, so it is
+durable and exact), and hands the application the range in between for
+``readChangeFeed`` (``startingVersion`` / ``endingVersion``); the pinned version is the
+new ``txnVersion``. A retry after a commit finds nothing left and submits nothing; a
+retry after a failure reads the same range again.
+
 The application gets these values from
 :func:`airflow_provider_delta.spark.delta_job.delta_job_context` (one
 ``--delta-job-context=<JSON>`` argument, and ``DELTA_JOB_*`` environment variables).
@@ -37,7 +45,7 @@ from ..spark import exactly_once
 from ..spark.delta_job import CONTEXT_ARG, ENV_VARS, DeltaJobContext
 from ..spark.uris import spark_uri
 from .base import DeltaTaskMixin, job_info, optional_int, optional_value
-from .spark_base import LocalSparkMixin, report_commit, resolve_app
+from .spark_base import LocalSparkMixin, report_commit, resolve_app, resolve_incremental_app
 
 if TYPE_CHECKING:  # pragma: no cover
     from airflow.sdk import Context
@@ -81,12 +89,17 @@ class DeltaSparkApplicationOperator(DeltaTaskMixin, LocalSparkMixin, SparkSubmit
     :param master: Spark master; overrides the Spark connection's (default: the connection's,
         or ``local[*]`` when ``conn_id`` is not defined)
     :param conn_id: Spark connection (as for ``SparkSubmitOperator``)
+    :param input_changes: incremental mode: the input is the change feed of the input table from the
+        version after the one this job last committed (the output's ``txn(app_id)``) to the pinned
+        version, which becomes ``app_version`` (so ``app_version`` must not be given)
+    :param initial_version: incremental mode: where the first run starts (default 0)
 
     Other keywords go to ``SparkSubmitOperator`` (``jars``, ``packages``, ``conf``, ``py_files``,
     ``application_args``...). Returns (XCom ``return_value``) the version of the commit holding
     this run's output; XCom ``commit`` holds ``{"version", "committed", "table_uri", "app_id",
     "app_version", "input_table_uri", "input_version"}`` (``committed`` is False, and the input
-    None, when an earlier try had already committed and nothing was submitted).
+    None, when an earlier try had already committed and nothing was submitted); incremental runs
+    add ``input_starting_version``.
     """
 
     template_fields: Sequence[str] = tuple(SparkSubmitOperator.template_fields) + (
@@ -99,9 +112,13 @@ class DeltaSparkApplicationOperator(DeltaTaskMixin, LocalSparkMixin, SparkSubmit
                  input_manifest_uri: str | None = None, app_id: str | None = None,
                  app_version: int | str | None = None, delta_conn_id: str | None = None,
                  delta_sql_conf: bool = True, master: str | None = None, conn_id: str = "spark_default",
-                 name: str | None = None, **kwargs: Any) -> None:
+                 name: str | None = None, input_changes: bool = False, initial_version: int = 0,
+                 **kwargs: Any) -> None:
         if input_manifest_uri is not None and input_table_uri is not None:
             raise InvalidArgumentError("pass input_manifest_uri or input_table_uri, not both")
+        if input_changes and app_version is not None:
+            raise InvalidArgumentError("input_changes=True uses the pinned input version as app_version: "
+                                       "do not pass app_version")
         super().__init__(application=application, conn_id=conn_id,
                          name=name or f"delta-{kwargs.get('task_id', 'spark')}", **kwargs)
         self.output_table_uri = output_table_uri
@@ -114,6 +131,8 @@ class DeltaSparkApplicationOperator(DeltaTaskMixin, LocalSparkMixin, SparkSubmit
         self.delta_conn_id = delta_conn_id
         self.delta_sql_conf = delta_sql_conf
         self.master = master
+        self.input_changes = bool(input_changes)
+        self.initial_version = initial_version
 
     # DeltaTaskMixin works on ``table_uri``: here, the table the application writes.
     @property
@@ -201,13 +220,39 @@ class DeltaSparkApplicationOperator(DeltaTaskMixin, LocalSparkMixin, SparkSubmit
             snap = None                       # the application creates it
         if snap is not None and snap.commits_are_coordinated:
             self._refuse_coordinated(table, snap)
+        if self.input_changes:
+            return self._execute_incremental(context, table)
         app_id, app_version = resolve_app(self.app_id, self.app_version, context, self)
         if exactly_once.already_committed(table, app_id, app_version):
             self.log.info("%s already holds txn version %s of %r: not submitting the Spark application",
                           table.uri, app_version, app_id)
             return report_commit(self, context, table, app_id, app_version, committed=False,
                                  input_table_uri=None, input_version=None)
-        ctx = self.build_context(context, (app_id, app_version))
+        return self._submit(context, table, self.build_context(context, (app_id, app_version)))
+
+    def _execute_incremental(self, context: "Context", table: "DeltaTable") -> int | None:
+        """Submit for the changes between the last processed version and the pinned one (if any)."""
+        in_uri, pinned = self.resolve_input()
+        if in_uri is None or pinned is None:
+            raise InvalidArgumentError("input_changes=True needs an input: input_table_uri or input_manifest_uri")
+        app_id, _ = resolve_incremental_app(self.app_id, pinned, context, self)
+        rng = self.hook.pending_changes(in_uri, self.output_table_uri, app_id, pinned,
+                                        optional_int(self.initial_version, "initial_version") or 0)
+        if rng.empty:
+            self.log.info("%s already holds the changes of %s up to version %s for %r (pinned: %s): "
+                          "nothing to process, not submitting", table.uri, in_uri, rng.processed, app_id, pinned)
+            return report_commit(self, context, table, app_id, rng.processed if rng.processed is not None else pinned,
+                                 committed=False, input_table_uri=None, input_version=None,
+                                 input_starting_version=None)
+        ctx = DeltaJobContext(
+            input_table_uri=spark_uri(in_uri), input_version=rng.end, input_starting_version=rng.start,
+            output_table_uri=spark_uri(self.hook.resolve_uri(self.output_table_uri)),
+            txn_app_id=app_id, txn_version=rng.end, job=job_info(context))
+        return self._submit(context, table, ctx)
+
+    def _submit(self, context: "Context", table: "DeltaTable", ctx: DeltaJobContext) -> int | None:
+        """Run the application with ``ctx``; then the output must record its txn pair."""
+        app_id, app_version = ctx.txn_app_id, ctx.txn_version
         self.log.info("Submitting %s: input %s at version %s, output %s with txnAppId=%r txnVersion=%s",
                       self.application, ctx.input_table_uri, ctx.input_version, ctx.output_table_uri,
                       ctx.txn_app_id, ctx.txn_version)
@@ -225,5 +270,6 @@ class DeltaSparkApplicationOperator(DeltaTaskMixin, LocalSparkMixin, SparkSubmit
                 f"txnVersion={app_version}: the application must write its output to ctx.output_table_uri with "
                 "the options of delta_job_context(), e.g. df.write.format('delta').options(**ctx.write_options)"
                 ".mode('append').save(ctx.output_table_uri); see the spark-submit output above")
+        more = {"input_starting_version": ctx.input_starting_version} if ctx.incremental else {}
         return report_commit(self, context, table, app_id, app_version, committed=True,
-                             input_table_uri=ctx.input_table_uri, input_version=ctx.input_version)
+                             input_table_uri=ctx.input_table_uri, input_version=ctx.input_version, **more)

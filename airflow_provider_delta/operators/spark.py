@@ -29,7 +29,7 @@ from ..spark import exactly_once
 from ..spark.job_args import SECRETS_ENV, JobSpec
 from .base import DeltaTaskMixin, job_info, optional_int, optional_value
 from .spark_base import (LOCAL_MASTER, LocalSparkMixin, bundled_spark_submit, default_app_version, job_secrets,
-                         report_commit, resolve_app)
+                         report_commit, resolve_app, resolve_incremental_app)
 
 if TYPE_CHECKING:  # pragma: no cover
     from airflow.sdk import Context
@@ -80,9 +80,13 @@ class DeltaSparkSubmitOperator(DeltaTaskMixin, LocalSparkMixin, SparkSubmitOpera
                  table_properties: dict[str, Any] | None = None, transform_params: dict[str, Any] | None = None,
                  app_id: str | None = None, app_version: int | str | None = None,
                  delta_conn_id: str | None = None, master: str | None = None, conn_id: str = "spark_default",
-                 application: str | None = None, name: str | None = None, **kwargs: Any) -> None:
+                 application: str | None = None, name: str | None = None, input_changes: bool = False,
+                 initial_version: int = 0, **kwargs: Any) -> None:
         if input_manifest_uri is not None and input_table_uri is not None:
             raise InvalidArgumentError("pass input_manifest_uri or input_table_uri, not both")
+        if input_changes and (app_version is not None or input_manifest_uri is not None):
+            raise InvalidArgumentError("input_changes=True reads input_table_uri's changes and uses the pinned "
+                                       "input version as app_version: pass neither app_version nor a manifest")
         if mode not in ("append", "overwrite") and "{{" not in str(mode):
             raise InvalidArgumentError(f"mode must be 'append' or 'overwrite', got {mode!r}")
         super().__init__(application=application or DEFAULT_APPLICATION, conn_id=conn_id,
@@ -100,6 +104,8 @@ class DeltaSparkSubmitOperator(DeltaTaskMixin, LocalSparkMixin, SparkSubmitOpera
         self.app_version = app_version
         self.delta_conn_id = delta_conn_id
         self.master = master
+        self.input_changes = bool(input_changes)
+        self.initial_version = initial_version
 
     # DeltaTaskMixin works on ``table_uri``: here, the table the job commits to.
     @property
@@ -110,14 +116,33 @@ class DeltaSparkSubmitOperator(DeltaTaskMixin, LocalSparkMixin, SparkSubmitOpera
     def _app(self, context: "Context") -> tuple[str, int]:
         return resolve_app(self.app_id, self.app_version, context, self)
 
+    def _incremental(self, context: "Context", input_table: Any) -> tuple[str, int, int]:
+        """(app_id, pinned input version = app_version, first unprocessed version) of an incremental run."""
+        if input_table is None:
+            raise InvalidArgumentError("input_changes=True needs input_table_uri")
+        uri = self.hook.resolve_uri(str(input_table))
+        pinned = optional_int(self.input_version, "input_version")
+        if pinned is None:
+            pinned = self.hook.latest_version(uri)
+        app_id, _ = resolve_incremental_app(self.app_id, pinned, context, self)
+        rng = self.hook.pending_changes(uri, self.output_table_uri, app_id, pinned,
+                                        optional_int(self.initial_version, "initial_version") or 0)
+        return app_id, pinned, rng.start
+
     def _side(self, uri: str) -> dict[str, Any]:
         return job_secrets(self.hook, uri)
 
     def build_spec(self, context: "Context") -> tuple[JobSpec, dict[str, Any]]:
         """The job's arguments and its secrets, from the rendered fields and the connections."""
-        app_id, app_version = self._app(context)
         manifest = optional_value(self.input_manifest_uri)
         input_table = optional_value(self.input_table_uri)
+        starting = None
+        if self.input_changes:   # the changes after the output's txn(app_id) up to the pinned version
+            app_id, app_version, starting = self._incremental(context, input_table)
+            input_version: int | None = app_version
+        else:
+            app_id, app_version = self._app(context)
+            input_version = optional_int(self.input_version, "input_version")
         params = self.transform_params
         if isinstance(params, str):
             params = json.loads(params) if params.strip() else {}
@@ -126,7 +151,7 @@ class DeltaSparkSubmitOperator(DeltaTaskMixin, LocalSparkMixin, SparkSubmitOpera
             mode=str(self.mode), partition_by=self.partition_by, properties=self.table_properties,
             input_manifest_uri=str(manifest) if manifest is not None else None,
             input_table_uri=self.hook.resolve_uri(input_table) if input_table is not None else None,
-            input_version=optional_int(self.input_version, "input_version"), app_id=app_id,
+            input_version=input_version, input_starting_version=starting, app_id=app_id,
             app_version=app_version, params=params, job=job_info(context)).validate()
         if spec.mode not in ("append", "overwrite"):
             raise InvalidArgumentError(f"mode must be 'append' or 'overwrite', got {spec.mode!r}")
@@ -148,6 +173,10 @@ class DeltaSparkSubmitOperator(DeltaTaskMixin, LocalSparkMixin, SparkSubmitOpera
         if exactly_once.already_committed(table, spec.app_id, spec.app_version):
             self.log.info("%s already holds version %s of %r: not submitting the Spark job",
                           table.uri, spec.app_version, spec.app_id)
+            return self._finish(context, table, spec, committed=False)
+        if spec.incremental and spec.input_starting_version > spec.input_version:  # type: ignore[operator]
+            self.log.info("no changes of %s to process (next version %s, pinned %s): not submitting",
+                          spec.input_table_uri, spec.input_starting_version, spec.input_version)
             return self._finish(context, table, spec, committed=False)
         self.application_args = [spec.to_json()]
         env = dict(self.env_vars or {})

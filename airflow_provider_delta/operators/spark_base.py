@@ -58,17 +58,34 @@ def resolve_app(app_id: Any, app_version: Any, context: "Context", task: Any) ->
     """
     app_id = optional_value(app_id)
     if app_id is None:
-        ti = context.get("ti")
-        app_id = f"{getattr(ti, 'dag_id', None) or task.dag_id}.{getattr(ti, 'task_id', None) or task.task_id}"
-        map_index = getattr(ti, "map_index", -1)
-        if isinstance(map_index, int) and map_index >= 0:
-            app_id += f".{map_index}"
-        app_id = run_app_id(app_id, context)
+        app_id = run_app_id(task_app_id(context, task), context)
     version = optional_int(app_version, "app_version")
     if version is None:
         version = run_app_version(context)
     app_id, version = exactly_once.check_app(str(app_id), version)
     return app_id, version  # type: ignore[return-value]
+
+
+def task_app_id(context: "Context", task: Any) -> str:
+    """``<dag_id>.<task_id>``, plus ``.<map_index>`` for a mapped task."""
+    ti = context.get("ti")
+    app_id = f"{getattr(ti, 'dag_id', None) or task.dag_id}.{getattr(ti, 'task_id', None) or task.task_id}"
+    map_index = getattr(ti, "map_index", -1)
+    if isinstance(map_index, int) and map_index >= 0:
+        app_id += f".{map_index}"
+    return app_id
+
+
+def resolve_incremental_app(app_id: Any, pinned: int, context: "Context", task: Any) -> tuple[str, int]:
+    """The exactly-once pair of an incremental run: the consumer's id and the pinned input version.
+
+    The id is the same for every run (``app_id`` as given, else :func:`task_app_id`, without a
+    run key): the output's ``txn`` under it is the consumer's position, which each run reads and
+    moves to the version it pinned.
+    """
+    app_id = optional_value(app_id)
+    pair = exactly_once.check_app(str(app_id) if app_id is not None else task_app_id(context, task), pinned)
+    return pair  # type: ignore[return-value]
 
 
 def report_commit(task: Any, context: "Context", table: "DeltaTable", app_id: str, app_version: int,

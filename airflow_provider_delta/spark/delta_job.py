@@ -3,7 +3,9 @@
 The operator runs *your* PySpark application, which reads and writes with
 ``format("delta")`` (Delta Spark commits). It hands the application:
 
-* the input table and the version pinned for it (read it with ``versionAsOf``), and
+* the input table and the version pinned for it (read it with ``versionAsOf``), or,
+  for an incremental job, the range of versions whose changes it has to process
+  (read them with ``readChangeFeed`` from ``startingVersion`` to ``endingVersion``), and
 * the output table and the exactly-once pair for Delta Spark's idempotent writes
   (``txnAppId`` / ``txnVersion``), so a retried or re-run task never appends twice,
 
@@ -13,14 +15,18 @@ variables (``DELTA_JOB_*``, below). In the application::
     from airflow_provider_delta.spark.delta_job import delta_job_context
 
     ctx = delta_job_context()          # reads sys.argv, else the DELTA_JOB_* variables
-    df = spark.read.format("delta").option("versionAsOf", ctx.input_version).load(ctx.input_table_uri)
+    df = spark.read.format("delta").options(**ctx.read_options).load(ctx.input_table_uri)
+    # read_options: {"versionAsOf": ...}, or for an incremental job (input.starting_version set)
+    # {"readChangeFeed": "true", "startingVersion": ..., "endingVersion": ...}
     df.write.format("delta").options(**ctx.write_options).mode("append").save(ctx.output_table_uri)
     # ctx.args: the application's other arguments (application_args), for argparse
 
-The JSON document (``format_version`` 1; ``input`` is null for a job without input)::
+The JSON document (``format_version`` 1; ``input`` is null for a job without input;
+``input.starting_version`` only for an incremental job, whose range is
+``starting_version``..``version``)::
 
     {"format": "delta-job-context", "format_version": 1,
-     "input": {"table_uri": "file:///data/orders", "version": 12},
+     "input": {"table_uri": "file:///data/orders", "version": 12, "starting_version": 10},
      "output": {"table_uri": "file:///data/customers"},
      "txn": {"app_id": "dag.task", "version": 1767225600},
      "job": {"dag_id": ..., "task_id": ..., "run_id": ..., "try_number": ...}}
@@ -45,10 +51,12 @@ FORMAT_VERSION = 1
 
 ENV_INPUT_TABLE_URI = "DELTA_JOB_INPUT_TABLE_URI"
 ENV_INPUT_VERSION = "DELTA_JOB_INPUT_VERSION"
+ENV_INPUT_STARTING_VERSION = "DELTA_JOB_INPUT_STARTING_VERSION"
 ENV_OUTPUT_TABLE_URI = "DELTA_JOB_OUTPUT_TABLE_URI"
 ENV_TXN_APP_ID = "DELTA_JOB_TXN_APP_ID"
 ENV_TXN_VERSION = "DELTA_JOB_TXN_VERSION"
-ENV_VARS = (ENV_INPUT_TABLE_URI, ENV_INPUT_VERSION, ENV_OUTPUT_TABLE_URI, ENV_TXN_APP_ID, ENV_TXN_VERSION)
+ENV_VARS = (ENV_INPUT_TABLE_URI, ENV_INPUT_VERSION, ENV_INPUT_STARTING_VERSION, ENV_OUTPUT_TABLE_URI, ENV_TXN_APP_ID,
+            ENV_TXN_VERSION)
 
 _HOW = (f"this application expects to be run by DeltaSparkApplicationOperator, which passes "
         f"{CONTEXT_ARG}=<JSON> and the {', '.join(ENV_VARS)} environment variables")
@@ -74,7 +82,11 @@ def _uri(value: Any, what: str) -> str:
 
 @dataclass(frozen=True)
 class DeltaJobContext:
-    """The pinned input (may be None: a job without input), the output and the exactly-once pair."""
+    """The pinned input (may be None: a job without input), the output and the exactly-once pair.
+
+    ``input_starting_version`` makes the job incremental: its input is the change feed of
+    versions ``input_starting_version``..``input_version`` (both included).
+    """
 
     input_table_uri: str | None
     input_version: int | None
@@ -84,6 +96,8 @@ class DeltaJobContext:
     job: dict[str, Any] = field(default_factory=dict, compare=False)
     #: the application's arguments other than the context argument
     args: tuple[str, ...] = ()
+    #: first version of an incremental job's change range (None: read the snapshot at input_version)
+    input_starting_version: int | None = None
 
     def __post_init__(self) -> None:
         _uri(self.output_table_uri, "output.table_uri")
@@ -97,6 +111,19 @@ class DeltaJobContext:
             if self.input_version is None:
                 raise DeltaJobContextError("input.table_uri needs input.version (the version pinned for the job)")
             object.__setattr__(self, "input_version", _version(self.input_version, "input.version"))
+        if self.input_starting_version is not None:
+            if self.input_table_uri is None:
+                raise DeltaJobContextError("input.starting_version is given without input.table_uri")
+            start = _version(self.input_starting_version, "input.starting_version")
+            if start > self.input_version:  # type: ignore[operator]
+                raise DeltaJobContextError(f"input.starting_version {start} is after input.version "
+                                           f"{self.input_version}: there is no change to read")
+            object.__setattr__(self, "input_starting_version", start)
+
+    @property
+    def incremental(self) -> bool:
+        """Whether the input is a range of changes (read with ``readChangeFeed``), not a snapshot."""
+        return self.input_starting_version is not None
 
     @property
     def write_options(self) -> dict[str, str]:
@@ -105,14 +132,21 @@ class DeltaJobContext:
 
     @property
     def read_options(self) -> dict[str, str]:
-        """``{"versionAsOf": "<pinned version>"}`` (empty without input)."""
-        return {} if self.input_version is None else {"versionAsOf": str(self.input_version)}
+        """``{"versionAsOf": "<pinned version>"}`` (empty without input); for an incremental job the
+        change-feed options ``readChangeFeed``, ``startingVersion`` and ``endingVersion``."""
+        if self.input_version is None:
+            return {}
+        if self.incremental:
+            return {"readChangeFeed": "true", "startingVersion": str(self.input_starting_version),
+                    "endingVersion": str(self.input_version)}
+        return {"versionAsOf": str(self.input_version)}
 
     # ------------------------------------------------------------- encoding
     def to_document(self) -> dict[str, Any]:
         return {"format": FORMAT, "format_version": FORMAT_VERSION,
                 "input": None if self.input_table_uri is None else
-                {"table_uri": self.input_table_uri, "version": self.input_version},
+                {"table_uri": self.input_table_uri, "version": self.input_version,
+                 **({"starting_version": self.input_starting_version} if self.incremental else {})},
                 "output": {"table_uri": self.output_table_uri},
                 "txn": {"app_id": self.txn_app_id, "version": self.txn_version},
                 "job": dict(self.job)}
@@ -128,6 +162,8 @@ class DeltaJobContext:
         if self.input_table_uri is not None:
             env[ENV_INPUT_TABLE_URI] = self.input_table_uri
             env[ENV_INPUT_VERSION] = str(self.input_version)
+        if self.incremental:
+            env[ENV_INPUT_STARTING_VERSION] = str(self.input_starting_version)
         return env
 
     # ------------------------------------------------------------- decoding
@@ -155,7 +191,8 @@ class DeltaJobContext:
         inp = inp or {}
         return cls(input_table_uri=inp.get("table_uri"), input_version=inp.get("version"),
                    output_table_uri=out.get("table_uri"), txn_app_id=txn.get("app_id"),
-                   txn_version=txn.get("version"), job=job, args=tuple(args))
+                   txn_version=txn.get("version"), job=job, args=tuple(args),
+                   input_starting_version=inp.get("starting_version"))
 
     @classmethod
     def parse(cls, text: str, args: Sequence[str] = ()) -> "DeltaJobContext":
@@ -174,7 +211,8 @@ class DeltaJobContext:
             return cls(input_table_uri=environ.get(ENV_INPUT_TABLE_URI) or None,
                        input_version=environ.get(ENV_INPUT_VERSION) or None,
                        output_table_uri=environ[ENV_OUTPUT_TABLE_URI], txn_app_id=environ[ENV_TXN_APP_ID],
-                       txn_version=environ[ENV_TXN_VERSION], args=tuple(args))  # type: ignore[arg-type]
+                       txn_version=environ[ENV_TXN_VERSION], args=tuple(args),  # type: ignore[arg-type]
+                       input_starting_version=environ.get(ENV_INPUT_STARTING_VERSION) or None)
         except DeltaJobContextError as e:
             raise DeltaJobContextError(f"in the DELTA_JOB_* environment variables: {e}") from None
 

@@ -41,6 +41,7 @@ def get_spark(app_name: str) -> Any:
 def run(spark: Any, spec: JobSpec, secrets: dict[str, Any] | None = None) -> dict[str, Any]:
     """Do the job in ``spark``; returns ``{"version", "committed", "app_id", "app_version", ...}``."""
     from airflow_provider_delta.spark import exactly_once
+    from airflow_provider_delta.spark.changes import changes_dataframe
     from airflow_provider_delta.spark.commit import commit_dataframe
     from airflow_provider_delta.spark.reader import dataframe_of, describe, pin
     from airflow_provider_delta.spark.tables import open_table
@@ -58,7 +59,13 @@ def run(spark: Any, spec: JobSpec, secrets: dict[str, Any] | None = None) -> dic
         return {**result, "committed": False,
                 "version": exactly_once.find_txn_commit(output, spec.app_id, spec.app_version)}  # type: ignore[arg-type]
     source = None
-    if spec.has_input:
+    if spec.incremental:
+        source = changes_dataframe(spark, spec.input_table_uri, spec.input_starting_version,  # type: ignore[arg-type]
+                                   spec.input_version, inp.get("storage_options"), inp.get("commit_owner"))
+        log.info("reading the changes of %s, versions %s..%s", spec.input_table_uri, spec.input_starting_version,
+                 spec.input_version)
+        result.update(input_version=spec.input_version, input_starting_version=spec.input_starting_version)
+    elif spec.has_input:
         pinned = pin(spec.input_manifest_uri, spec.input_table_uri, spec.input_version,
                      inp.get("storage_options"), inp.get("commit_owner"))
         log.info("reading pinned snapshot %s", describe(pinned))

@@ -10,6 +10,7 @@ sides share it.
 Document (``input`` optional; ``transform`` required)::
 
     {"input": {"manifest_uri": "..."} | {"table_uri": "...", "version": 3},
+                                               # + "starting_version": 2 for the changes of 2..3
      "output": {"table_uri": "...", "mode": "append", "partition_by": ["day"],
                 "properties": {...}},
      "app_id": "dag.task", "app_version": 1767225600,
@@ -45,6 +46,8 @@ class JobSpec:
     app_version: int | None = None
     params: dict[str, Any] = field(default_factory=dict)
     job: dict[str, Any] | None = None
+    #: incremental jobs: the input is the change feed of versions input_starting_version..input_version
+    input_starting_version: int | None = None
 
     def validate(self) -> "JobSpec":
         if not isinstance(self.output_table_uri, str) or not self.output_table_uri.strip():
@@ -58,6 +61,11 @@ class JobSpec:
         if self.input_version is not None and (isinstance(self.input_version, bool) or
                                                not isinstance(self.input_version, int) or self.input_version < 0):
             raise InvalidArgumentError(f"input.version must be a non-negative integer, got {self.input_version!r}")
+        if self.input_starting_version is not None and (
+                self.input_table_uri is None or self.input_version is None or isinstance(self.input_starting_version, bool)
+                or not isinstance(self.input_starting_version, int) or self.input_starting_version < 0):
+            raise InvalidArgumentError("input.starting_version must be a non-negative integer, with input.table_uri "
+                                       f"and input.version; got {self.input_starting_version!r}")
         if not isinstance(self.params, dict):
             raise InvalidArgumentError("params must be a JSON object")
         if self.partition_by is not None and (not isinstance(self.partition_by, list)
@@ -65,6 +73,11 @@ class JobSpec:
             raise InvalidArgumentError("output.partition_by must be a list of column names")
         check_app(self.app_id, self.app_version)
         return self
+
+    @property
+    def incremental(self) -> bool:
+        """Whether the input is a range of changes rather than a snapshot."""
+        return self.input_starting_version is not None
 
     @property
     def has_input(self) -> bool:
@@ -83,6 +96,8 @@ class JobSpec:
             doc["input"] = {"manifest_uri": self.input_manifest_uri}
         elif self.input_table_uri is not None:
             doc["input"] = {"table_uri": self.input_table_uri, "version": self.input_version}
+            if self.incremental:
+                doc["input"]["starting_version"] = self.input_starting_version
         return doc
 
     def to_json(self) -> str:
@@ -103,7 +118,8 @@ class JobSpec:
                    properties=out.get("properties"), input_manifest_uri=inp.get("manifest_uri"),
                    input_table_uri=inp.get("table_uri"), input_version=inp.get("version"),
                    app_id=doc.get("app_id"), app_version=doc.get("app_version"),
-                   params=doc.get("params") or {}, job=doc.get("job")).validate()
+                   params=doc.get("params") or {}, job=doc.get("job"),
+                   input_starting_version=inp.get("starting_version")).validate()
 
     @classmethod
     def parse(cls, text: str) -> "JobSpec":

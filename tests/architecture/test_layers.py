@@ -26,7 +26,7 @@ LOG_TIERS: dict[str, set[str]] = {
              "change_feed"},
     "write": {"conflicts", "commit_info", "checkpoint", "checkpoint_rows", "checkpoint_sources", "distributed_checkpoint", "commit_plan", "committer", "transaction", "write_plan", "writer",
               "create", "compaction", "cleanup", "vacuum", "managed"},
-    "top": {"table", ""},
+    "top": {"table", "", "incremental"},
 }
 TIER_ORDER = list(LOG_TIERS)
 

@@ -1,0 +1,119 @@
+"""The incremental pattern with Spark: each run processes the changes between the output's
+``txn(app_id)`` position and the pinned input version, exactly once.
+
+* ``DeltaSparkApplicationOperator(input_changes=True)``: a real spark-submit of a Delta Spark
+  application reading ``readChangeFeed`` with the handed-over range (one submit per round;
+  a re-run with nothing new submits nothing);
+* ``DeltaSparkSubmitOperator(input_changes=True)``'s driver-side job (``spark/job.run``) in the
+  session's Spark: a DataFrame of our change feed, committed with the pinned version as txn.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from airflow_provider_delta.log import DeltaTable, InvalidArgumentError
+from airflow_provider_delta.spark.job import run
+from airflow_provider_delta.spark.job_args import JobSpec
+from task_context import task_context
+
+pytestmark = pytest.mark.spark
+
+SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string())])
+CDF = {"delta.enableChangeDataFeed": "true"}
+SPARK_CONF = {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2",
+              "spark.databricks.delta.snapshotPartitions": "2", "spark.log.level": "WARN"}
+
+#: the user's application: append the handed-over changes, as Delta Spark reads them, to the output
+CHANGES_JOB = '''
+from airflow_provider_delta.spark.delta_job import delta_job_context
+from pyspark.sql import SparkSession
+
+ctx = delta_job_context()
+print("delta job context:", ctx.read_options, ctx.write_options)
+spark = SparkSession.builder.getOrCreate()
+changes = spark.read.format("delta").options(**ctx.read_options).load(ctx.input_table_uri)
+changes.write.format("delta").options(**ctx.write_options).mode("append").save(ctx.output_table_uri)
+spark.stop()
+'''
+
+
+def _rows(table: pa.Table) -> list[tuple]:
+    return sorted((r["id"], r["name"], r["_change_type"], r["_commit_version"]) for r in table.to_pylist())
+
+
+def _source(tmp_path: Path) -> DeltaTable:
+    t = DeltaTable.create(str(tmp_path / "source"), SCHEMA, properties=CDF)
+    t.write(pa.table({"id": [1, 2], "name": ["a", "b"]}, schema=SCHEMA))
+    return t
+
+
+def test_delta_spark_application_reads_the_pending_change_range(tmp_path, java, delta_spark_conf):
+    """One real submit: versions 1..2 (initial_version=1) read with readChangeFeed, then a re-run with
+    nothing new submits nothing, and a new commit makes exactly version 3 pending."""
+    from airflow_provider_delta.hooks import DeltaTableHook
+    from airflow_provider_delta.operators import DeltaSparkApplicationOperator
+    source, out = _source(tmp_path), tmp_path / "out"
+    source.write(pa.table({"id": [9], "name": ["z"]}, schema=SCHEMA), mode="overwrite")     # v2: 2 deletes
+    job = tmp_path / "changes_job.py"
+    job.write_text(CHANGES_JOB)
+
+    def run_task() -> tuple[dict, object]:
+        ctx = task_context(task_id="apply")
+        op = DeltaSparkApplicationOperator(
+            task_id="apply", conn_id="spark_not_defined", application=str(job), input_table_uri=source.uri,
+            input_changes=True, initial_version=1, output_table_uri=str(out),
+            jars=delta_spark_conf["spark.jars"], conf=SPARK_CONF)
+        return ctx, op.execute(ctx)
+
+    ctx, version = run_task()
+    commit = ctx["ti"].xcoms["commit"]
+    assert version == 0 and commit["committed"] and (commit["input_starting_version"], commit["input_version"]) == (1, 2)
+    output = DeltaTable(str(out))
+    assert output.snapshot().transaction_version("dag.apply") == 2                 # the stable consumer id
+    # Delta Spark's reading of the range equals ours (its _commit_timestamp too: file times here)
+    got = output.snapshot().to_pyarrow()
+    ours = source.changes(1, 2)
+    assert _rows(got) == _rows(ours)
+    assert sorted(got.column("_commit_timestamp").to_pylist()) == sorted(ours.column("_commit_timestamp").to_pylist())
+    ctx, version = run_task()                                                      # nothing new: no submit
+    assert version == 0 and ctx["ti"].xcoms["commit"]["committed"] is False and output.latest_version() == 0
+    source.write(pa.table({"id": [3], "name": ["c"]}, schema=SCHEMA))                       # v3
+    pending = DeltaTableHook().pending_changes(source.uri, str(out), "dag.apply")
+    assert (pending.start, pending.end) == (3, 3)
+
+
+def test_application_incremental_arguments(tmp_path):
+    from airflow_provider_delta.operators import DeltaSparkApplicationOperator
+    with pytest.raises(InvalidArgumentError, match="app_version"):
+        DeltaSparkApplicationOperator(task_id="t", application="x.py", output_table_uri=str(tmp_path / "o"),
+                                      input_table_uri=str(tmp_path / "s"), input_changes=True, app_version=3)
+    op = DeltaSparkApplicationOperator(task_id="t", application="x.py", output_table_uri=str(tmp_path / "o"),
+                                       input_changes=True)
+    with pytest.raises(InvalidArgumentError, match="needs an input"):
+        op.execute(task_context(task_id="t"))
+
+
+def test_driver_side_job_gets_a_dataframe_of_the_changes(spark, tmp_path):
+    source, out = _source(tmp_path), str(tmp_path / "out")
+
+    def spec(start: int, end: int) -> JobSpec:
+        return JobSpec(output_table_uri=out, transform="identity", input_table_uri=source.uri, input_version=end,
+                       input_starting_version=start, app_id="dag.apply", app_version=end).validate()
+
+    first = run(spark, spec(0, 1))
+    assert first["committed"] and first["input_starting_version"] == 0
+    assert run(spark, spec(0, 1))["committed"] is False                      # the retry: already in
+    source.write(pa.table({"id": [2], "name": ["B"]}, schema=SCHEMA), mode="overwrite")   # v2
+    second = run(spark, spec(2, 2))
+    assert second["committed"] and second["version"] == 1
+    output = DeltaTable(out)
+    assert output.snapshot().transaction_version("dag.apply") == 2
+    rows = output.snapshot().to_pyarrow()
+    assert rows.schema.field("_commit_timestamp").type == pa.timestamp("us", tz="UTC")
+    assert _rows(rows) == _rows(source.changes(0))
+    assert JobSpec.parse(spec(2, 2).to_json()).input_starting_version == 2
+    with pytest.raises(InvalidArgumentError, match="starting_version"):
+        JobSpec(output_table_uri=out, transform="identity", input_starting_version=1).validate()
