@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+from .arrow_build import empty_table
+
 STR_MAP = pa.map_(pa.string(), pa.string())
 STR_LIST = pa.list_(pa.field("element", pa.string()))
 
@@ -98,4 +100,4 @@ TOMBSTONE_COLUMNS = ["path", "deletion_timestamp", "data_change", "extended_file
 
 
 def empty_file_actions() -> pa.Table:
-    return FILE_ACTION_SCHEMA.empty_table()
+    return empty_table(FILE_ACTION_SCHEMA)

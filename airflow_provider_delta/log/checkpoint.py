@@ -33,6 +33,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from . import arrow_build as ab
 from .action_schemas import CHECKPOINT_METADATA_TYPE, REMOVE_TYPE, SIDECAR_TYPE
 from .actions import dumps_actions
 from .checkpoint_rows import (ROW_GROUP_ROWS, CheckpointLayout, action_batch, checkpoint_batches, checkpoint_layout,
@@ -289,10 +290,10 @@ def write_v2_manifest(table: TableLog, snapshot: Snapshot, layout: CheckpointLay
             schema = pa.schema(list(layout.schema) + [pa.field("checkpointMetadata", CHECKPOINT_METADATA_TYPE),
                                                       pa.field("sidecar", SIDECAR_TYPE)])
             main = _PartWriter(table, main_rel, schema)
-            main.write(action_batch(schema, "checkpointMetadata", pa.array(
+            main.write(action_batch(schema, "checkpointMetadata", ab.array(
                 [{"version": v, "tags": list(tags.items())}], CHECKPOINT_METADATA_TYPE)), "meta")
             main.write(non_file_rows(snapshot, schema, now), "meta")
-            main.write(action_batch(schema, "sidecar", pa.array(refs, SIDECAR_TYPE)), "meta")
+            main.write(action_batch(schema, "sidecar", ab.array(refs, SIDECAR_TYPE)), "meta")
             main.close()
             _publish(table, main)
             main_rows, main_size = main.rows, main.size

@@ -31,6 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pj
 
+from . import arrow_build as ab
 from .action_schemas import (ADD_BASE_FIELDS, DOMAIN_TYPE, DV_TYPE, METADATA_TYPE, PROTOCOL_TYPE, REMOVE_TYPE,
                              STR_MAP, TXN_TYPE)
 from .actions import encode_path
@@ -180,12 +181,12 @@ def _struct_by_name(arr: pa.StructArray, typ: pa.StructType) -> pa.Array:
 
 def encode_paths(paths: pa.Array) -> pa.Array:
     """URL-encode relative paths as the log stores them; only unusual paths go through Python."""
-    unsafe = pc.fill_null(pc.match_substring_regex(paths, _UNSAFE_PATH_CHARS), False)
+    unsafe = pc.fill_null(pc.match_substring_regex(paths, _UNSAFE_PATH_CHARS), ab.scalar(False))
     if not pc.any(unsafe).as_py():
         return paths
-    idx = np.flatnonzero(unsafe.to_numpy(zero_copy_only=False))
-    encoded = [encode_path(p) for p in paths.take(pa.array(idx)).to_pylist()]
-    return pc.replace_with_mask(paths, unsafe, pa.array(encoded, pa.string()))
+    idx = np.flatnonzero(ab.to_numpy(unsafe))
+    encoded = [encode_path(p) for p in paths.take(ab.from_numpy(idx)).to_pylist()]
+    return pc.replace_with_mask(paths, unsafe, ab.array(encoded, pa.string()))
 
 
 def _stats_read_type(t: pa.DataType) -> pa.DataType:
@@ -199,9 +200,9 @@ def _stats_read_type(t: pa.DataType) -> pa.DataType:
 
 def _json_lines_buffer(texts: pa.Array) -> pa.Buffer:
     """One newline-separated buffer of JSON objects, '{}' for nulls, for Arrow's JSON reader."""
-    texts = pc.fill_null(texts, "{}")
+    texts = pc.fill_null(texts, ab.scalar("{}", texts.type))
     texts = pc.replace_substring(texts, "\n", " ")  # only whitespace can hold a raw newline
-    joined = pc.binary_join_element_wise(texts, pa.scalar("", texts.type), "\n")
+    joined = pc.binary_join_element_wise(texts, ab.scalar("", texts.type), ab.scalar("\n", texts.type))
     if isinstance(joined, pa.ChunkedArray):
         joined = joined.combine_chunks()
     bufs = joined.buffers()
@@ -249,7 +250,7 @@ def parse_stats(texts: pa.Array, stats_type: pa.StructType) -> pa.StructArray:
 def _partition_parsed(pv: pa.Array, layout: CheckpointLayout) -> pa.StructArray:
     children = []
     for key, f in zip(layout.partition_keys, layout.partition_type):
-        raw = pc.map_lookup(pv, pa.scalar(key), "first") if len(pv) else pa.array([], pa.string())
+        raw = pc.map_lookup(pv, ab.scalar(key), "first") if len(pv) else pa.nulls(0, pa.string())
         children.append(partition_values_to_arrow(raw, f.type))
     return pa.StructArray.from_arrays(children, fields=list(layout.partition_type))
 
@@ -281,8 +282,8 @@ def add_column(files: pa.Table, layout: CheckpointLayout) -> pa.StructArray:
     # partitionValues is required in an add: a missing map (some writers omit it when
     # unpartitioned) is written as {} rather than null
     if pv.null_count:
-        empty = pa.MapArray.from_arrays(pa.array(np.zeros(n + 1, dtype=np.int32)),
-                                        pa.array([], pa.string()), pa.array([], pa.string()))
+        empty = pa.MapArray.from_arrays(ab.from_numpy(np.zeros(n + 1, dtype=np.int32)),
+                                        pa.nulls(0, pa.string()), pa.nulls(0, pa.string()))
         arrays[1] = pc.if_else(pv.is_valid(), pv, empty.cast(STR_MAP))
     return pa.StructArray.from_arrays(arrays, fields=list(layout.add_type))
 
@@ -325,7 +326,7 @@ def non_file_rows(snapshot: Snapshot, schema: pa.Schema, now_ms: int) -> pa.Reco
     rows += retained_txns_and_domains(snapshot, now_ms)
     columns = []
     for f in schema:
-        columns.append(pa.array([v if k == f.name else None for k, v in rows], f.type))
+        columns.append(ab.array([v if k == f.name else None for k, v in rows], f.type))
     return pa.RecordBatch.from_arrays(columns, schema=schema)
 
 
@@ -348,8 +349,8 @@ def _live_tombstones(snapshot: Snapshot, now_ms: int) -> pa.Table:
     if t.num_rows == 0:
         return t
     retention = deleted_file_retention_ms(snapshot.metadata.configuration)
-    ts = pc.fill_null(_column(t, "deletion_timestamp", pa.int64()), 0)
-    return t.filter(pc.greater(ts, now_ms - retention))
+    ts = pc.fill_null(_column(t, "deletion_timestamp", pa.int64()), ab.scalar(0))
+    return t.filter(pc.greater(ts, ab.scalar(now_ms - retention)))
 
 
 def _split_by_part(t: pa.Table, parts: int) -> Iterator[tuple[int, pa.Table]]:
@@ -364,10 +365,10 @@ def _split_by_part(t: pa.Table, parts: int) -> Iterator[tuple[int, pa.Table]]:
         for i in range(parts):
             mask = part == i
             if mask.any():
-                yield i, t.filter(pa.array(mask))
+                yield i, t.filter(ab.from_numpy(mask))
         return
     order = np.argsort(part, kind="stable")
-    grouped = t.take(pa.array(order))
+    grouped = t.take(ab.from_numpy(order))
     bounds = np.searchsorted(part[order], np.arange(parts + 1))
     for i in range(parts):
         lo, hi = int(bounds[i]), int(bounds[i + 1])

@@ -26,6 +26,7 @@ from typing import Callable
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from . import arrow_build as ab
 from . import ict
 from .actions import AddFile, DomainMetadata, Metadata, Protocol, RemoveFile, Txn
 from .commit_owner.base import CommitOwner
@@ -259,7 +260,7 @@ def _resolve_removes(changes: PendingChanges, snap: Snapshot | None, clock: Call
         raise InvalidArgumentError("a table that does not exist yet has no files to remove")
     paths = sorted({k[0] for k in changes.removes})
     files = snap.files()
-    live = files.filter(pc.is_in(files["path"], value_set=pa.array(paths, pa.string())))
+    live = files.filter(pc.is_in(files["path"], value_set=ab.array(paths, pa.string())))
     rows = {r["path"]: r for r in live.select(
         [c for c in ("path", "partition_values", "size", "deletion_vector", "tags")
          if c in live.column_names]).to_pylist()}

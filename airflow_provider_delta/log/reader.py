@@ -23,6 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from . import arrow_build as ab
 from .column_mapping import file_column, mapping_mode, stored_name
 from .data_paths import open_path
 from .deletion_vectors import deleted_mask, read_deletion_vector
@@ -61,36 +62,29 @@ def _dnf(filter: Any) -> list[list[tuple[str, str, Any]]] | None:
 def _atom(col: pa.Array | pa.ChunkedArray, op: str, value: Any) -> pa.Array:
     typ = col.type
     if op in ("in", "not in"):
-        vals = pa.array(list(value)).cast(typ) if value else pa.array([], typ)
+        vals = ab.array(list(value)).cast(typ) if value else pa.nulls(0, typ)
         res = pc.is_in(col, value_set=vals)
         return pc.invert(res) if op == "not in" else res
     if op not in _OPS:
         raise InvalidArgumentError(f"unsupported filter operator {op!r}; use one of {sorted(_OPS) + ['in', 'not in']}")
-    scalar = pa.scalar(value).cast(typ) if value is not None else pa.scalar(None, typ)
+    scalar = ab.scalar(value).cast(typ) if value is not None else pa.nulls(1, typ)[0]
     return getattr(pc, _OPS[op])(col, scalar)
 
 
-def _expr_of(dnf: list[list[tuple[str, str, Any]]], schema: pa.Schema) -> pc.Expression:
-    ors = None
+def _dnf_mask(dnf: list[list[tuple[str, str, Any]]], table: pa.Table, only: set[str] | None = None) -> pa.Array:
+    """Rows of ``table`` the filter keeps (null counts as false), from the atoms on ``only`` columns
+    (all when None). Evaluated with compute kernels: a ``Table.filter(Expression)`` would load
+    pyarrow.dataset, which imports pandas."""
+    mask = None
     for conj in dnf:
-        ands = None
+        m = ab.from_numpy(np.ones(table.num_rows, dtype=bool))
         for col, op, value in conj:
-            if schema.get_field_index(col) < 0:
-                raise InvalidArgumentError(f"filter column {col!r} is not in the table schema")
-            typ = schema.field(col).type
-            f = pc.field(col)
-            if op in ("in", "not in"):
-                e = f.isin(pa.array(list(value)).cast(typ))
-                e = ~e if op == "not in" else e
-            elif op in _OPS:
-                s = pa.scalar(value).cast(typ)
-                e = {"equal": f == s, "not_equal": f != s, "less": f < s, "less_equal": f <= s,
-                     "greater": f > s, "greater_equal": f >= s}[_OPS[op]]
-            else:
-                raise InvalidArgumentError(f"unsupported filter operator {op!r}")
-            ands = e if ands is None else (ands & e)
-        ors = ands if ors is None else (ors | ands)
-    return ors
+            if only is None or col in only:
+                if table.schema.get_field_index(col) < 0:
+                    raise InvalidArgumentError(f"filter column {col!r} is not in the table schema")
+                m = pc.and_kleene(m, pc.fill_null(_atom(table.column(col), op, value), ab.scalar(False)))
+        mask = m if mask is None else pc.or_(mask, m)
+    return mask
 
 
 def partition_table(snap: Readable, files: pa.Table) -> pa.Table:
@@ -100,7 +94,7 @@ def partition_table(snap: Readable, files: pa.Table) -> pa.Table:
     cols, names = [], []
     for c in snap.partition_columns:
         key = stored_name(schema.field(c), mode)  # under column mapping, the physical name
-        raw = pc.map_lookup(files.column("partition_values"), pa.scalar(key), "first")
+        raw = pc.map_lookup(files.column("partition_values"), ab.scalar(key, pa.string()), "first")
         cols.append(partition_values_to_arrow(raw, schema.field(c).type))
         names.append(c)
     return pa.table(cols, names=names) if cols else pa.table({"__n": pa.nulls(files.num_rows)}).drop(["__n"])
@@ -115,18 +109,11 @@ def _prune(snap: Readable, files: pa.Table, filter: Any) -> pa.Table:
     if dnf is None:  # an Expression: usable for pruning only if it names partition columns alone
         try:
             keep = pa.table({**{c: parts.column(c) for c in parts.column_names},
-                             "__i": pa.array(np.arange(files.num_rows))}).filter(filter).column("__i")
+                             "__i": ab.from_numpy(np.arange(files.num_rows))}).filter(filter).column("__i")
         except (pa.ArrowInvalid, pa.ArrowTypeError, KeyError, pa.ArrowNotImplementedError):
             return files
         return files.take(keep)
-    mask = None
-    for conj in dnf:
-        m = pa.array(np.ones(files.num_rows, dtype=bool))
-        for col, op, value in conj:
-            if col in pset:
-                m = pc.and_kleene(m, pc.fill_null(_atom(parts.column(col), op, value), False))
-        mask = m if mask is None else pc.or_(mask, m)
-    return files.filter(mask)
+    return files.filter(_dnf_mask(dnf, parts, pset))
 
 
 def read_rows(snap: Readable, columns: list[str] | None = None, filter: Any = None) -> pa.Table:
@@ -138,9 +125,10 @@ def read_rows(snap: Readable, columns: list[str] | None = None, filter: Any = No
             raise InvalidArgumentError(f"columns {missing} are not in the table schema {schema.names}")
     files = _prune(snap, snap.files(), filter)
     result = read_files(snap, files)
-    if filter is not None:
-        expr = filter if isinstance(filter, pc.Expression) else _expr_of(_dnf(filter), schema)
-        result = result.filter(expr)
+    if isinstance(filter, pc.Expression):
+        result = result.filter(filter)
+    elif filter is not None:
+        result = result.filter(_dnf_mask(_dnf(filter), result))
     if columns is not None:
         result = result.select(columns)
     return result
@@ -166,7 +154,8 @@ def read_files(snap: Readable, files: pa.Table) -> pa.Table:
     dvs = files.column("deletion_vector").to_pylist() if files.num_rows else []
     for i, path in enumerate(paths):
         try:
-            t = pq.read_table(open_path(snap.storage, path), coerce_int96_timestamp_unit="us")
+            # ParquetFile, not pq.read_table: that one goes through pyarrow.dataset, which imports pandas
+            t = pq.ParquetFile(open_path(snap.storage, path), coerce_int96_timestamp_unit="us").read()
         except FileNotFoundError:
             if "\ufffd" in path:   # what percent-decoding leaves of bytes that are not UTF-8
                 raise CorruptLogError(
@@ -177,7 +166,7 @@ def read_files(snap: Readable, files: pa.Table) -> pa.Table:
                 "exist (deleted by hand, or vacuumed with too short a retention?)", path=path) from None
         if dvs[i] is not None:
             deleted = read_deletion_vector(snap.storage, dvs[i], dv_cache)
-            t = t.filter(pa.array(deleted_mask(t.num_rows, deleted, f"{snap.uri}: data file {path}")))
+            t = t.filter(ab.from_numpy(deleted_mask(t.num_rows, deleted, f"{snap.uri}: data file {path}")))
         n = t.num_rows
         arrays = []
         for f in out_schema:
@@ -188,4 +177,4 @@ def read_files(snap: Readable, files: pa.Table) -> pa.Table:
         pieces.append(pa.Table.from_arrays(arrays, names=out_schema.names))
     if pieces:
         return pa.concat_tables(pieces, promote_options="permissive")
-    return out_schema.empty_table()
+    return ab.empty_table(out_schema)

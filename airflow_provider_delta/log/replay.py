@@ -28,6 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pj
 
+from . import arrow_build as ab
 from .action_schemas import (ADD_FIELDS, DV_TYPE, FILE_ACTION_SCHEMA, FILE_ACTION_TYPES, REMOVE_FIELDS,
                              STR_MAP, empty_file_actions)
 from .commit_reader import parse_json_lines
@@ -187,7 +188,7 @@ def _tags_of(blobs, file_start_row: np.ndarray, counts: np.ndarray, rows: np.nda
         if _TAGS.search(line):
             tags = json.loads(line)[kind].get("tags")
             vals[j] = [(str(k), None if v is None else str(v)) for k, v in tags.items()] if tags else None
-    return pa.array(vals, STR_MAP)
+    return ab.array(vals, STR_MAP)
 
 
 def _parse_slow(blobs: list[tuple[int, bytes, str]], seq_start: int) -> ParsedLog:
@@ -292,35 +293,35 @@ def struct_to_map(s: pa.Array) -> pa.Array:
     if pa.types.is_map(s.type):
         return s.cast(STR_MAP)
     if pa.types.is_null(s.type):
-        return pa.MapArray.from_arrays(pa.array(np.zeros(n + 1, dtype=np.int32)),
-                                       pa.array([], pa.string()), pa.array([], pa.string()))
+        return pa.MapArray.from_arrays(ab.from_numpy(np.zeros(n + 1, dtype=np.int32)),
+                                       pa.nulls(0, pa.string()), pa.nulls(0, pa.string()))
     names = [s.type.field(i).name for i in range(s.type.num_fields)]
     k = len(names)
     if k == 0 or n == 0:
         offsets = np.zeros(n + 1, dtype=np.int32)
-        return pa.MapArray.from_arrays(pa.array(offsets), pa.array([], pa.string()), pa.array([], pa.string()))
+        return pa.MapArray.from_arrays(ab.from_numpy(offsets), pa.nulls(0, pa.string()), pa.nulls(0, pa.string()))
     children = [s.field(i).cast(pa.string()) for i in range(k)]
     stacked = pa.concat_arrays(children)
     idx = (np.arange(k, dtype=np.int64)[None, :] * n + np.arange(n, dtype=np.int64)[:, None]).ravel()
-    items = stacked.take(pa.array(idx))
-    keys = pa.array(names, pa.string()).take(pa.array(np.tile(np.arange(k, dtype=np.int32), n)))
-    offsets = pa.array(np.arange(0, n * k + 1, k, dtype=np.int32))
+    items = stacked.take(ab.from_numpy(idx))
+    keys = ab.array(names, pa.string()).take(ab.from_numpy(np.tile(np.arange(k, dtype=np.int32), n)))
+    offsets = ab.from_numpy(np.arange(0, n * k + 1, k, dtype=np.int32))
     return pa.MapArray.from_arrays(offsets, keys, items)
 
 
 def _decode_paths(paths: pa.Array) -> pa.Array:
     """URL-decode the log's paths; only the few that contain '%' go through Python."""
-    has_pct = pc.fill_null(pc.match_substring(paths, "%"), False)
+    has_pct = pc.fill_null(pc.match_substring(paths, "%"), ab.scalar(False, pa.bool_()))
     if not pc.any(has_pct).as_py():
         return paths
     idx = _nonzero(has_pct)
-    decoded = [unquote(p) for p in paths.take(pa.array(idx)).to_pylist()]
+    decoded = [unquote(p) for p in paths.take(ab.from_numpy(idx)).to_pylist()]
     out = paths.to_pylist() if len(idx) * 4 > len(paths) else None
     if out is not None:
         for i, d in zip(idx, decoded):
             out[i] = d
-        return pa.array(out, pa.string())
-    return pc.replace_with_mask(paths, has_pct, pa.array(decoded, pa.string()))
+        return ab.array(out, pa.string())
+    return pc.replace_with_mask(paths, has_pct, ab.array(decoded, pa.string()))
 
 
 def _assemble(cols: dict[str, Any], n: int, is_add: bool, versions, seqs) -> pa.Table:
@@ -330,11 +331,11 @@ def _assemble(cols: dict[str, Any], n: int, is_add: bool, versions, seqs) -> pa.
     arrays = []
     for f in FILE_ACTION_SCHEMA:
         if f.name == "is_add":
-            arrays.append(pa.array(np.full(n, is_add)))
+            arrays.append(ab.from_numpy(np.full(n, is_add)))
         elif f.name == "version":
-            arrays.append(pa.array(np.asarray(versions, dtype=np.int64)))
+            arrays.append(ab.from_numpy(np.asarray(versions, dtype=np.int64)))
         elif f.name == "seq":
-            arrays.append(pa.array(np.asarray(seqs, dtype=np.int64)))
+            arrays.append(ab.from_numpy(np.asarray(seqs, dtype=np.int64)))
         elif f.name in cols and cols[f.name] is not None:
             a = cols[f.name]
             if isinstance(a, pa.ChunkedArray):
@@ -379,14 +380,14 @@ def actions_from_dicts(dicts: list[dict[str, Any]], is_add: bool, versions, seqs
         if cname in ("partition_values", "tags"):
             vals = [None if v is None else [(str(k), None if x is None else str(x)) for k, x in v.items()]
                     for v in vals]
-            cols[cname] = pa.array(vals, STR_MAP)
+            cols[cname] = ab.array(vals, STR_MAP)
         elif cname == "deletion_vector":
-            cols[cname] = pa.array(vals, DV_TYPE)
+            cols[cname] = ab.array(vals, DV_TYPE)
         elif cname == "stats":
-            cols[cname] = pa.array([v if v is None or isinstance(v, str) else json.dumps(v) for v in vals],
+            cols[cname] = ab.array([v if v is None or isinstance(v, str) else json.dumps(v) for v in vals],
                                    pa.string())
         else:
-            cols[cname] = pa.array(vals, FILE_ACTION_TYPES[cname])
+            cols[cname] = ab.array(vals, FILE_ACTION_TYPES[cname])
     return _assemble(cols, len(dicts), is_add, versions, seqs)
 
 
@@ -396,10 +397,11 @@ def _file_keys(t: pa.Table, with_dv: bool) -> pa.Array:
     if not with_dv:
         return path
     dv = t.column("deletion_vector").combine_chunks()
-    st = pc.fill_null(dv.field("storageType"), "")
-    p = pc.fill_null(dv.field("pathOrInlineDv"), "")
-    off = pc.fill_null(pc.cast(dv.field("offset"), pa.string()), "")
-    return pc.binary_join_element_wise(path, st, p, off, "\x00")
+    empty = ab.scalar("", pa.string())
+    st = pc.fill_null(dv.field("storageType"), empty)
+    p = pc.fill_null(dv.field("pathOrInlineDv"), empty)
+    off = pc.fill_null(pc.cast(dv.field("offset"), pa.string()), empty)
+    return pc.binary_join_element_wise(path, st, p, off, ab.scalar("\x00", pa.string()))
 
 
 def _has_dv(t: pa.Table) -> bool:
@@ -414,14 +416,18 @@ def reconcile(base: pa.Table | None, new: pa.Table) -> pa.Table:
     if new.num_rows == 0:
         return base if base is not None else empty_file_actions()
     with_dv = _has_dv(new) or (base is not None and _has_dv(base))
-    keys = _file_keys(new, with_dv)
-    winner_keys = pc.unique(keys)
-    if len(winner_keys) == len(keys):
+    encoded = pc.dictionary_encode(_file_keys(new, with_dv))
+    winner_keys = encoded.dictionary
+    if len(winner_keys) == len(encoded):
         winners = new  # every key appears once: nothing to resolve
     else:
-        # newest action per key, by hash aggregation (no sort): keep rows holding their key's max seq
-        last = pa.table({"k": keys, "s": new.column("seq")}).group_by("k").aggregate([("s", "max")])
-        winners = new.filter(pc.is_in(new.column("seq"), value_set=last.column("s_max")))
+        # newest action per key, by one hash pass and a scatter-max (no sort): keep the rows
+        # holding their key's highest seq
+        key_ids = ab.to_numpy(encoded.indices)
+        seqs = ab.to_numpy(new.column("seq"))
+        newest = np.full(len(winner_keys), np.iinfo(np.int64).min, dtype=np.int64)
+        np.maximum.at(newest, key_ids, seqs)
+        winners = new.filter(ab.from_numpy(seqs == newest[key_ids]))
     if base is None or base.num_rows == 0:
         return winners
     base_keys = _file_keys(base, with_dv)

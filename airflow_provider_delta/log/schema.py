@@ -37,6 +37,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from . import arrow_build as ab
 from .actions import parse_schema_string
 from .errors import CorruptLogError, InvalidArgumentError, UnsupportedFeatureError
 from .features import FEATURE_OF_TYPE, PHYSICAL_NAME_KEY
@@ -328,7 +329,7 @@ def partition_values_to_arrow(values: Sequence[str | None] | pa.Array | pa.Chunk
     """
     _check_partition_type(t)
     arr = _as_string_array(values)
-    arr = pc.if_else(pc.equal(arr, ""), pa.scalar(None, arr.type), arr)
+    arr = pc.if_else(pc.equal(arr, ab.scalar("", arr.type)), pa.nulls(1, arr.type)[0], arr)
     try:
         return _parse(arr, t)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
@@ -354,7 +355,7 @@ def _first_unparsable(arr: pa.Array | pa.ChunkedArray, t: pa.DataType) -> str | 
         if value is None:
             continue
         try:
-            _parse(pa.array([value], pa.string()), t)
+            _parse(ab.array([value], pa.string()), t)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
             return value
     return None
@@ -371,7 +372,7 @@ def _as_string_array(values: Any) -> pa.Array | pa.ChunkedArray:
     if isinstance(values, (str, bytes)):
         raise InvalidArgumentError("partition values must be a sequence of strings, not one string")
     try:
-        return pa.array(list(values), type=pa.string())
+        return ab.array(list(values), pa.string())
     except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError) as e:
         raise InvalidArgumentError(f"partition values must be strings or None: {e}") from None
 
@@ -381,7 +382,7 @@ def _parse_timestamps(arr: pa.Array | pa.ChunkedArray, t: pa.TimestampType) -> p
     # Delta Spark reads them in the session time zone, which is UTC on most clusters).
     # Giving them a "Z" lets one cast handle both forms.
     has_offset = pc.match_substring_regex(arr, _OFFSET_RE)
-    normalized = pc.if_else(has_offset, arr, pc.binary_join_element_wise(arr, pa.scalar("Z"), ""))
+    normalized = pc.if_else(has_offset, arr, pc.binary_join_element_wise(arr, ab.scalar("Z"), ab.scalar("")))
     instants = normalized.cast(pa.timestamp("us", tz="UTC"))
     return instants.cast(pa.timestamp("us", tz=t.tz)).cast(t)
 
@@ -467,7 +468,7 @@ def _serialize_float(value: Any, t: pa.DataType) -> str:
     if pa.types.is_float64(t):
         return repr(value)
     # pyarrow prints the shortest decimal that round-trips at the column's width
-    return pa.scalar(value, t).cast(pa.string()).as_py()
+    return ab.scalar(value, t).cast(pa.string()).as_py()
 
 
 def _serialize_decimal(value: Any, t: pa.DataType) -> str:

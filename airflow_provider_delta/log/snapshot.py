@@ -20,6 +20,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from . import arrow_build as ab
 from . import ict
 from .action_schemas import FILE_ACTION_SCHEMA, FILE_COLUMNS, TOMBSTONE_COLUMNS
 from .actions import Metadata, Protocol
@@ -248,7 +249,8 @@ class Snapshot:
         rm = a.filter(pc.invert(a.column("is_add")))
         now = int(time.time() * 1000) if now_ms is None else now_ms
         cutoff = now - deleted_file_retention_ms(self.configuration)
-        keep = pc.greater(pc.fill_null(rm.column("deletion_timestamp"), 0), cutoff)
+        keep = pc.greater(pc.fill_null(rm.column("deletion_timestamp"), ab.scalar(0, pa.int64())),
+                          ab.scalar(cutoff, pa.int64()))
         return rm.filter(keep).select(TOMBSTONE_COLUMNS)
 
     def transactions(self, include_expired: bool = False, now_ms: int | None = None) -> dict[str, tuple[int, int | None]]:
@@ -313,7 +315,7 @@ class Snapshot:
 
 
 def _empty(columns: list[str]) -> pa.Table:
-    return FILE_ACTION_SCHEMA.empty_table().select(columns)
+    return ab.empty_table(FILE_ACTION_SCHEMA).select(columns)
 
 
 def _check(log: LogAccess, protocol: Protocol, metadata: Metadata, version: int) -> None:

@@ -114,7 +114,7 @@ def _bounds(arr: pa.ChunkedArray, typ: pa.DataType, prefix_len: int) -> tuple[An
         if pa.types.is_floating(typ):
             has_nan = bool(pc.any(pc.is_nan(arr)).as_py() or False)
             if has_nan:
-                work = pc.if_else(pc.is_nan(arr), pa.scalar(None, typ), arr)
+                work = pc.if_else(pc.is_nan(arr), pa.nulls(1, typ)[0], arr)
         mm = pc.min_max(work)
         lo, hi = mm["min"].as_py(), mm["max"].as_py()
         if lo is None:

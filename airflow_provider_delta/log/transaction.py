@@ -22,6 +22,7 @@ from typing import Any, Callable, Iterable
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from . import arrow_build as ab
 from . import ict
 from .actions import AddFile, DomainMetadata, Metadata, Protocol, RemoveFile, Txn
 from .commit_info import CommitProvenance
@@ -174,16 +175,16 @@ class Transaction:
             self._changes.read.partition_types.update(self._partition_column_types())
             mask = None
             for col, allowed in predicate.items():
-                values = pc.map_lookup(files["partition_values"], pa.scalar(col, pa.string()), "first")
-                values = pc.if_else(pc.equal(values, ""), pa.scalar(None, pa.string()), values)
+                values = pc.map_lookup(files["partition_values"], ab.scalar(col, pa.string()), "first")
+                values = pc.if_else(pc.equal(values, ab.scalar("")), pa.nulls(1, pa.string())[0], values)
                 # compare canonical forms: other writers may spell the same value differently
                 types = self._changes.read.partition_types
                 raw = [u for u in pc.unique(values).to_pylist() if u is not None
                        and _canonical_value(u, types.get(col)) in allowed]
-                m = pc.is_in(values, value_set=pa.array(raw, pa.string()))
+                m = pc.is_in(values, value_set=ab.array(raw, pa.string()))
                 if None in allowed:
                     m = pc.or_(m, pc.is_null(values))
-                m = pc.fill_null(m, False)
+                m = pc.fill_null(m, ab.scalar(False))
                 mask = m if mask is None else pc.and_(mask, m)
             if mask is not None:
                 files = files.filter(mask)

@@ -23,6 +23,7 @@ from typing import Any, Callable, Iterable
 import pyarrow as pa
 
 from . import ict
+from .arrow_build import empty_table
 from .actions import Metadata, Protocol
 from .errors import InvalidArgumentError, UnsupportedFeatureError
 from .features import (Operation, check_can_add_data, column_mapping_mode, normalize_properties,
@@ -87,7 +88,7 @@ def plan_write(uri: str, snap: Snapshot | None, data_schema: pa.Schema, mode: st
         schema = schema_to_arrow(schema_string(data_schema))     # canonical Delta types
         keep = snap.partition_columns if snap is not None and partition_by is None else ()
         cols = validate_partition_columns(schema, partition_by if partition_by is not None else keep)
-        conform_to_schema(data_schema.empty_table(), schema)
+        conform_to_schema(empty_table(data_schema), schema)
         if snap is None:
             protocol, stored = protocol_for_new_table(arrow_to_schema(schema), normalize_properties(properties))
             metadata = Metadata(str(uuid.uuid4()), schema_string(schema), cols, stored, name, description,
@@ -114,7 +115,7 @@ def plan_write(uri: str, snap: Snapshot | None, data_schema: pa.Schema, mode: st
                 "use mode='overwrite' with overwrite_schema=True to change partitioning")
         require(snap.protocol, Operation.COMMIT, f"{uri} at version {snap.version}")
         check_can_add_data(snap.protocol, snap.metadata)
-        conform_to_schema(data_schema.empty_table(), snap.schema)   # raises on a mismatch
+        conform_to_schema(empty_table(data_schema), snap.schema)   # raises on a mismatch
         plan = WritePlan(uri, mode, snap.schema, snap.metadata.schema_string, cols,
                          dict(snap.metadata.configuration), snap.version)
     if column_mapping_mode(plan.configuration) != "none":

@@ -26,10 +26,12 @@ import time
 import uuid
 from typing import Any, Iterable
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from . import arrow_build as ab
 from .actions import AddFile
 from .errors import DeltaError, InvalidArgumentError, TableNotFoundError
 from .schema import serialize_partition_value
@@ -66,16 +68,21 @@ def _split_partitions(data: pa.Table, partition_by: tuple[str, ...]) -> list[tup
         return [({}, data)]
     if data.num_rows == 0:
         return []
-    keys = data.select(list(partition_by)).group_by(list(partition_by), use_threads=False).aggregate([])
+    # one code per row for its combination of values (nulls get their own code); a group_by
+    # would do, but it loads pyarrow.dataset, which imports pandas
+    combo = np.zeros(data.num_rows, dtype=np.int64)
+    dictionaries, codes = [], []
+    for col in partition_by:
+        encoded = pc.dictionary_encode(data.column(col).combine_chunks(), null_encoding="encode")
+        dictionaries.append(encoded.dictionary)
+        codes.append(ab.to_numpy(encoded.indices))
+        # renumbered densely after each column, so the codes stay below the row count
+        combo = np.unique(combo * len(encoded.dictionary) + codes[-1], return_inverse=True)[1]
+    _, first_rows = np.unique(combo, return_index=True)
     out = []
-    for key in keys.to_pylist():
-        mask = None
-        for col in partition_by:
-            v = key[col]
-            m = pc.is_null(data.column(col)) if v is None else pc.fill_null(
-                pc.equal(data.column(col), pa.scalar(v, data.schema.field(col).type)), False)
-            mask = m if mask is None else pc.and_(mask, m)
-        out.append((key, data.filter(mask)))
+    for row in np.sort(first_rows):
+        key = {col: d[int(c[row])].as_py() for col, d, c in zip(partition_by, dictionaries, codes)}
+        out.append((key, data.filter(ab.from_numpy(combo == combo[row]))))
     return out
 
 

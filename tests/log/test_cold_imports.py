@@ -1,0 +1,190 @@
+"""No pandas on the paths an Airflow task, a reschedule poke or a trigger takes.
+
+pyarrow imports pandas (about 0.4 s, more than reading a 90,000-file log) the first
+time some calls meet Python or numpy values: ``pa.array``, ``pa.scalar``,
+``pq.read_table``, ``to_numpy``, compute functions given Python literals. Every task
+process would pay it. Each check here runs one path in a fresh interpreter (pandas is
+installed, so a stray trigger does import it) and fails with the stack that imported
+it. The tables are made beforehand by this process, where imports do not matter.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from airflow_provider_delta.log import DeltaTable
+
+pytest.importorskip("pandas")  # the checks prove nothing where pandas could not be imported anyway
+
+ROOT = Path(__file__).resolve().parents[2]
+
+#: Runs before the checked code: records the stack of the first ``import pandas``.
+_WATCH = textwrap.dedent("""
+    import sys, traceback
+    class _Watch:
+        stack = None
+        def find_spec(self, name, path=None, target=None):
+            if name == "pandas" and _Watch.stack is None:
+                _Watch.stack = "".join(traceback.format_stack(limit=30))
+            return None
+    sys.meta_path.insert(0, _Watch())
+""")
+_REPORT = textwrap.dedent("""
+    import json
+    print("COLD-IMPORTS " + json.dumps({"pandas": "pandas" in sys.modules, "stack": _Watch.stack,
+                                         "result": repr(RESULT)}))
+""")
+
+
+def run_fresh(code: str, env: dict[str, str] | None = None) -> dict:
+    """Run ``code`` (which sets RESULT) in a new interpreter; what it imported and returned."""
+    script = _WATCH + textwrap.dedent(code) + _REPORT
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                          cwd=ROOT, env={**os.environ, **(env or {})})
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    line = [x for x in proc.stdout.splitlines() if x.startswith("COLD-IMPORTS ")][-1]
+    return json.loads(line[len("COLD-IMPORTS "):])
+
+
+def assert_no_pandas(code: str, env: dict[str, str] | None = None) -> str:
+    out = run_fresh(code, env)
+    assert not out["pandas"], f"pandas was imported here:\n{out['stack']}"
+    return out["result"]
+
+
+def _rows(start: int, n: int) -> pa.Table:
+    return pa.table({"id": pa.array(range(start, start + n), pa.int64()),
+                     "name": pa.array([f"n{i}" for i in range(start, start + n)], pa.string()),
+                     "value": pa.array([i * 0.5 for i in range(start, start + n)], pa.float64()),
+                     "day": pa.array([f"2026-01-0{1 + i % 3}" for i in range(start, start + n)], pa.string())})
+
+
+@pytest.fixture(scope="module")
+def tables(tmp_path_factory) -> dict[str, str]:
+    """A JSON-only table, one with our checkpoint, one with deltalake's; all partitioned, with stats."""
+    base = tmp_path_factory.mktemp("cold")
+    out = {}
+    for name in ("json", "ours", "deltalake"):
+        uri = str(base / name)
+        t = DeltaTable.create(uri, _rows(0, 1).schema, partition_by=["day"])
+        for i in range(4):
+            t.write(_rows(10 * i, 10))
+        out[name] = uri
+    DeltaTable(out["ours"]).checkpoint()
+    DeltaTable(out["ours"]).write(_rows(100, 5))
+    deltalake = pytest.importorskip("deltalake")
+    deltalake.DeltaTable(out["deltalake"]).create_checkpoint()
+    DeltaTable(out["deltalake"]).write(_rows(200, 5))
+    return out
+
+
+@pytest.mark.parametrize("kind", ["json", "ours", "deltalake"])
+def test_snapshot_and_files(tables, kind):
+    result = assert_no_pandas(f"""
+        from airflow_provider_delta.log import DeltaTable
+        snap = DeltaTable({tables[kind]!r}).snapshot()
+        files = snap.files()
+        RESULT = (snap.version, files.num_rows, snap.num_files(), snap.tombstones().num_rows,
+                  sorted(snap.transactions()))
+    """)
+    assert result == ("(4, 12, 12, 0, [])" if kind == "json" else "(5, 15, 15, 0, [])")
+
+
+@pytest.mark.parametrize("kind", ["json", "ours"])
+def test_to_pyarrow(tables, kind):
+    result = assert_no_pandas(f"""
+        from airflow_provider_delta.log import DeltaTable
+        snap = DeltaTable({tables[kind]!r}).snapshot()
+        RESULT = (snap.to_pyarrow().num_rows, snap.to_pyarrow(columns=["id"], filter=[("day", "=", "2026-01-02")]).num_rows)
+    """)
+    assert result == ("(45, 15)" if kind == "ours" else "(40, 13)")
+
+
+def test_write_and_transaction_commit(tmp_path):
+    uri = str(tmp_path / "w")
+    # the data is built from Arrow buffers so that the check is about our code, not the test's
+    result = assert_no_pandas(f"""
+        import numpy as np
+        import pyarrow as pa
+        from airflow_provider_delta.log import DeltaTable
+        schema = pa.schema([("id", pa.int64()), ("day", pa.string())])
+        t = DeltaTable.create({uri!r}, schema, partition_by=["day"])
+        ids = pa.Array.from_buffers(pa.int64(), 4, [None, pa.py_buffer(np.arange(4, dtype=np.int64))])
+        days = pa.Array.from_buffers(pa.string(), 4, [None, pa.py_buffer(np.array([0, 1, 2, 3, 4], np.int32)),
+                                                      pa.py_buffer(b"xxyy")])
+        data = pa.Table.from_arrays([ids, days], schema=schema)
+        v1 = t.write(data)
+        v2 = t.write(data, mode="overwrite")
+        with t.transaction(operation="OPTIMIZE") as tx:
+            tx.set_txn("etl", 7)
+            tx.remove_file(tx.read_files().column("path")[0].as_py())
+        RESULT = (v1, v2, t.latest_version(), t.snapshot().files().num_rows, t.snapshot().to_pyarrow().num_rows)
+    """)
+    assert result == "(1, 2, 3, 1, 2)"
+
+
+def test_history_and_commits_since(tables):
+    result = assert_no_pandas(f"""
+        from airflow_provider_delta.log import DeltaTable
+        t = DeltaTable({tables["ours"]!r})
+        h = t.history()
+        RESULT = ([c["version"] for c in h], [c.version for c in t.commits_since(2).commits])
+    """)
+    assert result == "([5, 4, 3, 2, 1, 0], [3, 4, 5])"
+
+
+@pytest.mark.parametrize("kind", ["json", "deltalake"])
+def test_checkpoint(tables, tmp_path, kind):
+    import shutil
+    uri = str(tmp_path / kind)
+    shutil.copytree(tables[kind], uri)
+    result = assert_no_pandas(f"""
+        from airflow_provider_delta.log import DeltaTable
+        t = DeltaTable({uri!r})
+        v = t.checkpoint()
+        RESULT = (v, DeltaTable({uri!r}).snapshot().files().num_rows)
+    """)
+    assert result == ("(4, 12)" if kind == "json" else "(5, 15)")
+
+
+_AIRFLOW_ENV = {"AIRFLOW__CORE__LOAD_EXAMPLES": "False", "AIRFLOW__CORE__UNIT_TEST_MODE": "True"}
+
+
+def test_hook(tables):
+    result = assert_no_pandas(f"""
+        from airflow_provider_delta.hooks import DeltaTableHook
+        hook = DeltaTableHook()
+        snap = hook.snapshot({tables["ours"]!r})
+        RESULT = (hook.latest_version({tables["ours"]!r}), snap.files().num_rows)
+    """, env=_AIRFLOW_ENV)
+    assert result == "(5, 15)"
+
+
+def test_sensor_poke(tables):
+    result = assert_no_pandas(f"""
+        from airflow_provider_delta.sensors import DeltaCommitSensor
+        sensor = DeltaCommitSensor(task_id="wait", table_uri={tables["deltalake"]!r}, after_version=3)
+        first = sensor.poke({{}})
+        RESULT = (bool(first), sensor.poke({{}}) is not None)
+    """, env=_AIRFLOW_ENV)
+    assert result == "(True, True)"
+
+
+def test_trigger_poll(tables):
+    result = assert_no_pandas(f"""
+        import asyncio
+        from airflow_provider_delta.triggers import DeltaCommitTrigger
+        trigger = DeltaCommitTrigger(table_uri={tables["json"]!r}, after_version=2, poke_interval=0.01)
+        async def first():
+            return await trigger.run().__anext__()
+        event = asyncio.run(first())
+        RESULT = (event.payload["status"], [c["version"] for c in event.payload["commits"]])
+    """, env=_AIRFLOW_ENV)
+    assert result == "('success', [3, 4])"
