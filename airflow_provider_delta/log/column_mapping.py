@@ -63,6 +63,33 @@ def partition_keys(partition_columns: Iterable[str], schema_string: Any,
     return [physical.get(c) or c for c in cols]
 
 
+def physical_schema(schema: dict[str, Any], configuration: dict[str, str] | None,
+                    where: str = "the table") -> dict[str, Any]:
+    """A Delta schema dict with every field (nested ones too) renamed to its physical name.
+
+    For engines that read data files by name themselves (the Spark reader of pinned
+    snapshots): they read with this schema, then cast to the logical one. Without
+    column mapping it is ``schema`` itself; an unknown mode is refused.
+    """
+    if mapping_mode(configuration, where) == "none":
+        return schema
+    return _physical_type(schema)
+
+
+def _physical_type(t: Any) -> Any:
+    if not isinstance(t, dict):
+        return t
+    kind = t.get("type")
+    if kind == "struct":
+        return {**t, "fields": [{**f, "name": (f.get("metadata") or {}).get(PHYSICAL_NAME_KEY) or f["name"],
+                                 "type": _physical_type(f.get("type"))} for f in t.get("fields") or ()]}
+    if kind == "array":
+        return {**t, "elementType": _physical_type(t.get("elementType"))}
+    if kind == "map":
+        return {**t, "keyType": _physical_type(t.get("keyType")), "valueType": _physical_type(t.get("valueType"))}
+    return t
+
+
 def partition_keys_of(metadata_action: dict[str, Any]) -> list[str]:
     """:func:`partition_keys` of a parsed ``metaData`` action (a dict from the log)."""
     return partition_keys(metadata_action.get("partitionColumns"), metadata_action.get("schemaString"),

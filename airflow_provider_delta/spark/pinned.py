@@ -6,9 +6,10 @@ Two sources give the same answer: the JSON manifest that
 not import Airflow), or the table log itself, opened on the driver. Either way the
 job reads a fixed list of files, so the data cannot move under it while it runs.
 
-Only what plain parquet reading can honour is accepted: files with deletion
-vectors and tables with column mapping are refused with UnsupportedFeatureError
-rather than read wrongly.
+Each file keeps its deletion vector descriptor, and the table's configuration
+keeps its column mapping mode: the reader (``reader.dataframe_of``) drops deleted
+rows and reads columns by physical name. An unknown mapping mode is refused with
+UnsupportedFeatureError rather than read wrongly.
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..log import InvalidArgumentError, StorageError, UnsupportedFeatureError, column_mapping_mode
+from ..log import InvalidArgumentError, StorageError, UnsupportedFeatureError, physical_schema
 
 MANIFEST_FORMAT = "delta-snapshot-manifest"
 SUPPORTED_MANIFEST_VERSIONS = (1,)
@@ -25,12 +26,14 @@ SUPPORTED_MANIFEST_VERSIONS = (1,)
 
 @dataclass(frozen=True)
 class PinnedFile:
-    """One data file: absolute URI, partition values (serialized strings, as in the log), size."""
+    """One data file: absolute URI, partition values (serialized strings keyed as in the log,
+    physical names under column mapping), size, live rows, and its deletion vector descriptor."""
 
     uri: str
     partition_values: dict[str, str | None]
     size: int
     num_records: int | None = None
+    deletion_vector: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -45,6 +48,13 @@ class PinnedSnapshot:
     files: tuple[PinnedFile, ...]
     configuration: dict[str, str] = field(default_factory=dict)
     source: str = ""
+    #: fsspec options to read deletion vector files with (not shown: they may hold secrets)
+    storage_options: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def partition_keys(self) -> list[str]:
+        """Where each partition column's value is in ``PinnedFile.partition_values``."""
+        return _partition_keys(self.schema, self.configuration, self.partition_columns)
 
     @property
     def num_records(self) -> int | None:
@@ -53,13 +63,9 @@ class PinnedSnapshot:
 
 
 def _check_readable(schema: dict[str, Any], configuration: dict[str, str], where: str) -> None:
-    mode = column_mapping_mode(configuration)
-    if mode != "none":
-        raise UnsupportedFeatureError(
-            f"{where} uses column mapping (mode {mode!r}); its data files store physical column names "
-            "that a plain parquet read does not map back", feature="columnMapping")
     if not isinstance(schema, dict) or schema.get("type") != "struct" or not isinstance(schema.get("fields"), list):
         raise InvalidArgumentError(f"{where}: the schema is not a Delta struct schema")
+    physical_schema(schema, configuration, where)  # refuses a column mapping mode it does not know
 
 
 def _file_uri(root: str, path: str) -> str:
@@ -71,14 +77,25 @@ def _file_uri(root: str, path: str) -> str:
     return root.rstrip("/") + "/" + path.lstrip("/")
 
 
-def _num_records(stats: Any) -> int | None:
+def _num_records(stats: Any, dv: dict[str, Any] | None) -> int | None:
+    """Live rows of a file: ``numRecords`` less the rows its deletion vector removes."""
     if isinstance(stats, str):
         try:
             stats = json.loads(stats)
         except ValueError:
             return None
     n = stats.get("numRecords") if isinstance(stats, dict) else None
-    return int(n) if isinstance(n, (int, float)) and not isinstance(n, bool) else None
+    if not isinstance(n, (int, float)) or isinstance(n, bool):
+        return None
+    return int(n) - int((dv or {}).get("cardinality") or 0)
+
+
+def _partition_keys(schema: dict[str, Any], configuration: dict[str, str],
+                    partition_columns: tuple[str, ...]) -> list[str]:
+    """The ``partitionValues`` key of each partition column (its physical name under column mapping)."""
+    physical = physical_schema(schema, configuration)
+    names = dict(zip((f["name"] for f in schema["fields"]), (f["name"] for f in physical["fields"])))
+    return [names.get(c, c) for c in partition_columns]
 
 
 def _map(value: Any) -> dict[str, str | None]:
@@ -89,7 +106,8 @@ def _map(value: Any) -> dict[str, str | None]:
     return {k: v for k, v in value}      # pyarrow map cells are lists of pairs
 
 
-def from_manifest_document(doc: Any, where: str = "the manifest") -> PinnedSnapshot:
+def from_manifest_document(doc: Any, where: str = "the manifest",
+                           storage_options: dict[str, Any] | None = None) -> PinnedSnapshot:
     """Validate a parsed manifest and turn it into a :class:`PinnedSnapshot`."""
     if not isinstance(doc, dict) or doc.get("format") != MANIFEST_FORMAT:
         raise InvalidArgumentError(f"{where} is not a Delta snapshot manifest (format {MANIFEST_FORMAT!r})")
@@ -109,23 +127,23 @@ def from_manifest_document(doc: Any, where: str = "the manifest") -> PinnedSnaps
     configuration = {str(k): str(v) for k, v in (doc.get("configuration") or {}).items()}
     _check_readable(schema, configuration, where)
     partition_columns = tuple(doc.get("partition_columns") or ())
+    keys = _partition_keys(schema, configuration, partition_columns)
     files = []
     for i, f in enumerate(raw_files):
         if not isinstance(f, dict) or not (f.get("uri") or f.get("path")):
             raise InvalidArgumentError(f"{where}: file entry {i} has neither 'uri' nor 'path'")
-        if f.get("deletion_vector"):
-            raise UnsupportedFeatureError(
-                f"{where}: file {f.get('path') or f.get('uri')} has a deletion vector (deleted rows); reading it "
-                "as plain parquet would resurrect them", feature="deletionVectors")
+        dv = f.get("deletion_vector") or None
+        if dv is not None and not isinstance(dv, dict):
+            raise InvalidArgumentError(f"{where}: file entry {i} has a deletion_vector that is not an object")
         values = _map(f.get("partition_values"))
-        missing = [c for c in partition_columns if c not in values]
+        missing = [c for c, k in zip(partition_columns, keys) if k not in values]
         if missing:
             raise InvalidArgumentError(f"{where}: file entry {i} has no partition value for {missing}")
         files.append(PinnedFile(f.get("uri") or _file_uri(table_uri, f["path"]), values,
-                                int(f.get("size") or 0), _num_records(f.get("stats"))))
+                                int(f.get("size") or 0), _num_records(f.get("stats"), dv), dv))
     ts = doc.get("timestamp")
     return PinnedSnapshot(table_uri, version, int(ts) if ts is not None else None, schema, partition_columns,
-                          tuple(files), configuration, source=where)
+                          tuple(files), configuration, source=where, storage_options=dict(storage_options or {}))
 
 
 def from_manifest(manifest_uri: str, storage_options: dict[str, Any] | None = None) -> PinnedSnapshot:
@@ -144,7 +162,7 @@ def from_manifest(manifest_uri: str, storage_options: dict[str, Any] | None = No
         doc = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as e:
         raise InvalidArgumentError(f"snapshot manifest {manifest_uri} is not valid JSON: {e}") from None
-    return from_manifest_document(doc, where=f"snapshot manifest {manifest_uri}")
+    return from_manifest_document(doc, where=f"snapshot manifest {manifest_uri}", storage_options=storage_options)
 
 
 def from_table(table: Any, version: int | None = None) -> PinnedSnapshot:
@@ -160,11 +178,9 @@ def from_table(table: Any, version: int | None = None) -> PinnedSnapshot:
             if c in files_tbl.column_names]
     files = []
     for row in files_tbl.select(cols).to_pylist():
-        if row.get("deletion_vector"):
-            raise UnsupportedFeatureError(
-                f"{where}: file {row['path']} has a deletion vector (deleted rows); reading it as plain "
-                "parquet would resurrect them", feature="deletionVectors")
+        dv = row.get("deletion_vector")
         files.append(PinnedFile(_file_uri(table.uri, row["path"]), _map(row.get("partition_values")),
-                                int(row.get("size") or 0), _num_records(row.get("stats"))))
+                                int(row.get("size") or 0), _num_records(row.get("stats"), dv), dv))
     return PinnedSnapshot(table.uri, snap.version, snap.timestamp, schema, tuple(snap.partition_columns),
-                          tuple(files), dict(snap.metadata.configuration), source=where)
+                          tuple(files), dict(snap.metadata.configuration), source=where,
+                          storage_options=dict(table.storage.storage_options))

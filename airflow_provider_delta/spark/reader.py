@@ -5,6 +5,12 @@ files added or removed later are invisible). Partition columns are not stored in
 Delta data files; their values come from the log, parsed with the log layer's
 rules (so a timestamp partition means the same instant here as everywhere else),
 and are added as typed literal columns, one scan per distinct partition.
+
+Deletion vectors are decoded on the driver by the log layer; a file that has one
+is scanned on its own with Spark's ``_metadata.row_index`` and its deleted rows
+are removed by a broadcast anti-join (no Python per row). Under column mapping the
+files are read with the physical schema (physical names, nested ones too) and each
+column is cast to its logical type, which renames struct fields by position.
 """
 from __future__ import annotations
 
@@ -15,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from ..log import InvalidArgumentError
+from ..log import DeltaTable, InvalidArgumentError, physical_schema, read_deletion_vector
 from ..log import partition_values_to_arrow, schema_to_arrow
 from .pinned import PinnedSnapshot, from_manifest, from_table
 from .tables import open_table
@@ -38,10 +44,10 @@ def _typed_partition_values(pinned: PinnedSnapshot) -> dict[str, list[Any]]:
     """Per partition column, the parsed Python value of every file (in file order)."""
     arrow = schema_to_arrow(pinned.schema)
     out: dict[str, list[Any]] = {}
-    for col in pinned.partition_columns:
+    for col, key in zip(pinned.partition_columns, pinned.partition_keys):
         if col not in arrow.names:
             raise InvalidArgumentError(f"partition column {col!r} is not in the schema of {pinned.source}")
-        raw = pa.array([f.partition_values.get(col) for f in pinned.files], pa.string())
+        raw = pa.array([f.partition_values.get(key) for f in pinned.files], pa.string())
         out[col] = partition_values_to_arrow(raw, arrow.field(col).type).to_pylist()
     return out
 
@@ -52,23 +58,53 @@ def dataframe_of(spark: "SparkSession", pinned: PinnedSnapshot) -> "DataFrame":
     from pyspark.sql.types import StructType
 
     schema = spark_schema(pinned.schema)
+    physical = spark_schema(physical_schema(pinned.schema, pinned.configuration, pinned.source))
     pcols = list(pinned.partition_columns)
-    data_schema = StructType([f for f in schema.fields if f.name not in pcols])
+    data_schema = StructType([p for f, p in zip(schema.fields, physical.fields) if f.name not in pcols])
     if not pinned.files:
         return spark.createDataFrame([], schema)
     typed = _typed_partition_values(pinned)
     groups: "OrderedDict[tuple, list[str]]" = OrderedDict()
+    with_dvs: list[tuple[tuple, int]] = []
     for i, f in enumerate(pinned.files):
         key = tuple(typed[c][i] for c in pcols)
-        groups.setdefault(key, []).append(spark_uri(f.uri))
-    types = {f.name: f.dataType for f in schema.fields}
-    frames = []
-    for key, uris in groups.items():
-        df = spark.read.schema(data_schema).parquet(*uris)
-        if pcols:
-            df = df.select("*", *[F.lit(v).cast(types[c]).alias(c) for c, v in zip(pcols, key)])
-        frames.append(df.select(*[F.col(f"`{n}`") for n in schema.fieldNames()]))
+        if f.deletion_vector:
+            with_dvs.append((key, i))
+        else:
+            groups.setdefault(key, []).append(spark_uri(f.uri))
+    mapped = {f.name: p.name for f, p in zip(schema.fields, physical.fields)}
+
+    def logical(df: "DataFrame", key: tuple) -> "DataFrame":
+        cols = []
+        for f in schema.fields:
+            if f.name in pcols:
+                cols.append(F.lit(key[pcols.index(f.name)]).cast(f.dataType).alias(f.name))
+            elif mapped[f.name] != f.name:
+                cols.append(F.col(f"`{mapped[f.name]}`").cast(f.dataType).alias(f.name))
+            else:
+                cols.append(F.col(f"`{f.name}`"))
+        return df.select(*cols)
+
+    frames = [logical(spark.read.schema(data_schema).parquet(*uris), key) for key, uris in groups.items()]
+    if with_dvs:
+        storage = DeltaTable(pinned.table_uri, storage_options=pinned.storage_options).storage
+        cache: dict[str, bytes] = {}
+        for key, i in with_dvs:
+            f = pinned.files[i]
+            deleted = read_deletion_vector(storage, f.deletion_vector, cache)
+            frames.append(logical(_without_rows(spark, spark.read.schema(data_schema).parquet(spark_uri(f.uri)),
+                                                deleted), key))
     return reduce(lambda a, b: a.unionByName(b), frames)
+
+
+def _without_rows(spark: "SparkSession", df: "DataFrame", deleted: Any) -> "DataFrame":
+    """``df`` (one file's scan) without the rows at the ``deleted`` row indexes."""
+    from pyspark.sql import functions as F
+    if len(deleted) == 0:
+        return df
+    gone = spark.createDataFrame(pa.table({"__row_index": pa.array(deleted.astype("int64"))}))
+    scanned = df.select("*", F.col("_metadata.row_index").alias("__row_index"))
+    return scanned.join(F.broadcast(gone), "__row_index", "left_anti").drop("__row_index")
 
 
 def pin(manifest_uri: str | None = None, table_uri: str | None = None, version: int | None = None,

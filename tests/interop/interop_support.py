@@ -275,23 +275,12 @@ def _set_diff(ours: set, theirs: set) -> str:
 class Expect:
     """What a scenario expects beyond equality."""
     #: versions whose rows we cannot read yet: our to_pyarrow must raise UnsupportedFeatureError
-    #: with this feature (None: decide from the snapshot: deletion vectors / column mapping)
+    #: with the feature this returns for the snapshot (None: rows are compared)
     unsupported_rows: Callable[[Any], str | None] | None = None
     #: versions not compared row by row (e.g. data files vacuumed away)
     skip_rows: set[int] = field(default_factory=set)
     #: versions whose state is not compared (e.g. log cleaned up)
     skip_versions: set[int] = field(default_factory=set)
-
-
-def rows_unsupported_feature(snap) -> str | None:
-    """The reader feature that keeps our to_pyarrow from reading ``snap`` (README: DV and CM)."""
-    mode = snap.metadata.configuration.get("delta.columnMapping.mode", "none")
-    if mode and mode != "none":
-        return "columnMapping"
-    dvs = snap.files().column("deletion_vector")
-    if len(dvs) and dvs.null_count < len(dvs):
-        return "deletionVectors"
-    return None
 
 
 def compare_table(spark, path: str, versions: Iterable[int] | None = None, *, rows: bool = True,
@@ -348,7 +337,7 @@ def compare_table(spark, path: str, versions: Iterable[int] | None = None, *, ro
             diffs.append(f"v{v}: txn versions: ours {t_ours}, Delta Spark {state.transactions[v]}")
         if not rows or v in expect.skip_rows:
             continue
-        feature = (expect.unsupported_rows or rows_unsupported_feature)(snap)
+        feature = expect.unsupported_rows(snap) if expect.unsupported_rows else None
         if feature is None:
             row_versions.append(v)
             continue

@@ -6,8 +6,8 @@ vector; modification time, stats, tags), protocol, metadata, schema, rows (where
 supports the table), history, DESCRIBE DETAIL, and the version that a timestamp just before,
 at and just after every commit resolves to (``snapshot(timestamp=)`` vs ``timestampAsOf``).
 
-Rows of tables with deletion vectors or column mapping are not readable by our
-``to_pyarrow`` yet (README): there the test asserts UnsupportedFeatureError instead.
+Rows of tables with deletion vectors and column mapping are compared like any other
+(``test_dv_column_mapping_rows.py`` goes further on both).
 """
 from __future__ import annotations
 

@@ -49,24 +49,30 @@ def test_manifest_and_table_pin_the_same_files(tmp_path):
     assert all(f.uri.startswith("file:///") for f in by_manifest.files)
 
 
-def test_manifest_with_deletion_vector_is_refused(tmp_path):
+def test_manifest_keeps_deletion_vectors_and_counts_live_rows(tmp_path):
     table = _table(tmp_path, 1)
     from airflow_provider_delta.hooks.manifest import build_manifest
     doc = build_manifest(table.snapshot(), table.uri)
-    doc["files"][0]["deletion_vector"] = {"storageType": "u", "pathOrInlineDv": "ab", "sizeInBytes": 1,
-                                          "cardinality": 1}
-    with pytest.raises(UnsupportedFeatureError, match="deletion vector") as e:
+    dv = {"storageType": "u", "pathOrInlineDv": "ab", "sizeInBytes": 1, "cardinality": 1}
+    doc["files"][0]["deletion_vector"] = dv
+    doc["files"][0]["stats"] = {"numRecords": 3}
+    pinned = from_manifest_document(doc)
+    assert pinned.files[0].deletion_vector == dv and pinned.files[0].num_records == 2
+    doc["files"][0]["deletion_vector"] = "not an object"
+    with pytest.raises(InvalidArgumentError, match="deletion_vector"):
         from_manifest_document(doc)
-    assert e.value.feature == "deletionVectors"
 
 
-def test_column_mapping_is_refused(tmp_path):
+def test_column_mapping_modes(tmp_path):
     table = _table(tmp_path, 1)
     from airflow_provider_delta.hooks.manifest import build_manifest
     doc = build_manifest(table.snapshot(), table.uri)
     doc["configuration"]["delta.columnMapping.mode"] = "name"
-    with pytest.raises(UnsupportedFeatureError, match="column mapping"):
+    assert from_manifest_document(doc).configuration["delta.columnMapping.mode"] == "name"
+    doc["configuration"]["delta.columnMapping.mode"] = "hash"
+    with pytest.raises(UnsupportedFeatureError, match="'hash'") as e:
         from_manifest_document(doc)
+    assert e.value.feature == "columnMapping"
 
 
 @pytest.mark.parametrize("doc, message", [
