@@ -9,8 +9,6 @@ exits 0; bad arguments exit 2, a refused or failed checkpoint exits 1 (nothing p
 """
 from __future__ import annotations
 
-import json
-import logging
 import os
 import sys
 from typing import Any
@@ -20,13 +18,12 @@ if __name__ == "__main__" and __package__ in (None, ""):
     _here = os.path.dirname(os.path.abspath(__file__))
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _here]
 
-from airflow_provider_delta.log import DeltaError, InvalidArgumentError  # noqa: E402
+from airflow_provider_delta.log import InvalidArgumentError  # noqa: E402
 from airflow_provider_delta.spark.checkpoint_engine import spark_checkpoint  # noqa: E402
-from airflow_provider_delta.spark.job import get_spark  # noqa: E402
-from airflow_provider_delta.spark.job_args import RESULT_MARK, load_argument, read_secrets  # noqa: E402
+from airflow_provider_delta.spark.job import run_entry  # noqa: E402
+from airflow_provider_delta.spark.job_args import load_argument  # noqa: E402
 from airflow_provider_delta.spark.tables import open_table  # noqa: E402
 
-log = logging.getLogger("airflow_provider_delta.spark.checkpoint_job")
 
 #: the keys of the argument document besides ``table_uri``; each an integer or null
 OPTIONAL_INTS = ("version", "parts", "actions_per_part", "now_ms")
@@ -57,27 +54,8 @@ def run(spark: Any, doc: dict[str, Any], secrets: dict[str, Any] | None = None) 
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    if len(argv) != 1:
-        print("usage: checkpoint_job.py '<JSON arguments>' | @arguments.json", file=sys.stderr)
-        return 2
-    try:
-        doc = parse_arguments(argv[0])
-        secrets = read_secrets()
-    except (InvalidArgumentError, OSError) as e:
-        print(f"ERROR: {e}", file=sys.stderr)
-        return 2
-    spark = get_spark(f"delta-checkpoint:{doc['table_uri']}")
-    try:
-        result = run(spark, doc, secrets)
-    except DeltaError as e:
-        log.error("%s: %s", type(e).__name__, e)
-        return 1
-    finally:
-        spark.stop()
-    print(RESULT_MARK + json.dumps(result), flush=True)
-    return 0
+    return run_entry(argv, "checkpoint_job.py", parse_arguments, lambda doc: f"delta-checkpoint:{doc['table_uri']}",
+                     run)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ import json
 import logging
 import os
 import sys
-from typing import Any
+from typing import Any, Callable
 
 if __name__ == "__main__" and __package__ in (None, ""):
     # Run as a file by spark-submit: this directory is sys.path[0], where its module
@@ -83,20 +83,31 @@ def run(spark: Any, spec: JobSpec, secrets: dict[str, Any] | None = None) -> dic
 
 
 def main(argv: list[str] | None = None) -> int:
+    return run_entry(argv, "job.py", JobSpec.parse, lambda spec: f"delta:{spec.app_id or spec.transform}", run)
+
+
+def run_entry(argv: list[str] | None, program: str, parse: Callable[[str], Any], app_name: Callable[[Any], str],
+              work: Callable[[Any, Any, dict[str, Any]], dict[str, Any]]) -> int:
+    """The life of an entry point: one JSON argument, secrets from the environment, a session, a result line.
+
+    ``parse`` turns the argument into the job's document (InvalidArgumentError: exit 2), ``work``
+    does the job in the session (a DeltaError: exit 1); on success the result is printed after
+    :data:`RESULT_MARK` and the exit code is 0. The session is stopped in every case.
+    """
     argv = list(sys.argv[1:] if argv is None else argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if len(argv) != 1:
-        print("usage: job.py '<JSON arguments>' | @arguments.json", file=sys.stderr)
+        print(f"usage: {program} '<JSON arguments>' | @arguments.json", file=sys.stderr)
         return 2
     try:
-        spec = JobSpec.parse(argv[0])
+        doc = parse(argv[0])
         secrets = read_secrets()
     except (InvalidArgumentError, OSError) as e:
         print(f"ERROR: {e}", file=sys.stderr)
         return 2
-    spark = get_spark(f"delta:{spec.app_id or spec.transform}")
+    spark = get_spark(app_name(doc))
     try:
-        result = run(spark, spec, secrets)
+        result = work(spark, doc, secrets)
     except DeltaError as e:
         log.error("%s: %s", type(e).__name__, e)
         return 1

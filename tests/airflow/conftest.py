@@ -64,13 +64,14 @@ class DagRunReport:
 
 @pytest.fixture
 def run_dag(airflow_home):
-    """Run DAG ``dag_id`` from ``tests/airflow/dags`` with dag.test() in a subprocess.
+    """Run DAG ``dag_id`` from ``tests/airflow/dags`` (or ``dags_folder``) with dag.test() in a subprocess.
 
     ``env`` adds variables (table paths, ``AIRFLOW_CONN_*``); the report lists the run's
     state, every task's state, every XCom and every asset event.
     """
-    def _run(dag_id: str, env: dict[str, str] | None = None, timeout: float = 300) -> DagRunReport:
-        proc = subprocess.run([PYTHON, str(RUNNER), dag_id], env=airflow_env(airflow_home, DAGS, env),
+    def _run(dag_id: str, env: dict[str, str] | None = None, timeout: float = 300,
+             dags_folder: Path | None = None) -> DagRunReport:
+        proc = subprocess.run([PYTHON, str(RUNNER), dag_id], env=airflow_env(airflow_home, dags_folder or DAGS, env),
                               capture_output=True, text=True, timeout=timeout, cwd=str(airflow_home))
         output = proc.stdout + "\n" + proc.stderr
         line = next((ln for ln in proc.stdout.splitlines() if ln.startswith(REPORT_MARK)), None)
