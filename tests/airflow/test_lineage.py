@@ -104,15 +104,3 @@ def test_a_spark_commit_reports_its_input_and_output_statistics(make_table, make
     assert outp.facets["version"].datasetVersion == str(version)
     stats = outp.outputFacets["outputStatistics"]
     assert (stats.rowCount, stats.size, stats.fileCount) == (3, 512, 2)
-
-
-def test_delta_snapshot_decorator_hands_the_function_a_pinned_snapshot(run_dag, tmp_path):
-    """Real Airflow (dag.test): @task.delta_snapshot, registered through the provider info."""
-    uri = str(tmp_path / "orders")
-    table = DeltaTable.create(uri, pa.schema([("id", pa.int64())]))
-    table.write(pa.table({"id": [1, 2]}))             # version 1: the DAG pins it
-    report = run_dag("delta_snapshot_decorator", env={"DELTA_TEST_TABLE": uri})
-    assert report.state == "success", report.output[-5000:]
-    assert report.xcoms["count_rows"]["return_value"] == {"version": 1, "rows": 2, "after_write": 2}
-    assert report.xcoms["count_rows"]["version"] == 1
-    assert DeltaTable(uri).latest_version() == 2     # the function's own write did not move its snapshot

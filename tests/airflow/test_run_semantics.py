@@ -96,17 +96,24 @@ def test_commit_filters_match_the_per_run_ids_of_a_task(table):
 
 
 def test_a_spark_task_whose_interval_is_in_emits_no_asset_event(run_dag, tmp_path):
-    """Real Airflow (dag.test): the Spark operator finds its interval committed, submits nothing, stays silent."""
+    """Real Airflow (dag.test): the Spark operator finds its interval committed, submits nothing, stays
+    silent; in the same run @task.delta_snapshot (registered through the provider info) gets a pinned snapshot."""
     uri = str(tmp_path / "orders")
-    DeltaTable.create(uri, pa.schema([("id", pa.int64())]))
+    table = DeltaTable.create(uri, pa.schema([("id", pa.int64())]))
+    table.write(pa.table({"id": [1, 2]}))                 # version 1; the DAG's txn-only commit is 2
     report = run_dag("delta_recommit", env={"DELTA_TEST_TABLE": uri})
     assert report.state == "success", report.output[-5000:]
-    assert report.tasks == {"mark_interval_committed": "success", "ingest": "success", "pin": "success"}
+    assert report.tasks == {"mark_interval_committed": "success", "ingest": "success", "pin": "success",
+                            "count_rows": "success"}
     commit = report.xcoms["ingest"]["commit"]
-    assert commit["committed"] is False and commit["version"] == 1
+    assert commit["committed"] is False and commit["version"] == 2
     assert commit["app_id"] == report.xcoms["mark_interval_committed"]["return_value"]
     sources = [e["source_task_id"] for e in report.asset_events]
     assert sources == ["pin"], report.asset_events
+    # the decorator: version 2 pinned, and the function's own write (version 3) did not move it
+    assert report.xcoms["count_rows"]["return_value"] == {"version": 2, "rows": 2, "after_write": 2}
+    assert report.xcoms["count_rows"]["version"] == 2
+    assert DeltaTable(uri).latest_version() == 3
 
 
 def test_examples_render_for_a_manual_run_and_name_tables_by_absolute_paths(tmp_path, monkeypatch):

@@ -1,8 +1,10 @@
-"""Integration DAG: a Spark commit task whose interval is already in the table emits no asset event.
+"""Integration DAG: run semantics and ``@task.delta_snapshot`` under dag.test() (one run, to save time).
 
 ``mark_interval_committed`` records, as an earlier try would have, the default exactly-once
 pair of ``ingest`` for this run's data interval; ``ingest`` then submits nothing and must
 leave its outlet without an event. ``pin`` emits one, so the run does record events.
+``count_rows`` (the provider's task decorator) gets the pinned version as a snapshot, writes
+to the table itself and counts its snapshot again: the snapshot does not move.
 The table path comes from ``DELTA_TEST_TABLE``.
 """
 from __future__ import annotations
@@ -34,4 +36,14 @@ with DAG("delta_recommit", schedule="@daily", start_date=datetime(2026, 1, 1), c
     ingest = DeltaSparkSubmitOperator(task_id="ingest", output_table_uri=TABLE, transform="identity",
                                       outlets=[ASSET])
     pin = DeltaTimeTravelSnapshotOperator(task_id="pin", table_uri=TABLE, outlets=[ASSET])
-    mark_interval_committed() >> ingest >> pin
+
+    @task.delta_snapshot(table_uri=TABLE, version="{{ ti.xcom_pull(task_ids='pin')['version'] }}")
+    def count_rows(snapshot) -> dict:
+        import pyarrow as pa
+
+        from airflow_provider_delta.log import DeltaTable
+        rows = snapshot.to_pyarrow().num_rows
+        DeltaTable(TABLE).write(pa.table({"id": [3]}))
+        return {"version": snapshot.version, "rows": rows, "after_write": snapshot.to_pyarrow().num_rows}
+
+    mark_interval_committed() >> ingest >> pin >> count_rows()
