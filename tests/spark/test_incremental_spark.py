@@ -117,3 +117,29 @@ def test_driver_side_job_gets_a_dataframe_of_the_changes(spark, tmp_path):
     assert JobSpec.parse(spec(2, 2).to_json()).input_starting_version == 2
     with pytest.raises(InvalidArgumentError, match="starting_version"):
         JobSpec(output_table_uri=out, transform="identity", input_starting_version=1).validate()
+
+
+def test_submit_operator_plans_the_pending_range_and_skips_when_nothing_changed(tmp_path, monkeypatch):
+    """DeltaSparkSubmitOperator(input_changes=True) without Spark: the job spec carries the range after
+    the output's position; with nothing new, nothing is submitted (a stand-in spark-submit would fail)."""
+    from airflow_provider_delta.log import process_changes
+    from airflow_provider_delta.operators.spark import DeltaSparkSubmitOperator
+    source, out = _source(tmp_path), str(tmp_path / "out")
+    op = DeltaSparkSubmitOperator(task_id="apply", conn_id="spark_not_defined", output_table_uri=out,
+                                  transform="identity", input_table_uri=source.uri, input_changes=True)
+    spec, _ = op.build_spec(task_context(task_id="apply"))
+    assert (spec.app_id, spec.input_starting_version, spec.input_version, spec.app_version) == ("dag.apply", 0, 1, 1)
+    process_changes(source, DeltaTable(out), "dag.apply")                    # as if that run had committed
+    source.write(pa.table({"id": [3], "name": ["c"]}, schema=SCHEMA))        # v2
+    spec, _ = op.build_spec(task_context(task_id="apply"))
+    assert (spec.input_starting_version, spec.input_version, spec.app_version) == (2, 2, 2)
+    process_changes(source, DeltaTable(out), "dag.apply")
+    called = tmp_path / "spark-submit-was-called"
+    from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+    monkeypatch.setattr(SparkSubmitOperator, "execute", lambda self, context: called.write_text("called"))
+    ctx = task_context(task_id="apply")
+    assert op.execute(ctx) == 1 and ctx["ti"].xcoms["commit"]["committed"] is False
+    assert not called.exists()
+    with pytest.raises(InvalidArgumentError, match="app_version"):
+        DeltaSparkSubmitOperator(task_id="t", output_table_uri=out, transform="identity",
+                                 input_table_uri=source.uri, input_changes=True, app_version=5)
