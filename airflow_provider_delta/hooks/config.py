@@ -50,7 +50,8 @@ NO_CREDENTIALS = {"file", "local", "memory", ""}
 
 _FORM_PREFIX = "extra__delta__"
 
-SENSITIVE_OPTION_WORDS = ("secret", "password", "token", "key", "credential", "sas", "session")
+SENSITIVE_OPTION_WORDS = ("secret", "password", "token", "key", "credential", "sas", "session",
+                         "connection_string", "conn_str")   # Azure connection strings hold the account key
 
 
 def is_absolute_uri(uri: str) -> bool:

@@ -19,13 +19,16 @@ from typing import Any, Callable
 
 from .commit_source import CommitSource
 from .errors import CorruptLogError
-from .names import LAST_CHECKPOINT, LOG_DIR, LogFile, parse_log_name
-from .storage import Storage
+from .names import LAST_CHECKPOINT, LOG_DIR, LogFile, commit_path, parse_log_name
+from .storage import FileInfo, Storage
 
 #: How often to re-list when the log changed again while we completed a listing, and the first
 #: back-off (doubling, randomized) between attempts.
 MAX_LISTING_ATTEMPTS = 8
 LISTING_BACKOFF_S = 0.005
+#: Where a store has no ranged listing, how many commit files after a known version are
+#: looked up one by one before a full listing is cheaper.
+MAX_PROBED_COMMITS = 64
 
 
 @dataclass
@@ -42,6 +45,10 @@ class LogListing:
     owner_timestamps: dict[int, int | None] = field(default_factory=dict)
     #: monotonized file timestamps, computed once per listing (see commit_timestamps.file_timestamps)
     file_ts: dict[int, int] | None = None
+    #: set on a listing from a known version on (:func:`list_backfilled_after`): files older
+    #: than this version were not looked at, so the listing answers only "what is new"
+    #: (latest version, commits after it), never a snapshot's segment
+    partial_from: int | None = None
 
     @property
     def latest(self) -> int | None:
@@ -117,10 +124,50 @@ def read_last_checkpoint(storage: Storage) -> dict[str, Any] | None:
 def list_backfilled(storage: Storage) -> LogListing:
     """List ``_delta_log`` once and sort what is there into commits, checkpoints and compactions."""
     entries = storage.list_dir(LOG_DIR)
-    listing = LogListing()
     if not entries and not storage.isdir(LOG_DIR):
-        listing.log_dir_exists = False
-        return listing
+        return LogListing(log_dir_exists=False)
+    return _sorted_listing(entries)
+
+
+def list_backfilled_after(storage: Storage, version: int) -> LogListing | None:
+    """The log files from ``version``'s commit on, without listing the older ones.
+
+    A poller that already saw ``version`` needs only what came after it: one ranged
+    listing from ``<version>.json`` where the store has one (S3, GCS, Azure), else a
+    lookup of the commit files ``version``, ``version + 1``, ... one by one (a stat each
+    on a local disk) while they exist. Commits appear in version order without gaps (a
+    writer only creates N + 1 after reading N), so the first missing commit file ends
+    the new ones. None when ``version``'s own commit file is not there (the log was
+    cleaned up or replaced, or the commit is not backfilled yet) or when too many new
+    commits make one full listing cheaper: the caller then lists everything.
+    """
+    first = commit_path(version).rsplit("/", 1)[-1]
+    entries = storage.list_dir_from(LOG_DIR, first)
+    if entries is None:
+        entries = _probe_commits(storage, version)
+        if entries is None:
+            return None
+    listing = _sorted_listing(entries)
+    if version not in listing.commits:
+        return None
+    listing.partial_from = version
+    return listing
+
+
+def _probe_commits(storage: Storage, version: int) -> list[FileInfo] | None:
+    """The commit files ``version``, ``version + 1``, ... that exist, looked up one at a time."""
+    found: list[FileInfo] = []
+    for v in range(version, version + MAX_PROBED_COMMITS):
+        info = storage.file_info(commit_path(v))
+        if info is None:
+            return found
+        found.append(info)
+    return None
+
+
+def _sorted_listing(entries: list[FileInfo]) -> LogListing:
+    """Sort directory entries of ``_delta_log`` into commits, checkpoints and compactions."""
+    listing = LogListing()
     for e in entries:
         lf = parse_log_name(e.name, e.path, e.size, e.mtime_ms)
         if lf is None:
@@ -174,14 +221,19 @@ def add_ratified_tail(storage: Storage, listing: LogListing, source: CommitSourc
 
 
 def list_log(storage: Storage, source: CommitSource | None = None,
-             table_id_of: Callable[[LogListing], str | None] | None = None) -> LogListing:
+             table_id_of: Callable[[LogListing], str | None] | None = None,
+             known_version: int | None = None) -> LogListing:
     """The full listing: backfilled files, plus the source's ratified tail when there is one.
 
     ``table_id_of`` gives the id the source keys the table by, from a backfilled listing
     (None while the table has no commit yet: then there is no tail to ask for).
+    ``known_version``, a backfilled version the caller has seen, asks only for what is new
+    after it (see :func:`list_backfilled_after`; the answer then has ``partial_from`` set).
     """
     for attempt in range(MAX_LISTING_ATTEMPTS):
-        listing = list_backfilled(storage)
+        listing = None if known_version is None else list_backfilled_after(storage, known_version)
+        if listing is None:
+            listing = list_backfilled(storage)
         if source is None or table_id_of is None:
             return listing
         table_id = table_id_of(listing)

@@ -24,7 +24,7 @@ from urllib.parse import urlparse
 
 import fsspec
 
-from .errors import StorageError
+from .errors import ConditionalCreateError, StorageError
 from .object_store import check_conditional_create, forget_listings, list_from
 
 _MEMORY_LOCK = threading.Lock()
@@ -253,8 +253,15 @@ class Storage:
                 return True
         self._ensure_parent(target)
         if self.conditional_put:
-            # Only where a second create of one object is seen to fail (checked once per store).
-            check_conditional_create(self.fs, self.fs._parent(target), self._store_key())
+            # Only where a second create of one object is seen to fail (checked once per store);
+            # a declared single writer does without it.
+            try:
+                check_conditional_create(self.fs, self.fs._parent(target), self._store_key())
+            except ConditionalCreateError:
+                if not self.single_writer:
+                    raise
+                self.conditional_put = False
+        if self.conditional_put:
             # The object becomes visible only when the upload completes, and only if absent.
             try:
                 with self.fs.open(target, "xb") as f:

@@ -55,6 +55,8 @@ class TableLog:
         self.commit_owner = commit_owner
         self._table_id: str | None = None
         self._snapshot_cache: Snapshot | None = None
+        #: newest backfilled version a listing of this object saw: polls list from there on
+        self._known_backfilled: int | None = None
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.uri!r})"
@@ -70,7 +72,20 @@ class TableLog:
     # ---------------------------------------------------------------- listing
     def listing(self) -> LogListing:
         """One listing of ``_delta_log``, plus the commit source's ratified tail."""
-        return list_log(self.storage, self.commit_owner, self._table_id_of)
+        return self._remember(list_log(self.storage, self.commit_owner, self._table_id_of))
+
+    def new_listing(self, known_version: int | None = None) -> LogListing:
+        """What is new after ``known_version`` (default: the newest backfilled version this
+        object saw): a listing from that version on where possible, else a full one.
+        Answers the latest version and the commits after it, not a snapshot."""
+        if known_version is None:
+            known_version = self._known_backfilled
+        return self._remember(list_log(self.storage, self.commit_owner, self._table_id_of, known_version))
+
+    def _remember(self, listing: LogListing) -> LogListing:
+        if listing.max_backfilled is not None:
+            self._known_backfilled = listing.max_backfilled
+        return listing
 
     def _table_id_of(self, listing: LogListing) -> str | None:
         """The table id (metaData.id) the commit source keys the table by, read once."""
@@ -110,8 +125,11 @@ class TableLog:
         return snap
 
     def latest_version(self) -> int:
-        """The newest version, from a directory listing (plus the commit source's tail): no file is read."""
-        listing = self.listing()
+        """The newest version, from a directory listing (plus the commit source's tail): no file is read.
+
+        After the first call only the files from the newest version seen on are listed.
+        """
+        listing = self.new_listing()
         if listing.latest is None:
             build_segment(self.storage, listing)  # raises the right TableNotFoundError
         return int(listing.latest)  # type: ignore[arg-type]
@@ -156,4 +174,5 @@ class TableLog:
         version = version_arg(version)
         if version < -1:
             raise InvalidArgumentError(f"version must be -1 or more, got {version}")
-        return read_commits_since(self.storage, self.listing(), version)
+        listing = self.new_listing(version) if version >= 0 else self.listing()
+        return read_commits_since(self.storage, listing, version)

@@ -6,11 +6,16 @@ see objectstore_servers.py for how each is started and what a test gets.
 from __future__ import annotations
 
 import os
+import tempfile
 
 # gcsfs >= 2026 asks Google's storage-control gRPC API for a bucket's layout before each
 # write, with a 60 s retry budget; an emulator has no such API. Plain GCS behaviour is all
 # the emulator serves (must be set before gcsfs is imported; child processes inherit it).
 os.environ.setdefault("GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT", "false")
+# The Airflow parts run without a metadata database (connections from AIRFLOW_CONN_*), in a
+# throw-away home unless tests/airflow's conftest already set one up.
+if "AIRFLOW_HOME" not in os.environ:
+    os.environ["AIRFLOW_HOME"] = tempfile.mkdtemp(prefix="airflow-home-objectstore-")
 
 import pytest  # noqa: E402
 

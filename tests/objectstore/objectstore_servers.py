@@ -132,7 +132,8 @@ class Store:
     kind: str                       # "s3", "azure", "gcs"
     scheme: str                     # URL scheme of table URIs
     options: dict[str, Any]         # fsspec storage_options for our drivers
-    deltalake_options: dict[str, str]
+    #: delta-rs's options for the same tables; None where it cannot talk to this server
+    deltalake_options: dict[str, str] | None
     #: whether the server makes open(.., "xb") a real conditional create
     conditional_create: bool
     server: Server = field(repr=False)
@@ -171,8 +172,9 @@ def azure_store(server: Server) -> Store:
     BlobServiceClient.from_connection_string(azure_connection_string(server)).create_container(BUCKET)
     options = {"connection_string": azure_connection_string(server)}
     dl = {"AZURE_STORAGE_ACCOUNT_NAME": AZURE_ACCOUNT, "AZURE_STORAGE_ACCOUNT_KEY": AZURE_KEY,
-          "AZURE_STORAGE_USE_EMULATOR": "true", "AZURE_ALLOW_HTTP": "true",
-          "AZURE_STORAGE_ENDPOINT": f"{server.endpoint}/{AZURE_ACCOUNT}"}
+          "AZURE_STORAGE_USE_EMULATOR": "true", "AZURE_ALLOW_HTTP": "true"}
+    # delta-rs's Azure driver finds the emulator through this variable (default port 10000)
+    os.environ["AZURITE_BLOB_STORAGE_URL"] = server.endpoint
     return Store("azure", "abfs", options, dl, True, server)
 
 
@@ -180,7 +182,8 @@ def gcs_store(server: Server) -> Store:
     import gcsfs
     options = {"endpoint_url": server.endpoint, "token": "anon", "project": "test"}
     gcsfs.GCSFileSystem(**options).mkdir(BUCKET)
-    dl = {"GOOGLE_BASE_URL": server.endpoint, "GOOGLE_SKIP_SIGNATURE": "true"}
     # gcp-storage-emulator accepts ifGenerationMatch=0 and overwrites anyway: not a real
-    # conditional create (test_conditional_create shows our check refusing to commit there)
-    return Store("gcs", "gs", options, dl, False, server)
+    # conditional create (test_conditional_create shows our check refusing to commit there).
+    # It serves only GCS's JSON API; delta-rs reads through the XML API (501 here), so the
+    # deltalake cross-check runs on S3 and Azure only.
+    return Store("gcs", "gs", options, None, False, server)
