@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from . import arrow_build as ab
 from .action_schemas import FILE_COLUMNS
 from .actions import Metadata, Protocol
 from .change_rows import CHANGE_TYPE, cdc_rows, file_action_rows
@@ -240,5 +241,6 @@ def _in_effect(protocol: Protocol, metadata: Metadata, blob: tuple[int, bytes, s
 
 def _stamped(rows: pa.Table, version: int, timestamp_ms: int) -> pa.Table:
     n = rows.num_rows
-    rows = rows.append_column(COMMIT_VERSION, pa.repeat(pa.scalar(version, pa.int64()), n))
-    return rows.append_column(COMMIT_TIMESTAMP, pa.repeat(pa.scalar(timestamp_ms * 1000, COMMIT_TIMESTAMP_TYPE), n))
+    rows = rows.append_column(COMMIT_VERSION, pa.repeat(ab.scalar(version, pa.int64()), n))
+    micros = pa.repeat(ab.scalar(timestamp_ms * 1000, pa.int64()), n)
+    return rows.append_column(COMMIT_TIMESTAMP, micros.cast(COMMIT_TIMESTAMP_TYPE))

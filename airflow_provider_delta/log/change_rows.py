@@ -27,6 +27,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from . import arrow_build as ab
 from .action_schemas import FILE_COLUMNS
 from .deletion_vectors import read_deletion_vector
 from .errors import DeletionVectorError
@@ -57,7 +58,7 @@ def cdc_rows(snap: Readable, cdc_files: pa.Table) -> pa.Table:
 
 
 def with_change_type(rows: pa.Table, change_type: str) -> pa.Table:
-    return rows.append_column(CHANGE_TYPE, pa.repeat(pa.scalar(change_type, pa.string()), rows.num_rows))
+    return rows.append_column(CHANGE_TYPE, pa.repeat(ab.scalar(change_type, pa.string()), rows.num_rows))
 
 
 def _has_dv(row: dict[str, Any]) -> bool:
@@ -83,19 +84,19 @@ def _rows_by_index(snap: Readable, file_row: pa.Table, live_dv: np.ndarray, inde
         path = file_row.column("path")[0].as_py()
         raise DeletionVectorError(f"{snap.uri}: a deletion vector of data file {path} marks row {int(indexes[-1])}, "
                                   f"but the file has {physical} rows", path=path)
-    return live.take(pa.array(indexes - np.searchsorted(live_dv, indexes), pa.int64()))
+    return live.take(ab.from_numpy((indexes - np.searchsorted(live_dv, indexes)).astype(np.int64)))
 
 
 def file_action_rows(snap: Readable, adds: pa.Table, removes: pa.Table) -> pa.Table:
     """Change rows of a commit without ``cdc`` files, from its data-changing adds and removes."""
-    adds = adds.filter(pc.fill_null(adds.column("data_change"), True))
-    removes = removes.filter(pc.fill_null(removes.column("data_change"), True))
+    adds = adds.filter(pc.fill_null(adds.column("data_change"), ab.scalar(True)))
+    removes = removes.filter(pc.fill_null(removes.column("data_change"), ab.scalar(True)))
     add_rows = {r["path"]: (i, r) for i, r in enumerate(adds.select(["path", "deletion_vector"]).to_pylist())}
     rm_rows = {r["path"]: (i, r) for i, r in enumerate(removes.select(["path", "deletion_vector"]).to_pylist())}
     # the same file removed and added back with another DV: the change is the DV difference
     paired = sorted(p for p in add_rows.keys() & rm_rows.keys()
                     if _has_dv(add_rows[p][1]) or _has_dv(rm_rows[p][1]))
-    pset = pa.array(paired, pa.string())
+    pset = ab.array(paired, pa.string())
     pieces = [
         with_change_type(read_files(snap, removes.filter(pc.invert(pc.is_in(removes.column("path"), pset)))
                                     .select(FILE_COLUMNS)), DELETE),
