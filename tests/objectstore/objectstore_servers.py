@@ -11,6 +11,7 @@ table.
 """
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import socket
@@ -95,10 +96,8 @@ def start_server(name: str, argv: list[str], port: int, workdir: Path, probe_pat
 
 
 def start_moto(workdir: Path) -> Server:
-    try:
-        import moto.server  # noqa: F401 - only checks that moto[server] is installed
-    except ImportError as e:
-        unavailable(f"moto[server] is not installed ({e}); pip install -e '.[test]'")
+    if importlib.util.find_spec("moto") is None or importlib.util.find_spec("flask") is None:
+        unavailable("moto[server] is not installed; pip install -e '.[test]'")
     port = free_port()
     return start_server("moto", [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
                         port, workdir, "/moto-api/")
@@ -116,10 +115,8 @@ def start_azurite(workdir: Path) -> Server:
 
 
 def start_gcs(workdir: Path) -> Server:
-    try:
-        import gcp_storage_emulator  # noqa: F401 - only checks that it is installed
-    except ImportError as e:
-        unavailable(f"gcp-storage-emulator is not installed ({e}); pip install -e '.[test]'")
+    if importlib.util.find_spec("gcp_storage_emulator") is None:
+        unavailable("gcp-storage-emulator is not installed; pip install -e '.[test]'")
     port = free_port()
     return start_server("gcs", [sys.executable, "-m", "gcp_storage_emulator", "start", "--host", "127.0.0.1",
                                 "--port", str(port), "--in-memory"], port, workdir, "/storage/v1/b")
