@@ -40,7 +40,9 @@ class DeltaCommitSensor(DeltaTaskMixin, BaseSensorOperator):
         table had when the sensor started (or ``target_version`` when that is given)
     :param operation: only commits with this commitInfo.operation count (name or list of names,
         e.g. ``"WRITE"``, ``["MERGE", "DELETE"]``)
-    :param app_id: only commits with a ``txn`` action of this appId count (idempotent writers)
+    :param app_id: only commits with a ``txn`` action of this appId count (idempotent writers); a
+        task's id (``"dag.task"``) also matches the per-interval ids its Spark commits carry
+        (``"dag.task@<interval>"``, see :mod:`~airflow_provider_delta.hooks.run_identity`)
     :param delta_conn_id: ``delta`` connection; optional for absolute table URIs
     :param deferrable: wait in the triggerer (default: ``[operators] default_deferrable``)
 
