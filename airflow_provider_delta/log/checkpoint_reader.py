@@ -60,9 +60,10 @@ def _open_parquet(storage: "Storage", path: str) -> pq.ParquetFile:
         raise CorruptLogError(f"checkpoint {path} cannot be read as parquet: {e}", path=path) from None
 
 
-def _read_parquet_non_file(pf: pq.ParquetFile, path: str, only_pm: bool) -> CheckpointContent:
+def _read_parquet_non_file(pf: pq.ParquetFile, path: str, only_pm: bool, with_pm: bool = True) -> CheckpointContent:
     names = set(pf.schema_arrow.names)
-    wanted = ["protocol", "metaData"] if only_pm else list(_NON_FILE_COLUMNS)
+    wanted = ["protocol", "metaData"] if only_pm else [c for c in _NON_FILE_COLUMNS
+                                                          if with_pm or c not in ("protocol", "metaData")]
     cols = [c for c in wanted if c in names]
     out = CheckpointContent()
     if not cols:
@@ -132,8 +133,13 @@ def _stats_from_parsed(pf: pq.ParquetFile, fa: pa.Table) -> pa.Table:
 
 
 def read_checkpoint(storage: "Storage", files: list[LogFile], version: int,
-                    with_files: bool, partition_columns: tuple[str, ...] = ()) -> CheckpointContent:
-    """Read the checkpoint of ``version`` made of ``files`` (one file, the parts, or a v2 manifest)."""
+                    with_files: bool, partition_columns: tuple[str, ...] = (),
+                    with_protocol_metadata: bool = True) -> CheckpointContent:
+    """Read the checkpoint of ``version`` made of ``files`` (one file, the parts, or a v2 manifest).
+
+    ``with_protocol_metadata=False`` skips those two columns of a parquet checkpoint, for a
+    caller that has them already (a snapshot read them first to decide it may read on).
+    """
     content = CheckpointContent()
     tables: list[pa.Table] = []
     seq = -(1 << 62)  # checkpoint rows come before every commit row
@@ -142,7 +148,7 @@ def read_checkpoint(storage: "Storage", files: list[LogFile], version: int,
             part = _read_json_checkpoint(storage, f, version, with_files)
         else:
             pf = _open_parquet(storage, f.path)
-            part = _read_parquet_non_file(pf, f.path, only_pm=not with_files)
+            part = _read_parquet_non_file(pf, f.path, only_pm=not with_files, with_pm=with_protocol_metadata)
             if with_files:
                 for t in _read_parquet_files(pf, version, seq):
                     tables.append(t)

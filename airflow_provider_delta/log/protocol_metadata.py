@@ -23,10 +23,23 @@ PROTOCOL_LINE = re.compile(rb'^\{\s*"protocol"\s*:.*$', re.M)
 METADATA_LINE = re.compile(rb'^\{\s*"metaData"\s*:.*$', re.M)
 
 
+def _key_of(pattern: re.Pattern) -> bytes:
+    """The quoted action name a line pattern looks for (``b'"protocol"'``)."""
+    return pattern.pattern[pattern.pattern.index(b'"'):pattern.pattern.rindex(b'"') + 1]
+
+
+#: (line pattern, action name, the quoted name a substring test looks for)
+_KINDS = [(p, kind, _key_of(p)) for p, kind in ((PROTOCOL_LINE, "protocol"), (METADATA_LINE, "metaData"))]
+
+
 def last_line_match(pattern: re.Pattern, data: bytes) -> dict[str, Any] | None:
     """The last line matching ``pattern`` parsed as JSON; a plain substring test skips most files."""
-    if pattern.pattern[pattern.pattern.index(b'"'):pattern.pattern.rindex(b'"') + 1] not in data:
+    if _key_of(pattern) not in data:
         return None
+    return _last_line(pattern, data)
+
+
+def _last_line(pattern: re.Pattern, data: bytes) -> dict[str, Any] | None:
     found = None
     for m in pattern.finditer(data):
         found = m.group(0)
@@ -46,16 +59,19 @@ def newest_protocol_metadata(blobs: list[tuple[int, bytes, str]]) -> tuple[Any, 
     """
     protocol = metadata = None
     for version, data, path in reversed(blobs):
-        for pattern, kind in ((PROTOCOL_LINE, "protocol"), (METADATA_LINE, "metaData")):
-            if data.count(f'"{kind}"'.encode()) > 1 and len(pattern.findall(data)) > 1:
+        # one substring pass per kind over a commit that lacks both (most of them)
+        found = {}
+        for pattern, kind, key in _KINDS:
+            if key not in data:
+                continue
+            if data.count(key) > 1 and len(pattern.findall(data)) > 1:
                 raise CorruptLogError(f"{path}: commit {version} holds more than one {kind} action",
                                       path=path)
-        if protocol is None:
-            p = last_line_match(PROTOCOL_LINE, data)
-            protocol = p["protocol"] if p else None
-        if metadata is None:
-            m = last_line_match(METADATA_LINE, data)
-            metadata = m["metaData"] if m else None
+            found[kind] = _last_line(pattern, data)
+        if protocol is None and found.get("protocol"):
+            protocol = found["protocol"]["protocol"]
+        if metadata is None and found.get("metaData"):
+            metadata = found["metaData"]["metaData"]
         if protocol is not None and metadata is not None:
             break
     return protocol, metadata

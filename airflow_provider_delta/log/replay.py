@@ -259,19 +259,47 @@ def file_actions_from_struct(s: pa.Array, kind: str, version: int, seq_start: in
     return pa.concat_tables(tables) if len(tables) > 1 else tables[0]
 
 
-def _valid_parts(chunk: pa.Array, max_runs: int = 64) -> list[pa.Array]:
-    """The non-null rows of ``chunk`` as zero-copy slices of contiguous runs (a filter if fragmented)."""
-    if chunk.null_count == 0:
-        return [chunk] if len(chunk) else []
-    idx = _nonzero(chunk.is_valid())
+#: past this many runs of selected rows, one filter (a copy) is cheaper than many slices
+MAX_RUNS = 64
+
+
+def _runs(idx: np.ndarray) -> list[tuple[int, int]] | None:
+    """The sorted row indices ``idx`` as (start, length) runs; None when there are more than MAX_RUNS."""
     if not len(idx):
         return []
     breaks = np.flatnonzero(np.diff(idx) != 1)
-    if len(breaks) + 1 > max_runs:
-        return [chunk.filter(chunk.is_valid())]
+    if len(breaks) + 1 > MAX_RUNS:
+        return None
     starts = np.concatenate(([idx[0]], idx[breaks + 1]))
     ends = np.concatenate((idx[breaks], [idx[-1]])) + 1
-    return [chunk.slice(int(a), int(b - a)) for a, b in zip(starts, ends)]
+    return [(int(a), int(b - a)) for a, b in zip(starts, ends)]
+
+
+def _valid_parts(chunk: pa.Array) -> list[pa.Array]:
+    """The non-null rows of ``chunk`` as zero-copy slices of contiguous runs (a filter if fragmented)."""
+    if chunk.null_count == 0:
+        return [chunk] if len(chunk) else []
+    runs = _runs(_nonzero(chunk.is_valid()))
+    if runs is None:
+        return [chunk.filter(chunk.is_valid())]
+    return [chunk.slice(a, n) for a, n in runs]
+
+
+def select_rows(t: pa.Table, mask: pa.Array | pa.ChunkedArray) -> pa.Table:
+    """The rows of ``t`` where ``mask`` (no nulls) is true.
+
+    Adds and removes lie in long blocks (a checkpoint's adds, then its removes, then
+    each batch of commits), so the rows are usually a few zero-copy slices; a filter
+    would copy every column, the stats strings included.
+    """
+    if isinstance(mask, pa.ChunkedArray):
+        mask = mask.combine_chunks() if mask.num_chunks != 1 else mask.chunk(0)
+    runs = _runs(_nonzero(mask))
+    if runs is None:
+        return t.filter(mask)
+    if len(runs) == 1 and runs[0] == (0, t.num_rows):
+        return t
+    return pa.concat_tables([t.slice(a, n) for a, n in runs]) if runs else t.slice(0, 0)
 
 
 def _describe(blobs) -> str:

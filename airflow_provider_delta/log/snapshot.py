@@ -37,7 +37,7 @@ from .managed_state import validate_managed_state
 from .protocol_metadata import METADATA_LINE, load_protocol_metadata, newest_protocol_metadata, \
     parse_protocol_metadata
 from .reader import read_rows
-from .replay import parse_json_logs, reconcile
+from .replay import parse_json_logs, reconcile, select_rows
 from .schema import schema_to_arrow
 from .segment import LogSegment, build_segment
 from .storage import Storage
@@ -170,7 +170,8 @@ class Snapshot:
         if seg.checkpoint_files:
             try:
                 cp = read_checkpoint(self.storage, seg.checkpoint_files, seg.checkpoint_version or 0,
-                                     with_files=True, partition_columns=self.partition_columns)
+                                     with_files=True, partition_columns=self.partition_columns,
+                                     with_protocol_metadata=False)
             except FileNotFoundError:
                 # cleanup removed the checkpoint after this snapshot was planned: plan again, once
                 fresh = load_snapshot(self.log, self.version)
@@ -235,7 +236,7 @@ class Snapshot:
     def files(self) -> pa.Table:
         """One row per live data file (paths relative to the table root, URL-decoded)."""
         a = self._load_state().actions
-        return a.filter(a.column("is_add")).select(FILE_COLUMNS) if a.num_rows else _empty(FILE_COLUMNS)
+        return select_rows(a, a.column("is_add")).select(FILE_COLUMNS) if a.num_rows else _empty(FILE_COLUMNS)
 
     def num_files(self) -> int:
         a = self._load_state().actions
