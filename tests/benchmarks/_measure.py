@@ -1,7 +1,17 @@
-"""Run one measurement in a fresh process: ``python _measure.py ENGINE OP PATH``.
+"""One measurement in a fresh process: ``python _measure.py ENGINE OP PATH``.
 
-Prints one JSON line: seconds for the operation and the peak RSS growth over the
-process's footprint after imports (so both engines are charged only for the work).
+The process starts cold, as an Airflow task or a reschedule poke does: nothing is
+imported or warmed up before the clock starts. Phases:
+
+- ``import_s``: importing the library and pyarrow (ours: ``airflow_provider_delta.log``;
+  deltalake: ``deltalake`` and ``pyarrow``, which it needs to hand back a pyarrow table);
+- ``work_s``: the operation, with whatever the library imports lazily on the way;
+- ``total_s``: both, the end-to-end figure the targets are about.
+
+``cpu_s`` is the CPU time (user + system, all threads) of both phases: on a shared,
+busy machine it moves less than wall time. ``peak_mb`` is the process's own
+``ru_maxrss`` (the child's peak, interpreter included). ``pandas`` says whether pandas
+ended up imported. Prints one JSON line.
 """
 import json
 import resource
@@ -9,53 +19,45 @@ import sys
 import time
 
 
-def _rss_mb() -> float:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return 0.0
+def _files_deltalake(deltalake, pa, path: str) -> int:
+    # through the Arrow C stream: ``pa.table(...)`` on deltalake's table would import pandas
+    actions = deltalake.DeltaTable(path).get_add_actions(flatten=False)
+    return pa.RecordBatchReader.from_stream(actions).read_all().num_rows
+
+
+def _cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
 
 
 def main() -> None:
     engine, op, path = sys.argv[1:4]
-    import pyarrow as pa
+    c0 = _cpu()
+    t0 = time.perf_counter()
     if engine == "ours":
         from airflow_provider_delta.log import DeltaTable
-        # the facade imports its modules lazily; import them now, as deltalake's import already did
-        import airflow_provider_delta.log.history  # noqa: F401
-        import airflow_provider_delta.log.schema  # noqa: F401
-        import airflow_provider_delta.log.snapshot  # noqa: F401
     else:
         import deltalake
-    # pyarrow imports pandas lazily on its first Python->Arrow conversion; that is an
-    # import cost, not table work, so trigger it before timing (for both engines).
-    pa.array([0])
-    base = _rss_mb()
-    t0 = time.perf_counter()
+        import pyarrow as pa
+    t1 = time.perf_counter()
     if op == "files":
-        if engine == "ours":
-            n = DeltaTable(path).snapshot().files().num_rows
-        else:
-            dt = deltalake.DeltaTable(path)
-            n = pa.table(dt.get_add_actions(flatten=False)).num_rows
+        n = DeltaTable(path).snapshot().files().num_rows if engine == "ours" else _files_deltalake(deltalake, pa, path)
     elif op == "version":
-        if engine == "ours":
-            n = DeltaTable(path).latest_version()
-        else:
-            n = deltalake.DeltaTable(path, without_files=True).version()
+        n = DeltaTable(path).latest_version() if engine == "ours" else \
+            deltalake.DeltaTable(path, without_files=True).version()
     elif op == "checkpoint":
         if engine == "ours":
-            from airflow_provider_delta.log import DeltaTable as T
-            n = T(path).checkpoint()
+            n = DeltaTable(path).checkpoint()
         else:
-            deltalake.DeltaTable(path).create_checkpoint()
-            n = 0
+            dt = deltalake.DeltaTable(path)
+            dt.create_checkpoint()
+            n = dt.version()
     else:
         raise SystemExit(f"unknown op {op}")
-    secs = time.perf_counter() - t0
+    t2 = time.perf_counter()
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(json.dumps({"seconds": secs, "peak_mb": max(0.0, peak - base), "result": n}))
+    print(json.dumps({"import_s": t1 - t0, "work_s": t2 - t1, "total_s": t2 - t0, "cpu_s": _cpu() - c0, "peak_mb": peak,
+                      "result": n, "pandas": "pandas" in sys.modules}))
 
 
 if __name__ == "__main__":
