@@ -106,7 +106,7 @@ class DeltaCommitEventTrigger(BaseEventTrigger):
 
     # --------------------------------------------------------------------- run
     async def _store(self) -> tuple[PositionStore, WatchPosition | None]:
-        store = PositionStore(self.asset_state_store, self.position_key)
+        store = PositionStore(getattr(self, "asset_state_store", None), self.position_key)  # Airflow 3.3+
         try:
             return store, await store.load()
         except ValueError as e:

@@ -102,31 +102,23 @@ def test_waits_for_a_missing_table_and_reports_its_first_commits(tmp_path):
 
 def test_batches_filters_and_payload(make_table):
     table = make_table(commits=1)                 # versions 0, 1
-    store = DictStore()
+    table.write(ROW)                              # 2: WRITE without the app id: filtered out
+    with table.transaction(operation="WRITE") as txn:   # 3: matches
+        txn.set_txn("etl", 1)
+    with table.transaction(operation="OPTIMIZE") as txn:  # 4: another operation
+        txn.set_txn("etl", 2)
+    with table.transaction(operation="WRITE") as txn:   # 5: matches (a per-interval id of "etl")
+        txn.set_txn("etl@20260101T000000Z", 3)
     trig = DeltaCommitEventTrigger(table_uri=table.storage.root, operation="WRITE", app_id="etl",
-                                   poke_interval=0.05)
-
-    def writes():
-        time.sleep(0.3)
-        table.write(ROW)                          # 2: WRITE without the app id: filtered out
-        with table.transaction(operation="WRITE") as txn:   # 3: matches
-            txn.set_txn("etl", 1)
-        with table.transaction(operation="OPTIMIZE") as txn:  # 4: other operation
-            txn.set_txn("etl", 2)
-        with table.transaction(operation="WRITE") as txn:   # 5: matches
-            txn.set_txn("etl", 3)
-
-    events = collect(rebuilt(trig, store), 1, during=writes)
-    # one event per poll: the writer may land its commits across polls, so gather until version 5
-    seen = [v for e in events for v in e["versions"]]
-    while 5 not in seen:
-        more = collect(rebuilt(trig, store), 1)
-        events += more
-        seen += [v for e in more for v in e["versions"]]
-    assert seen == [3, 5]
-    assert events[0]["after_version"] == 1
-    assert events[-1]["version"] == 5
-    assert all(c["appId"] == "etl" and c["operation"] == "WRITE" for e in events for c in e["commits"])
+                                   after_version=1, poke_interval=0.05)
+    (event,) = collect(rebuilt(trig, DictStore()), 1)      # one poll, one batch
+    assert (event["after_version"], event["version"], event["versions"]) == (1, 5, [3, 5])
+    assert event["operations"] == ["WRITE", "WRITE"] and len(event["timestamps"]) == 2
+    assert [c["appId"] for c in event["commits"]] == ["etl", "etl@20260101T000000Z"]
+    per_commit = DeltaCommitEventTrigger(table_uri=table.storage.root, operation="WRITE", app_id="etl",
+                                         after_version=1, per_commit=True, poke_interval=0.05)
+    events = collect(rebuilt(per_commit, DictStore()), 2)
+    assert [(e["after_version"], e["version"], e["versions"]) for e in events] == [(2, 3, [3]), (4, 5, [5])]
     json.dumps(events)
 
 
