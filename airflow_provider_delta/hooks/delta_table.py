@@ -29,6 +29,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from airflow.providers.common.compat.lineage.hook import get_hook_lineage_collector
 from airflow.sdk import BaseHook
 
 from ..log import (AddFile, ChangeRange, DeltaTable, IncrementalStep, InvalidArgumentError, format_ms,
@@ -251,7 +252,10 @@ class DeltaTableHook(BaseHook):
         ``job`` lands in commitInfo; other keywords go to the log's writer
         (``partition_by``, ``properties``, ``user_metadata``, ...).
         """
-        return self.get_table(table_uri).write(data, mode=mode, job=job, **kwargs)
+        table = self.get_table(table_uri)
+        version = table.write(data, mode=mode, job=job, **kwargs)
+        self._hook_lineage(table.uri, output=True)
+        return version
 
     def checkpoint(self, table_uri: str, version: int | None = None, parts: int | None = None) -> int:
         """Write a checkpoint (multi-part when ``parts`` > 1); returns its version.
@@ -299,8 +303,16 @@ class DeltaTableHook(BaseHook):
         cfg = self.get_config(table_uri)
         written = write_json(target, doc, cfg.storage_options_for(target)
                              if uri_protocol(target) == uri_protocol(table.uri) else None)
+        self._hook_lineage(table.uri, output=False)
         return {"version": doc["version"], "timestamp": doc["timestamp"], "manifest_uri": written,
                 "num_files": doc["num_files"], "table_uri": table.uri}
+
+    def _hook_lineage(self, table_uri: str, output: bool) -> None:
+        """Airflow's hook-level lineage: the table as a ``delta`` asset (built by the provider's factory),
+        so OpenLineage sees what tasks that use this hook directly (a ``@task``) read and write."""
+        collector = get_hook_lineage_collector()
+        add = collector.add_output_asset if output else collector.add_input_asset
+        add(context=self, scheme="delta", asset_kwargs={"table_uri": table_uri})
 
     # ------------------------------------------------------------ connection
     def test_connection(self) -> tuple[bool, str]:

@@ -104,3 +104,26 @@ def test_a_spark_commit_reports_its_input_and_output_statistics(make_table, make
     assert outp.facets["version"].datasetVersion == str(version)
     stats = outp.outputFacets["outputStatistics"]
     assert (stats.rowCount, stats.size, stats.fileCount) == (3, 512, 2)
+
+
+def test_the_hook_reports_what_it_writes_and_pins_to_airflows_hook_lineage(make_table, tmp_path, monkeypatch):
+    """Tasks that use the hook directly get lineage too: Airflow's collector, our asset factory.
+
+    Airflow hands out a real collector only when a lineage reader (the OpenLineage plugin with a
+    transport) is configured, a no-op one otherwise; here the real one is handed out directly.
+    """
+    from airflow.sdk.lineage import HookLineageCollector
+
+    from airflow_provider_delta.assets import asset_uri_for_table
+    from airflow_provider_delta.hooks import DeltaTableHook
+    from airflow_provider_delta.hooks import delta_table
+    table = make_table(commits=1)
+    out = DeltaTable.create(str(tmp_path / "out"), pa.schema([("id", pa.int64()), ("day", pa.string())]))
+    collector = HookLineageCollector()
+    monkeypatch.setattr(delta_table, "get_hook_lineage_collector", lambda: collector)
+    hook = DeltaTableHook()
+    hook.write_snapshot_manifest(table.storage.root, version=1)
+    hook.write_table(out.storage.root, pa.table({"id": [1], "day": ["d"]}))
+    collected = collector.collected_assets
+    assert asset_uri_for_table(table.storage.root) in [a.asset.uri for a in collected.inputs]
+    assert asset_uri_for_table(out.storage.root) in [a.asset.uri for a in collected.outputs]
