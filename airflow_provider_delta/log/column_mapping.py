@@ -130,8 +130,8 @@ def file_column(data: pa.Table, logical: pa.Field, mode: str) -> pa.ChunkedArray
     if i < 0:
         return pa.chunked_array([pa.nulls(data.num_rows, logical.type)], logical.type)
     col = data.column(i)
-    if col.type == logical.type and not pa.types.is_nested(col.type):
-        return col
+    if col.type == logical.type and (mode == "none" or not pa.types.is_nested(col.type)):
+        return col  # nested types compare by field names too: without mapping, equal means as stored
     return pa.chunked_array([as_logical(c, logical.type, mode) for c in col.chunks], logical.type)
 
 
