@@ -20,9 +20,10 @@ COMMITS = int(os.environ.get("DELTA_STRESS_SIZE", "25"))
 CTX = mp.get_context("spawn")
 
 
-def appender(uri, owner_url, worker, count, barrier, results):
+def appender(uri, owner_url, worker, count, barrier, results, table_kwargs=None):
+    """One writer process (also used by tests/objectstore, with the store's ``table_kwargs``)."""
     owner = SqlCommitOwner(owner_url, backfill_batch_size=1) if owner_url else None
-    table = DeltaTable(uri, commit_owner=owner)
+    table = DeltaTable(uri, commit_owner=owner, **(table_kwargs or {}))
     table.auto_checkpoint = worker == 0          # one writer checkpoints, as a busy table would
     errors = []
     barrier.wait(120)

@@ -43,12 +43,20 @@ def make_long_table(uri: str, versions: int, table_kwargs: dict, checkpoint_near
                 f.write(data)
     elif blobs:
         storage.fs.pipe(blobs)                 # concurrent uploads where the driver batches them
-    if checkpoint_near_end and versions - 2 >= BASE_VERSIONS:
-        v = versions - 2
-        base = f"_delta_log/{BASE_VERSIONS - 1:020d}.checkpoint.parquet"
-        storage.write_atomic(f"_delta_log/{v:020d}.checkpoint.parquet", storage.read_bytes(base))
-        hint = json.loads(storage.read_bytes(LAST_CHECKPOINT))
-        storage.write_atomic(LAST_CHECKPOINT, json.dumps({**hint, "version": v}).encode())
+    if checkpoint_near_end:
+        add_recent_checkpoint(storage, versions - 1)
     table = DeltaTable(uri, **table_kwargs)
     table.auto_checkpoint = False          # a checkpoint would replay every fabricated commit
     return table
+
+
+def add_recent_checkpoint(storage: Storage, latest: int) -> None:
+    """A checkpoint at ``latest - 1`` (and ``_last_checkpoint`` naming it): the base checkpoint's
+    file, which is correct there because the fabricated commits change nothing."""
+    v = latest - 1
+    if v < BASE_VERSIONS:
+        return
+    base = f"_delta_log/{BASE_VERSIONS - 1:020d}.checkpoint.parquet"
+    storage.write_atomic(f"_delta_log/{v:020d}.checkpoint.parquet", storage.read_bytes(base))
+    hint = json.loads(storage.read_bytes(LAST_CHECKPOINT))
+    storage.write_atomic(LAST_CHECKPOINT, json.dumps({**hint, "version": v}).encode())

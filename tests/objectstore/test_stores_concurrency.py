@@ -11,34 +11,22 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import sys
+from pathlib import Path
 
 import pyarrow as pa
 import pytest
 
-from airflow_provider_delta.log import AddFile, DeltaTable, SqlCommitOwner
+from airflow_provider_delta.log import DeltaTable, SqlCommitOwner
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "log"))
+from test_busy_blind_appends import appender  # noqa: E402 - the same writer process as the local stress test
 
 STRESS = os.environ.get("DELTA_STRESS_SIZE")
 WRITERS = 8 if STRESS else 3
 COMMITS = int(STRESS or 4)
 CTX = mp.get_context("spawn")
 SCHEMA = pa.schema([("id", pa.int64())])
-
-
-def appender(uri, table_kwargs, owner_url, worker, count, barrier, results):
-    owner = SqlCommitOwner(owner_url, backfill_batch_size=1) if owner_url else None
-    table = DeltaTable(uri, commit_owner=owner, **table_kwargs)
-    table.auto_checkpoint = worker == 0          # one writer checkpoints, as a busy table would
-    errors = []
-    barrier.wait(120)
-    for i in range(count):
-        try:
-            with table.transaction() as txn:
-                txn.add_file(AddFile(f"w{worker}-{i}.parquet", 100, {}, 1, True))
-        except Exception as e:  # noqa: BLE001 - every failure is reported by the parent
-            errors.append(f"{type(e).__name__}: {e}")
-    if owner is not None:
-        owner.dispose()
-    results.put(errors)
 
 
 @pytest.mark.slow
@@ -48,7 +36,7 @@ def test_concurrent_appends_all_land_once(store, tmp_path):
     owner = SqlCommitOwner(owner_url, backfill_batch_size=1) if owner_url else None
     DeltaTable.create(uri, SCHEMA, commit_owner=owner, **store.table_kwargs)
     barrier, results = CTX.Barrier(WRITERS), CTX.Queue()
-    procs = [CTX.Process(target=appender, args=(uri, store.table_kwargs, owner_url, w, COMMITS, barrier, results))
+    procs = [CTX.Process(target=appender, args=(uri, owner_url, w, COMMITS, barrier, results, store.table_kwargs))
              for w in range(WRITERS)]
     for p in procs:
         p.start()
