@@ -69,7 +69,7 @@ def _s3_list_from(fs: Any, directory: str, first_name: str) -> list[dict]:
                               "StartAfter": prefix + first_name[:-1]}
     out: list[dict] = []
     while True:
-        page = fs.call_s3("list_objects_v2", **kwargs)
+        page = sync(fs.loop, fs._call_s3, "list_objects_v2", **kwargs)
         for obj in page.get("Contents", []):
             out.append({"name": f"{bucket}/{obj['Key']}", "size": obj.get("Size", 0), "type": "file",
                         "LastModified": obj.get("LastModified")})

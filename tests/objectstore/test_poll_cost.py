@@ -74,6 +74,7 @@ def poll_cost(monkeypatch, table, counter_of) -> tuple[int, CommitWatch]:
         counter = counter_of(m, table)
         assert watch.poll(table) is False
         assert table.latest_version() == latest
+    assert counter.cost > 0, "the counter saw no storage access: it would prove nothing"
     return counter.cost, watch
 
 
