@@ -38,6 +38,19 @@ def appender(uri, owner_url, worker, count, barrier, results, table_kwargs=None)
     results.put(errors)
 
 
+def run_appenders(uri, owner_url, writers, count, table_kwargs=None) -> list[str]:
+    """Start ``writers`` appender processes at one barrier; every error any of them saw."""
+    barrier, results = CTX.Barrier(writers), CTX.Queue()
+    procs = [CTX.Process(target=appender, args=(uri, owner_url, w, count, barrier, results, table_kwargs))
+             for w in range(writers)]
+    for p in procs:
+        p.start()
+    errors = [e for _ in procs for e in results.get(timeout=900)]
+    for p in procs:
+        p.join(60)
+    return errors
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("owner", ["filesystem", "sqlite", "postgres"])
 def test_blind_appends_of_eight_writers_all_land(tmp_path, owner, request):
@@ -46,14 +59,7 @@ def test_blind_appends_of_eight_writers_all_land(tmp_path, owner, request):
     uri = str(tmp_path / "t")
     DeltaTable.create(uri, pa.schema([("id", pa.int64())]),
                       commit_owner=SqlCommitOwner(url, backfill_batch_size=1) if url else None)
-    barrier, results = CTX.Barrier(WRITERS), CTX.Queue()
-    procs = [CTX.Process(target=appender, args=(uri, url, w, COMMITS, barrier, results)) for w in range(WRITERS)]
-    for p in procs:
-        p.start()
-    errors = [e for _ in procs for e in results.get(timeout=900)]
-    for p in procs:
-        p.join(60)
-    assert errors == []
+    assert run_appenders(uri, url, WRITERS, COMMITS) == []
     reader = DeltaTable(uri, commit_owner=SqlCommitOwner(url) if url else None)
     assert reader.latest_version() == WRITERS * COMMITS
     assert reader.snapshot().num_files() == WRITERS * COMMITS

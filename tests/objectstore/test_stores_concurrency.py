@@ -9,7 +9,6 @@ by default CI runs 3 x 4.
 """
 from __future__ import annotations
 
-import multiprocessing as mp
 import os
 import sys
 from pathlib import Path
@@ -20,12 +19,11 @@ import pytest
 from airflow_provider_delta.log import DeltaTable, SqlCommitOwner
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "log"))
-from test_busy_blind_appends import appender  # noqa: E402 - the same writer process as the local stress test
+from test_busy_blind_appends import run_appenders  # noqa: E402 - the same writers as the local stress test
 
 STRESS = os.environ.get("DELTA_STRESS_SIZE")
 WRITERS = 8 if STRESS else 3
 COMMITS = int(STRESS or 4)
-CTX = mp.get_context("spawn")
 SCHEMA = pa.schema([("id", pa.int64())])
 
 
@@ -35,15 +33,7 @@ def test_concurrent_appends_all_land_once(store, tmp_path):
     owner_url = None if store.conditional_create else f"sqlite:///{tmp_path}/owner.db"
     owner = SqlCommitOwner(owner_url, backfill_batch_size=1) if owner_url else None
     DeltaTable.create(uri, SCHEMA, commit_owner=owner, **store.table_kwargs)
-    barrier, results = CTX.Barrier(WRITERS), CTX.Queue()
-    procs = [CTX.Process(target=appender, args=(uri, owner_url, w, COMMITS, barrier, results, store.table_kwargs))
-             for w in range(WRITERS)]
-    for p in procs:
-        p.start()
-    errors = [e for _ in procs for e in results.get(timeout=900)]
-    for p in procs:
-        p.join(60)
-    assert errors == []
+    assert run_appenders(uri, owner_url, WRITERS, COMMITS, store.table_kwargs) == []
     reader = DeltaTable(uri, commit_owner=owner, **store.table_kwargs)
     total = WRITERS * COMMITS
     assert reader.latest_version() == total
