@@ -27,6 +27,7 @@ from urllib.parse import urlsplit
 
 from ..log import InvalidArgumentError
 from ..log import normalize_uri
+from .storage_connections import storage_options_of
 
 # Storage protocol -> (option receiving the login, option receiving the password).
 # The names are the fsspec implementations' own keyword arguments.
@@ -194,6 +195,11 @@ def commit_owner_conn_id(extra: Mapping[str, Any]) -> str | None:
     return owner.get("conn_id") if owner else None
 
 
+def storage_conn_id(extra: Mapping[str, Any]) -> str | None:
+    """The ``aws`` / ``wasb`` / ``google_cloud_platform`` connection holding the storage credentials, if any."""
+    return _unprefixed(extra).get("storage_conn_id") or None
+
+
 def _commit_owner_extra(extra: Mapping[str, Any]) -> dict[str, Any] | None:
     owner = _as_dict(extra.get("commit_owner"), "commit_owner") if extra.get("commit_owner") else {}
     # Flat form-field shortcuts (the UI offers plain fields, not nested objects).
@@ -217,9 +223,12 @@ class DeltaConnectionConfig:
     @classmethod
     def from_connection(cls, conn_id: str | None, host: str | None, login: str | None,
                         password: str | None, extra: Mapping[str, Any] | None,
-                        owner_connection: Mapping[str, Any] | None = None) -> "DeltaConnectionConfig":
+                        owner_connection: Mapping[str, Any] | None = None,
+                        storage_connection: Mapping[str, Any] | None = None) -> "DeltaConnectionConfig":
         """Build from connection fields; ``owner_connection`` holds the fields of the
-        connection named by the ``commit_owner.conn_id`` extra, already fetched."""
+        connection named by the ``commit_owner.conn_id`` extra, ``storage_connection`` those of
+        the ``storage_conn_id`` one (its options come first; the delta connection's own
+        ``storage_options`` override them), both already fetched."""
         extra = _unprefixed(extra)
         base = extra.get("base_uri") or host or None
         if base is not None:
@@ -229,6 +238,11 @@ class DeltaConnectionConfig:
                 f"the base URI {base!r} of connection {conn_id!r} must be absolute "
                 "(a URL such as s3://bucket/warehouse, or an absolute local path)")
         options = _as_dict(extra.get("storage_options"), "storage_options")
+        if storage_conn_id(extra):
+            if storage_connection is None:
+                raise InvalidArgumentError(
+                    f"the storage connection {extra['storage_conn_id']!r} named in connection {conn_id!r} was not loaded")
+            options = {**storage_options_of(storage_connection), **options}
         keys = extra.get("credential_keys")
         cred_keys: tuple[str, str] | None = None
         if keys:

@@ -19,7 +19,9 @@ Connection fields (conn type ``delta``):
 * extras: ``storage_options`` (JSON object, passed to fsspec), ``commit_owner``
   (``{"type": "sql", "url": "..."}`` or ``{"type": "sql", "conn_id": "<db connection>"}``,
   other keys go to the owner, e.g. ``backfill_batch_size``; the flat
-  ``commit_owner_conn_id`` field is a shortcut), ``single_writer`` (bool).
+  ``commit_owner_conn_id`` field is a shortcut), ``single_writer`` (bool), ``storage_conn_id``
+  (an ``aws`` / ``wasb`` / ``google_cloud_platform`` connection whose credentials become storage
+  options, see :mod:`.storage_connections`).
 
 Without a connection id, absolute paths and URLs (``/data/t``, ``file:///data/t``,
 ``memory://t``) work as they are; a relative table URI then uses ``delta_default``.
@@ -34,7 +36,7 @@ from airflow.sdk import BaseHook
 
 from ..log import (AddFile, ChangeRange, DeltaTable, IncrementalStep, InvalidArgumentError, format_ms,
                     pending_changes, process_changes, to_epoch_ms)
-from .config import DeltaConnectionConfig, commit_owner_conn_id, is_absolute_uri, uri_protocol
+from .config import DeltaConnectionConfig, commit_owner_conn_id, is_absolute_uri, storage_conn_id, uri_protocol
 from .env_connections import unparsable_env_connection
 from .manifest import build_manifest, default_manifest_uri, resolve_manifest_uri, write_json
 
@@ -87,12 +89,15 @@ class DeltaTableHook(BaseHook):
             return DeltaConnectionConfig()
         conn = self._fetch_connection(conn_id)
         extra = conn.extra_dejson
-        owner_fields = None
+        owner_fields = storage_fields = None
         if oid := commit_owner_conn_id(extra):
             oconn = self._fetch_connection(oid)
             owner_fields = _connection_fields(oconn, oconn.extra_dejson)
+        if sid := storage_conn_id(extra):
+            sconn = self._fetch_connection(sid)
+            storage_fields = _connection_fields(sconn, sconn.extra_dejson)
         return DeltaConnectionConfig.from_connection(conn_id, conn.host, conn.login, conn.password,
-                                                     extra, owner_fields)
+                                                     extra, owner_fields, storage_fields)
 
     def _fetch_connection(self, conn_id: str) -> Any:
         from airflow.sdk.exceptions import AirflowNotFoundException
@@ -116,14 +121,17 @@ class DeltaTableHook(BaseHook):
             try:
                 conn = await self.aget_connection(conn_id)
                 extra = await conn.aextra_dejson()
-                owner_fields = None
+                owner_fields = storage_fields = None
                 if oid := commit_owner_conn_id(extra):
                     oconn = await self.aget_connection(oid)
                     owner_fields = _connection_fields(oconn, await oconn.aextra_dejson())
+                if sid := storage_conn_id(extra):
+                    sconn = await self.aget_connection(sid)
+                    storage_fields = _connection_fields(sconn, await sconn.aextra_dejson())
             except AirflowNotFoundException as e:
                 raise InvalidArgumentError(unparsable_env_connection(conn_id) or str(e)) from None
             cfg = DeltaConnectionConfig.from_connection(conn_id, conn.host, conn.login, conn.password,
-                                                        extra, owner_fields)
+                                                        extra, owner_fields, storage_fields)
         self._configs[conn_id] = cfg
         return cfg
 

@@ -161,3 +161,37 @@ def test_hook_sensor_and_trigger_through_a_connection(store, delta_connection):
     assert [c["version"] for c in event.payload["commits"]] == [2]
     described = json.dumps(hook.get_config(name).describe())
     assert S3_SECRET not in described and AZURE_KEY not in described
+
+
+def cloud_connection(store) -> dict:
+    """The store's credentials in a connection of Airflow's own type for it."""
+    if store.kind == "s3":
+        client = store.options["client_kwargs"]
+        return {"conn_type": "aws", "login": store.options["key"], "password": store.options["secret"],
+                "extra": {"endpoint_url": client["endpoint_url"], "region_name": client["region_name"]}}
+    if store.kind == "azure":
+        return {"conn_type": "wasb", "extra": {"connection_string": store.options["connection_string"]}}
+    return {"conn_type": "google_cloud_platform", "extra": {"project": store.options["project"]}}
+
+
+def test_storage_credentials_from_an_aws_wasb_or_gcp_connection(store, monkeypatch):
+    from airflow_provider_delta.hooks.delta_table import DeltaTableHook
+
+    extra = {"storage_conn_id": "cloud"}
+    if store.kind == "gcs":          # the emulator: an endpoint and anonymous access on top
+        extra["storage_options"] = {"endpoint_url": store.options["endpoint_url"], "token": "anon"}
+    if not store.conditional_create:
+        extra["single_writer"] = True
+    monkeypatch.setenv("AIRFLOW_CONN_CLOUD", json.dumps(cloud_connection(store)))
+    monkeypatch.setenv("AIRFLOW_CONN_LAKE2", json.dumps({"conn_type": "delta", "host": f"{store.scheme}://delta-tests",
+                                                         "extra": extra}))
+    name = store.uri("cloudconn").split("/", 3)[3]
+    hook = DeltaTableHook("lake2")
+    table = hook.get_table(name)
+    DeltaTable.create(table.uri, SCHEMA, storage_options=table.storage.storage_options,
+                      single_writer=not store.conditional_create)
+    table.write(rows([1, 2], "2026-01-01"))
+    assert hook.latest_version(name) == 1
+    assert ours_ids(DeltaTable(table.uri, **store.table_kwargs)) == [1, 2]
+    described = json.dumps(hook.get_config(name).describe())
+    assert S3_SECRET not in described and AZURE_KEY not in described
