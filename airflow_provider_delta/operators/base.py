@@ -12,6 +12,7 @@ from airflow.sdk import Asset, BaseOperator
 
 from ..hooks.commits import _as_version
 from ..hooks.delta_table import DeltaTableHook
+from ..lineage import operator_lineage
 
 if TYPE_CHECKING:  # pragma: no cover
     from airflow.sdk import Context
@@ -73,7 +74,6 @@ class DeltaTaskMixin:
 
     def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
         """OpenLineage (when its provider is installed): the table at the version this task saw or made."""
-        from ..lineage import operator_lineage
         version, others, statistics = self._lineage or (None, [], None)
         table = self.hook.get_table(self.table_uri)
         inputs = [(self.hook.get_table(uri), v) for uri, v in others]

@@ -24,23 +24,22 @@ def _tree(root) -> dict[str, bytes]:
     return out
 
 
-def _rewrite_first_commit(table_dir, change) -> None:
+def _set_in_first_commit(table_dir, action: str, field: str, value) -> None:
+    """Set ``field`` of the ``action`` (e.g. metaData, add) of version 0 to ``value``."""
     path = os.path.join(table_dir, "_delta_log", "00000000000000000000.json")
     with open(path) as f:
         actions = [json.loads(line) for line in f if line.strip()]
+    for a in actions:
+        if action in a:
+            a[action][field] = value
     with open(path, "w") as f:
-        f.write("".join(json.dumps(change(a)) + "\n" for a in actions))
+        f.write("".join(json.dumps(a) + "\n" for a in actions))
 
 
 def test_garbage_schema_string_refuses_a_write(tmp_path):
     d = str(tmp_path / "t")
     DeltaTable(d).write(pa.table({"a": [1]}))
-
-    def garble(action):
-        if "metaData" in action:
-            action["metaData"]["schemaString"] = "{not json"
-        return action
-    _rewrite_first_commit(d, garble)
+    _set_in_first_commit(d, "metaData", "schemaString", "{not json")
     before = _tree(d)
     with pytest.raises(CorruptLogError, match="schemaString is not valid JSON"):
         DeltaTable(d).write(pa.table({"a": [2]}))
@@ -54,12 +53,7 @@ def test_garbage_schema_string_refuses_a_write(tmp_path):
 def test_a_schema_string_nested_too_deep_is_corrupt_not_recursion_error(tmp_path):
     d = str(tmp_path / "t")
     DeltaTable(d).write(pa.table({"a": [1]}))
-
-    def deepen(action):
-        if "metaData" in action:
-            action["metaData"]["schemaString"] = "[" * 100_000 + "]" * 100_000
-        return action
-    _rewrite_first_commit(d, deepen)
+    _set_in_first_commit(d, "metaData", "schemaString", "[" * 100_000 + "]" * 100_000)
     before = _tree(d)
     with pytest.raises(CorruptLogError):
         DeltaTable(d).write(pa.table({"a": [2]}))
@@ -87,12 +81,7 @@ def test_a_path_that_is_not_utf8_once_decoded_is_corrupt_in_row_reads(tmp_path):
         add = next(json.loads(line)["add"] for line in f if '"add"' in line)
     # the data file really is there, under a byte name that is not UTF-8
     os.rename(os.path.join(d, add["path"]), os.path.join(d.encode(), b"f\xff.parquet"))
-
-    def repoint(action):
-        if "add" in action:
-            action["add"]["path"] = "f%FF.parquet"
-        return action
-    _rewrite_first_commit(d, repoint)
+    _set_in_first_commit(d, "add", "path", "f%FF.parquet")
     before = _tree(d)
     snap = DeltaTable(d).snapshot()
     assert snap.files().num_rows == 1           # listing files still works
