@@ -1,4 +1,4 @@
-"""Spark settings that turn on Delta Spark, from the jars that `make jars` fetched into .jars/.
+"""Spark settings that turn on Delta Spark (and s3a://), from the jars `make jars` fetched into .jars/.
 
 Used by the tests (the shared SparkSession in tests/conftest.py) and by examples::
 
@@ -9,10 +9,16 @@ Used by the tests (the shared SparkSession in tests/conftest.py) and by examples
 
 The Delta <-> Spark pair is recorded in one place, scripts/delta-spark/pom.xml (properties
 ``delta.version`` and ``spark.version``); pyproject.toml pins pyspark and pyspark-client to
-that Spark version. No Airflow and no pyspark import here: only the standard library.
+that Spark version. The same pom pins hadoop-aws (``hadoop.version``, which must be the Hadoop
+that pyspark ships) and the AWS SDK modules of the s3a connector. The stamp .jars/.fetched
+records a fingerprint of the pom, so jars fetched for an older pom are reported as stale
+instead of failing later with a missing class. No Airflow and no pyspark import here.
 """
 from __future__ import annotations
 
+import hashlib
+import importlib.util
+import re
 import xml.etree.ElementTree as ET
 from functools import lru_cache
 from pathlib import Path
@@ -33,9 +39,15 @@ class DeltaSparkJarsMissing(RuntimeError):
 
 
 @lru_cache(maxsize=None)
+def _properties() -> dict[str, str]:
+    root = ET.parse(POM).getroot()
+    return {e.tag.split("}")[1]: (e.text or "").strip() for e in root.find("m:properties", _NS)}
+
+
+@lru_cache(maxsize=None)
 def _pom() -> tuple[str, str, str, str]:
     root = ET.parse(POM).getroot()
-    props = {e.tag.split("}")[1]: (e.text or "").strip() for e in root.find("m:properties", _NS)}
+    props = _properties()
     dep = root.find("m:dependencies/m:dependency", _NS)
     group = dep.find("m:groupId", _NS).text.strip()
     artifact = dep.find("m:artifactId", _NS).text.strip()
@@ -56,6 +68,22 @@ def coordinates() -> str:
     return f"{group}:{artifact}:{delta}"
 
 
+def hadoop_version() -> str:
+    """The Hadoop version hadoop-aws is pinned at (pyspark's own, e.g. '3.5.0')."""
+    return _properties()["hadoop.version"]
+
+
+def pom_fingerprint() -> str:
+    """A short hash of the pom: the stamp records it, so a changed pom makes old jars stale."""
+    return hashlib.sha256(POM.read_bytes()).hexdigest()[:16]
+
+
+def stamp_text() -> str:
+    """What scripts/fetch_delta_jars.py writes into the stamp after a complete fetch."""
+    delta, spark = versions()
+    return f"{coordinates()} spark {spark} hadoop-aws {hadoop_version()} pom {pom_fingerprint()}\n"
+
+
 def jars_dir() -> Path:
     return JARS_ROOT / f"delta-spark-{versions()[0]}"
 
@@ -74,7 +102,22 @@ def jar_paths() -> list[Path]:
     if missing or not paths:
         raise DeltaSparkJarsMissing(f"the Delta Spark {delta} jars in {jars_dir()} are incomplete "
                                     f"(missing: {', '.join(missing) or 'all'}): {hint}")
+    if not STAMP.is_file() or STAMP.read_text() != stamp_text():
+        raise DeltaSparkJarsMissing(f"the jars in {jars_dir()} were fetched for another version of {POM.name} "
+                                    f"(it now also pins hadoop-aws {hadoop_version()}): {hint}")
     return paths
+
+
+def _pyspark_hadoop() -> str | None:
+    """The Hadoop version of the installed pyspark (from its hadoop-client-api jar), if found."""
+    spec = importlib.util.find_spec("pyspark")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for jar in (Path(list(spec.submodule_search_locations)[0]) / "jars").glob("hadoop-client-api-*.jar"):
+        m = re.fullmatch(r"hadoop-client-api-(.+)\.jar", jar.name)
+        if m:
+            return m.group(1)
+    return None
 
 
 def check_pyspark() -> None:
@@ -90,6 +133,12 @@ def check_pyspark() -> None:
             f"pyspark {installed} is installed, but Delta {delta} is pinned for Spark {spark} "
             "(scripts/delta-spark/pom.xml); pin pyspark/pyspark-client in pyproject.toml to match "
             "and run `make install jars`")
+    hadoop = _pyspark_hadoop()
+    if hadoop is not None and hadoop != hadoop_version():
+        raise DeltaSparkJarsMissing(
+            f"pyspark {installed} ships Hadoop {hadoop}, but hadoop-aws is pinned at {hadoop_version()} in "
+            f"{POM}: set hadoop.version to {hadoop} (and awssdk.version to what that hadoop-aws declares) "
+            "and run `make jars`")
 
 
 def spark_conf() -> dict[str, str]:

@@ -1,13 +1,15 @@
-"""Fetch the Delta Spark jars (and their runtime dependencies) through Maven into .jars/.
+"""Fetch the Delta Spark and s3a jars (and their runtime dependencies) through Maven into .jars/.
 
 Run by `make jars` (and so by `make test` / `make run` on first use). The release is the one
-named by scripts/delta-spark/pom.xml, the single place where the Delta <-> Spark pair is
-recorded. Jars that pyspark already ships (Spark itself, Scala, Jackson, Hadoop, Parquet, ...)
-are left out, so Spark's own versions are the only ones on the class path.
+named by scripts/delta-spark/pom.xml, the single place where the Delta <-> Spark pair (and
+hadoop-aws with its AWS SDK modules, for s3a://) is recorded. Jars that pyspark already ships
+(Spark itself, Scala, Jackson, Hadoop, Parquet, Netty, ...) are left out, so Spark's own
+versions are the only ones on the class path.
 
 Result: .jars/delta-spark-<delta.version>/*.jar, jars.txt (the jars to put in spark.jars) and
-the stamp file .jars/.fetched that make checks. On any failure it prints ONE line saying what
-could not be fetched and exits 1; Maven's own output goes to .jars/fetch.log. Maven is run
+the stamp file .jars/.fetched that make checks; it records a fingerprint of the pom, which
+scripts/delta_spark.py compares, so jars fetched for an older pom count as missing. On any
+failure it prints ONE line saying what could not be fetched and exits 1; Maven's own output goes to .jars/fetch.log. Maven is run
 with a time limit (DELTA_JARS_FETCH_TIMEOUT seconds, default 600), so this never hangs.
 """
 from __future__ import annotations
@@ -23,7 +25,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from delta_spark import JARS_ROOT, POM, STAMP, coordinates, jars_dir, versions  # noqa: E402
+from delta_spark import (JARS_ROOT, POM, STAMP, coordinates, hadoop_version, jars_dir, stamp_text,  # noqa: E402
+                         versions)
 
 _VERSIONED_JAR = re.compile(r"^(?P<name>.+?)-(?P<version>\d[^/]*)\.jar$")
 
@@ -59,7 +62,8 @@ def _mvn_error(log: str) -> str:
 
 def main() -> int:
     delta, spark = versions()
-    what = f"Delta Spark {coordinates()} (for Spark {spark}) and its dependencies"
+    what = (f"Delta Spark {coordinates()} (for Spark {spark}), hadoop-aws {hadoop_version()} "
+            "and their dependencies")
     mvn = shutil.which("mvn")
     if not mvn:
         return fail(f"could not fetch {what}: mvn not found on PATH (install Maven, e.g. 'apt-get install maven')")
@@ -92,20 +96,23 @@ def main() -> int:
                         "run `make install` first")
         keep = [j for j in jars if artifact_name(j) not in provided]
         skipped = [j for j in jars if artifact_name(j) in provided]
-        if not any(j.startswith("delta-spark_") for j in keep):
-            return fail(f"fetched {what}, but no delta-spark jar is among them: {jars}")
+        for needed in ("delta-spark_", "hadoop-aws-"):
+            if not any(j.startswith(needed) for j in keep):
+                return fail(f"fetched {what}, but no {needed}* jar is among them: {jars}")
         for j in skipped:
             (staging / j).unlink()
         (staging / "jars.txt").write_text(
-            f"# Delta {delta} for Spark {spark}: the jars for spark.jars, written by scripts/fetch_delta_jars.py\n"
+            f"# Delta {delta} for Spark {spark}, hadoop-aws {hadoop_version()}: the jars for spark.jars, "
+            "written by scripts/fetch_delta_jars.py\n"
             f"# left out because pyspark ships them: {' '.join(skipped)}\n" + "".join(f"{j}\n" for j in keep))
         target = jars_dir()
         if target.exists():
             shutil.rmtree(target)
         staging.rename(target)
         target.chmod(0o755)
-        STAMP.write_text(f"{coordinates()} spark {spark}\n")
-        print(f"Delta Spark {delta} (Spark {spark}): {len(keep)} jars in {target.relative_to(JARS_ROOT.parent)}")
+        STAMP.write_text(stamp_text())
+        print(f"Delta Spark {delta} (Spark {spark}), hadoop-aws {hadoop_version()}: {len(keep)} jars in "
+              f"{target.relative_to(JARS_ROOT.parent)}")
         return 0
     finally:
         shutil.rmtree(staging, ignore_errors=True)
