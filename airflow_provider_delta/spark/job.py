@@ -44,12 +44,15 @@ def run(spark: Any, spec: JobSpec, secrets: dict[str, Any] | None = None) -> dic
     from airflow_provider_delta.spark.changes import changes_dataframe
     from airflow_provider_delta.spark.commit import commit_dataframe
     from airflow_provider_delta.spark.reader import dataframe_of, describe, pin
+    from airflow_provider_delta.spark.s3a import apply_s3a
     from airflow_provider_delta.spark.tables import open_table
     from airflow_provider_delta.spark.transforms import resolve
 
     secrets = secrets or {}
     inp, outp = secrets.get("input") or {}, secrets.get("output") or {}
     transform = resolve(spec.transform)
+    # Spark reaches S3 tables through s3a with the same credentials as the log (set before first use)
+    apply_s3a(spark, spec.output_table_uri, outp.get("storage_options"))
     output = open_table(spec.output_table_uri, outp.get("storage_options"), outp.get("commit_owner"),
                         bool(outp.get("single_writer", False)))
     result: dict[str, Any] = {"table_uri": output.uri, "app_id": spec.app_id, "app_version": spec.app_version}
@@ -60,6 +63,7 @@ def run(spark: Any, spec: JobSpec, secrets: dict[str, Any] | None = None) -> dic
                 "version": exactly_once.find_txn_commit(output, spec.app_id, spec.app_version)}  # type: ignore[arg-type]
     source = None
     if spec.incremental:
+        apply_s3a(spark, spec.input_table_uri, inp.get("storage_options"))  # type: ignore[arg-type]
         source = changes_dataframe(spark, spec.input_table_uri, spec.input_starting_version,  # type: ignore[arg-type]
                                    spec.input_version, inp.get("storage_options"), inp.get("commit_owner"))
         log.info("reading the changes of %s, versions %s..%s", spec.input_table_uri, spec.input_starting_version,
@@ -69,6 +73,7 @@ def run(spark: Any, spec: JobSpec, secrets: dict[str, Any] | None = None) -> dic
         pinned = pin(spec.input_manifest_uri, spec.input_table_uri, spec.input_version,
                      inp.get("storage_options"), inp.get("commit_owner"))
         log.info("reading pinned snapshot %s", describe(pinned))
+        apply_s3a(spark, pinned.table_uri, inp.get("storage_options"))
         source = dataframe_of(spark, pinned)
         result["input_version"] = pinned.version
     df = transform(spark, source, **spec.params)

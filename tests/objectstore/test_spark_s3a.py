@@ -8,13 +8,23 @@ settings (from the Airflow connections) can reach.
 """
 from __future__ import annotations
 
+import json
+import sys
+import uuid
+from pathlib import Path
 
 import pyarrow as pa
 import pytest
 
 from airflow_provider_delta.log import DeltaTable
 from airflow_provider_delta.spark.s3a import apply_s3a
+from airflow_provider_delta.spark.staged_write import STAGING_DIR
 from airflow_provider_delta.spark.uris import spark_uri
+from objectstore_servers import S3_KEY, S3_REGION, S3_SECRET
+from test_stores_end_to_end import cloud_connection
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "spark"))
+from task_context import task_context  # noqa: E402  (tests/spark's task context with a recording ti)
 
 pytestmark = pytest.mark.spark
 
@@ -50,6 +60,16 @@ def _deltalake_ids(s3, uri: str, version: int | None = None) -> list[int]:
     return sorted(dt_.to_pyarrow_table(columns=["id"]).column("id").to_pylist())
 
 
+def s3_keys(s3, uri: str, under: str = "") -> set[str]:
+    """Object keys below a table root (relative to it), outside _delta_log; listed by s3fs."""
+    import s3fs
+    fs = s3fs.S3FileSystem(**s3.options)
+    root = uri.split("://", 1)[1].rstrip("/")
+    fs.invalidate_cache()
+    keys = {k[len(root) + 1:] for k in fs.find(f"{root}/{under}".rstrip("/"))}
+    return {k for k in keys if not k.startswith("_delta_log/")}
+
+
 def test_delta_spark_writes_through_s3a_and_we_read_it(s3a_spark, s3):
     spark, uri = s3a_spark, s3.uri("spark")
     target = spark_uri(uri)
@@ -70,3 +90,75 @@ def test_delta_spark_writes_through_s3a_and_we_read_it(s3a_spark, s3):
     assert _ours_ids(table) == spark_now == _deltalake_ids(s3, uri)
     for version in (0, 1, 2):
         assert _ours_ids(table, version) == _spark_ids(spark, uri, version) == _deltalake_ids(s3, uri, version)
+
+
+# ------------------------------------------------------------------ the driver-side commit path
+JOB_BUCKET = "delta-spark-job"
+TOTALS = "SELECT day, count(*) AS n, sum(id) AS total FROM source GROUP BY day"
+
+
+@pytest.fixture
+def job_lake(s3, monkeypatch):
+    """A bucket of its own and a ``delta`` connection whose S3 credentials come from an ``aws`` connection.
+
+    The session has no S3A settings for this bucket: only the job's, made from the connections, reach it.
+    """
+    import boto3
+    client = boto3.client("s3", endpoint_url=s3.server.endpoint, region_name=S3_REGION, aws_access_key_id=S3_KEY,
+                          aws_secret_access_key=S3_SECRET)
+    if JOB_BUCKET not in [b["Name"] for b in client.list_buckets()["Buckets"]]:
+        client.create_bucket(Bucket=JOB_BUCKET)
+    monkeypatch.setenv("AIRFLOW_CONN_CLOUD", json.dumps(cloud_connection(s3)))
+    monkeypatch.setenv("AIRFLOW_CONN_JOBLAKE", json.dumps({"conn_type": "delta", "host": f"s3://{JOB_BUCKET}",
+                                                           "extra": {"storage_conn_id": "cloud"}}))
+    return "joblake"
+
+
+def _orders(s3, name: str) -> tuple[str, DeltaTable]:
+    """A partitioned source table in the job bucket with versions 0 (create), 1 and 2."""
+    uri = f"s3://{JOB_BUCKET}/{name}"
+    table = DeltaTable.create(uri, SCHEMA, partition_by=["day"], **s3.table_kwargs)
+    table.write(pa.table({"id": [1, 2, 3], "day": ["2026-01-01", "2026-01-01", "2026-01-02"]}, schema=SCHEMA))
+    table.write(pa.table({"id": [1000], "day": ["2026-01-01"]}, schema=SCHEMA))      # after the pin
+    return uri, table
+
+
+def _totals(rows) -> dict:
+    return {r["day"]: (r["n"], r["total"]) for r in rows}
+
+
+def test_operator_job_reads_a_pinned_s3_snapshot_and_commits_once(spark, s3, job_lake):
+    from airflow_provider_delta.operators.spark import DeltaSparkSubmitOperator
+    from airflow_provider_delta.spark.job import run
+
+    suffix = uuid.uuid4().hex[:8]
+    src_uri, _ = _orders(s3, f"orders-{suffix}")
+    op = DeltaSparkSubmitOperator(task_id="totals", delta_conn_id=job_lake, input_table_uri=f"orders-{suffix}",
+                                  input_version=1, output_table_uri=f"totals-{suffix}", transform="sql",
+                                  transform_params={"query": TOTALS}, conn_id="spark_not_defined")
+    context = task_context(task_id="totals")
+    spec, secrets = op.build_spec(context)
+    out_uri = f"s3://{JOB_BUCKET}/totals-{suffix}"
+    assert (spec.input_table_uri, spec.output_table_uri) == (src_uri, out_uri)
+    # the job's secrets (environment, not command line) carry the aws connection's credentials
+    assert secrets["output"]["storage_options"]["secret"] == S3_SECRET
+    assert S3_SECRET not in spec.to_json()
+
+    result = run(spark, spec, secrets)                   # what the entry point does under spark-submit
+    assert (result["committed"], result["version"], result["input_version"]) == (True, 0, 1)
+    out = DeltaTable(out_uri, **s3.table_kwargs)
+    expected = {"2026-01-01": (2, 3), "2026-01-02": (1, 3)}          # version 1: the 1000 is not in it
+    assert _totals(out.snapshot().to_pyarrow().to_pylist()) == expected
+
+    again = run(spark, spec, secrets)                    # a rerun of the job commits nothing
+    assert (again["committed"], again["version"]) == (False, 0)
+    assert op.execute(context) == 0                      # a retried task: found, not submitted
+    assert context["ti"].xcoms["commit"]["committed"] is False
+    assert out.latest_version() == 0
+
+    spark_rows = [r.asDict() for r in spark.read.format("delta").load(spark_uri(out_uri)).collect()]
+    assert _totals(spark_rows) == expected               # Delta Spark, through s3a, agrees
+    import deltalake
+    dl = deltalake.DeltaTable(out_uri, storage_options=s3.deltalake_options)
+    assert _totals(dl.to_pyarrow_table().to_pylist()) == expected
+    assert not s3_keys(s3, out_uri, STAGING_DIR)           # the staging directory is gone
