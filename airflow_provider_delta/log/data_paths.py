@@ -9,9 +9,7 @@ from __future__ import annotations
 
 from typing import IO
 
-import fsspec
-
-from .storage import Storage
+from .storage import Storage, normalize_uri
 
 
 def is_uri(path: str) -> bool:
@@ -22,12 +20,13 @@ def is_uri(path: str) -> bool:
 def open_path(storage: Storage, path: str) -> str | IO[bytes]:
     """Something pyarrow can read: a local path, or an open binary file."""
     if is_uri(path):
-        if path.startswith("file:") and not path.startswith("file://"):
-            path = "file://" + path[5:]
-        fs, p = fsspec.core.url_to_fs(path, **storage.storage_options)
-        return fs.open(p, "rb")
+        protocol, location = normalize_uri(path)    # Hadoop's file:/x and file:///x alike
+        if protocol == "file":
+            return location
+        other = Storage(location, storage.storage_options)   # rooted at the file itself
+        return other.files.open(other.path())
     full = storage.path(path)
-    return full if storage.is_local else storage.fs.open(full, "rb")
+    return full if storage.is_local else storage.files.open(full)
 
 
 def read_path_bytes(storage: Storage, path: str) -> bytes:

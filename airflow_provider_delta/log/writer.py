@@ -113,7 +113,7 @@ def _write_files(table: TableLog, data: pa.Table, schema: pa.Schema, partition_b
                 storage.makedirs(directory)   # "" is the table root, which may not exist yet
                 made.add(directory)
             written.append(rel)
-            storage.fs.pipe_file(storage.path(rel), payload)
+            storage.write_bytes(rel, payload)
             try:
                 mtime = storage.mtime_ms(rel)
             except (OSError, FileNotFoundError):
