@@ -64,29 +64,45 @@ def partition_keys(partition_columns: Iterable[str], schema_string: Any,
 
 
 def physical_schema(schema: dict[str, Any], configuration: dict[str, str] | None,
-                    where: str = "the table") -> dict[str, Any]:
+                    where: str = "the table", field_id_key: str | None = None) -> dict[str, Any]:
     """A Delta schema dict with every field (nested ones too) renamed to its physical name.
 
-    For engines that read data files by name themselves (the Spark reader of pinned
+    For engines that read data files themselves (the Spark reader of pinned
     snapshots): they read with this schema, then cast to the logical one. Without
     column mapping it is ``schema`` itself; an unknown mode is refused.
+
+    In mode ``id`` a file's columns are found by field id, not name. An engine that
+    resolves ids from a read schema's field metadata passes the key it looks under
+    (Spark: ``parquet.field.id``) as ``field_id_key``, and every field that has a
+    ``delta.columnMapping.id`` gets it copied there; other modes ignore the key, so
+    they keep resolving by physical name.
     """
-    if mapping_mode(configuration, where) == "none":
+    mode = mapping_mode(configuration, where)
+    if mode == "none":
         return schema
-    return _physical_type(schema)
+    return _physical_type(schema, field_id_key if mode == "id" else None)
 
 
-def _physical_type(t: Any) -> Any:
+def _physical_field(f: dict[str, Any], id_key: str | None) -> dict[str, Any]:
+    meta = f.get("metadata") or {}
+    out = {**f, "name": meta.get(PHYSICAL_NAME_KEY) or f["name"], "type": _physical_type(f.get("type"), id_key)}
+    cid = meta.get(COLUMN_ID_KEY)
+    if id_key is not None and isinstance(cid, int) and not isinstance(cid, bool):
+        out["metadata"] = {**meta, id_key: cid}
+    return out
+
+
+def _physical_type(t: Any, id_key: str | None) -> Any:
     if not isinstance(t, dict):
         return t
     kind = t.get("type")
     if kind == "struct":
-        return {**t, "fields": [{**f, "name": (f.get("metadata") or {}).get(PHYSICAL_NAME_KEY) or f["name"],
-                                 "type": _physical_type(f.get("type"))} for f in t.get("fields") or ()]}
+        return {**t, "fields": [_physical_field(f, id_key) for f in t.get("fields") or ()]}
     if kind == "array":
-        return {**t, "elementType": _physical_type(t.get("elementType"))}
+        return {**t, "elementType": _physical_type(t.get("elementType"), id_key)}
     if kind == "map":
-        return {**t, "keyType": _physical_type(t.get("keyType")), "valueType": _physical_type(t.get("valueType"))}
+        return {**t, "keyType": _physical_type(t.get("keyType"), id_key),
+                "valueType": _physical_type(t.get("valueType"), id_key)}
     return t
 
 

@@ -29,6 +29,7 @@ import pyarrow.compute as pc
 from . import arrow_build as ab
 from . import ict
 from .actions import AddFile, DomainMetadata, Metadata, Protocol, RemoveFile, Txn
+from .column_mapping import partition_keys
 from .commit_owner.base import CommitOwner
 from .conflicts import ISOLATION_LEVELS, SNAPSHOT_ISOLATION, WRITE_SERIALIZABLE, ReadSet
 from .errors import InvalidArgumentError
@@ -239,13 +240,15 @@ def _check_layout_change(snap: Snapshot, old: Metadata, new: Metadata,
             raise InvalidArgumentError(f"new column {f.name!r} must be nullable: existing files have no values")
 
 def _validate_adds(changes: PendingChanges, metadata: Metadata) -> None:
-    cols = set(metadata.partition_columns)
+    # the partitionValues keys: physical names under column mapping
+    cols = set(partition_keys(metadata.partition_columns, metadata.schema_string, metadata.configuration))
+    mapped = "" if cols == set(metadata.partition_columns) else " (keyed by physical name under column mapping)"
     for (path, dv), add in changes.adds.items():
         keys = set(add.partition_values or {})
         if keys != cols:
             raise InvalidArgumentError(
                 f"file {path!r} has partition values for {sorted(keys)} but the table is partitioned "
-                f"by {sorted(cols)}")
+                f"by {sorted(cols)}{mapped}")
         for k, v in (add.partition_values or {}).items():
             if v is not None and not isinstance(v, str):
                 raise InvalidArgumentError(f"file {path!r}: partition value of {k!r} must be a string or None")

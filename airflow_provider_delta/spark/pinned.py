@@ -8,8 +8,8 @@ job reads a fixed list of files, so the data cannot move under it while it runs.
 
 Each file keeps its deletion vector descriptor, and the table's configuration
 keeps its column mapping mode: the reader (``reader.dataframe_of``) drops deleted
-rows and reads columns by physical name. An unknown mapping mode is refused with
-UnsupportedFeatureError rather than read wrongly.
+rows and reads columns by physical name, or by Parquet field id in mode ``id``. An
+unknown mapping mode is refused with UnsupportedFeatureError rather than read wrongly.
 """
 from __future__ import annotations
 

@@ -10,7 +10,9 @@ Deletion vectors are decoded on the driver by the log layer; a file that has one
 is scanned on its own with Spark's ``_metadata.row_index`` and its deleted rows
 are removed by a broadcast anti-join (no Python per row). Under column mapping the
 files are read with the physical schema (physical names, nested ones too) and each
-column is cast to its logical type, which renames struct fields by position.
+column is cast to its logical type, which renames struct fields by position. In
+mapping mode ``id`` Spark finds each column, nested ones too, by its Parquet field
+id instead of its name (:func:`read_by_field_id`).
 """
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from ..log import DeltaTable, InvalidArgumentError, physical_schema, read_deletion_vector
+from ..log import DeltaTable, InvalidArgumentError, column_mapping_mode, physical_schema, read_deletion_vector
 from ..log import partition_values_to_arrow, schema_to_arrow
 from .pinned import PinnedSnapshot, from_manifest, from_table
 from .tables import open_table
@@ -29,6 +31,11 @@ from .uris import spark_uri
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
+
+#: where Spark's Parquet reader looks for a read-schema field's Parquet field id
+SPARK_FIELD_ID_KEY = "parquet.field.id"
+#: the session setting that makes it look there (off by default in Spark)
+FIELD_ID_READ_CONF = "spark.sql.parquet.fieldId.read.enabled"
 
 
 def spark_schema(delta_schema: dict[str, Any]) -> Any:
@@ -38,6 +45,22 @@ def spark_schema(delta_schema: dict[str, Any]) -> Any:
         return StructType.fromJson(delta_schema)
     except Exception as e:  # pyspark raises several types for unknown type names
         raise InvalidArgumentError(f"the table schema cannot be expressed in Spark: {e}") from None
+
+
+def read_by_field_id(spark: "SparkSession") -> None:
+    """Make Spark's Parquet reader match columns by field id where the read schema gives one.
+
+    Spark reads this setting when a query runs, not when its DataFrame is built, and
+    ignores it as a reader option, so it cannot be scoped to one DataFrame (a value
+    restored after ``read_snapshot`` returns would be the one its query sees). It is
+    turned on for the session and left on, as Delta Spark's session extension does for
+    every session. Other reads keep matching by name: Spark uses ids only for
+    read-schema fields that carry a ``parquet.field.id``. A data file with no field ids
+    at all fails the read (Spark's ``...fieldId.read.ignoreMissing`` is left as is), as
+    it does in Delta Spark: in mode ``id`` writers must write them.
+    """
+    if spark.conf.get(FIELD_ID_READ_CONF, "false").lower() != "true":
+        spark.conf.set(FIELD_ID_READ_CONF, "true")
 
 
 def _typed_partition_values(pinned: PinnedSnapshot) -> dict[str, list[Any]]:
@@ -58,7 +81,10 @@ def dataframe_of(spark: "SparkSession", pinned: PinnedSnapshot) -> "DataFrame":
     from pyspark.sql.types import StructType
 
     schema = spark_schema(pinned.schema)
-    physical = spark_schema(physical_schema(pinned.schema, pinned.configuration, pinned.source))
+    physical = spark_schema(physical_schema(pinned.schema, pinned.configuration, pinned.source,
+                                            field_id_key=SPARK_FIELD_ID_KEY))
+    if column_mapping_mode(pinned.configuration) == "id":
+        read_by_field_id(spark)
     pcols = list(pinned.partition_columns)
     data_schema = StructType([p for f, p in zip(schema.fields, physical.fields) if f.name not in pcols])
     if not pinned.files:

@@ -207,3 +207,40 @@ def test_corpus_tables_with_column_mapping(rel, corpus):
         theirs = pa.table(deltalake.QueryBuilder().register("t", dl).execute("select * from t").read_all())
         assert sorted_rows(ours) == sorted_rows(theirs.select(ours.column_names)), version
     assert mapped_versions
+
+
+# ---------------------------------------------------------------- for engines that read files themselves
+
+
+def test_physical_schema_carries_field_ids_only_in_id_mode():
+    from airflow_provider_delta.log import physical_schema
+    schema = json.loads(_NESTED)
+    by_id = physical_schema(schema, {"delta.columnMapping.mode": "id"}, field_id_key="engine.id")
+    point = by_id["fields"][1]
+    assert (point["name"], point["metadata"]["engine.id"]) == ("col-2", 2)
+    assert [(f["name"], f["metadata"]["engine.id"]) for f in point["type"]["fields"]] == [("col-3", 3), ("col-4", 4)]
+    label = by_id["fields"][2]["type"]["elementType"]["fields"][0]
+    score = by_id["fields"][3]["type"]["valueType"]["fields"][0]
+    assert (label["name"], label["metadata"]["engine.id"], score["metadata"]["engine.id"]) == ("col-6", 6, 8)
+    by_name = physical_schema(schema, {"delta.columnMapping.mode": "name"}, field_id_key="engine.id")
+    assert "engine.id" not in json.dumps(by_name) and by_name["fields"][1]["name"] == "col-2"
+    assert physical_schema(schema, {}, field_id_key="engine.id") is schema
+
+
+def test_transaction_adds_files_keyed_by_physical_partition_name(tmp_path):
+    """Under column mapping ``partitionValues`` are keyed by physical name; a commit checks that key."""
+    from airflow_provider_delta.log import AddFile, InvalidArgumentError, Metadata, Protocol
+    root = tmp_path / "t"
+    schema = _schema(_f("id", "long", 1), _f("region", "string", 2))
+    table = DeltaTable(str(root))
+    with table.transaction("CREATE TABLE", read_version=-1) as txn:
+        txn.set_protocol(Protocol(2, 5))
+        txn.set_metadata(Metadata("cm", schema, ("region",), {"delta.columnMapping.mode": "name",
+                                                             "delta.columnMapping.maxColumnId": "2"}))
+    f = _add(root, "r/f0.parquet", pa.table({"col-1": pa.array([1], pa.int64())}))["add"]
+    with pytest.raises(InvalidArgumentError, match="col-2"):
+        with table.transaction() as txn:
+            txn.add_file(AddFile(f["path"], f["size"], {"region": "eu"}))
+    with table.transaction() as txn:
+        txn.add_file(AddFile(f["path"], f["size"], {"col-2": "eu"}))
+    assert DeltaTable(str(root)).snapshot().to_pyarrow().to_pylist() == [{"id": 1, "region": "eu"}]
