@@ -15,7 +15,6 @@ from .column_mapping import physical_schema
 from .deletion_vectors import read_deletion_vector
 from .errors import DeletionVectorError
 from .errors import ConditionalCreateError
-from .distributed_checkpoint import CheckpointPlan, plan_checkpoint
 from .features import column_mapping_mode
 from .errors import (
     ChangeDataFeedNotEnabledError, CommitFailedError, CommitOutcomeUnknownError, CommitOwnerUnavailableError, ConcurrentModificationError,
@@ -30,11 +29,8 @@ from .schema import (arrow_to_schema, partition_values_to_arrow, schema_string, 
 from .snapshot import Snapshot
 from .stats import collect_stats
 from .storage import normalize_uri
-from .incremental import ChangeRange, IncrementalStep, pending_changes, process_changes
 from .table import DeltaTable
 from .timeutil import format_ms, to_epoch_ms
-from .transaction import Transaction
-from .write_plan import WritePlan, check_mode, partition_arg, plan_write, write_transaction
 
 __all__ = [
     "DeltaTable", "Snapshot", "Transaction", "AddFile", "RemoveFile", "Metadata", "Protocol", "DomainMetadata",
@@ -59,7 +55,28 @@ __all__ = [
 
 
 def __getattr__(name: str):
-    # SqlCommitOwner imports SQLAlchemy: the commit_owner package loads it on first use (PEP 562).
+    """Public names of the write side, imported on first use (PEP 562).
+
+    Reading a table is what most task processes do, each from a cold start; these names
+    pull in the write engine (transaction, committer, checkpoint writer, write planner)
+    or SQLAlchemy, which a reader never runs. ``DeltaTable`` loads its own write modules
+    the same way (see :mod:`.operations`).
+    """
+    # SqlCommitOwner imports SQLAlchemy: the commit_owner package loads it on first use.
     if name == "SqlCommitOwner":
         return commit_owner.SqlCommitOwner
-    raise AttributeError(name)
+    if name == "Transaction":
+        from .transaction import Transaction as value
+    elif name in ("CheckpointPlan", "plan_checkpoint"):
+        from . import distributed_checkpoint as module
+        value = getattr(module, name)
+    elif name in ("ChangeRange", "IncrementalStep", "pending_changes", "process_changes"):
+        from . import incremental as module
+        value = getattr(module, name)
+    elif name in ("WritePlan", "check_mode", "partition_arg", "plan_write", "write_transaction"):
+        from . import write_plan as module
+        value = getattr(module, name)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value

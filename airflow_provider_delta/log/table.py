@@ -7,25 +7,22 @@ creation (:mod:`.create`), transactions (:mod:`.transaction`), data writes
 (:mod:`.writer`), checkpoints (:mod:`.checkpoint`), log compaction
 (:mod:`.compaction`), metadata cleanup (:mod:`.cleanup`), vacuum (:mod:`.vacuum`),
 in-commit timestamps and managed commits (:mod:`.transaction`, :mod:`.managed`).
+Those modules are reached through :mod:`.operations`, which imports each on first use:
+opening a table to read it loads only the read engine.
 """
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
-import pyarrow as pa
-
-from .change_feed import read_changes, read_changes_after
-from .checkpoint import write_checkpoint
-from .cleanup import cleanup_metadata
-from .commit_owner.base import CommitOwner
-from .commit_source import CommitSource
-from .compaction import write_log_compaction
-from .create import create_table
-from .managed import backfill, disable_managed_commits, enable_managed_commits
+from . import operations as ops
 from .table_log import TableLog
-from .transaction import Transaction, enable_in_commit_timestamps
-from .vacuum import vacuum
-from .writer import write_table
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from .commit_owner.base import CommitOwner
+    from .commit_source import CommitSource
+    from .transaction import Transaction
 
 
 class DeltaTable(TableLog):
@@ -48,18 +45,18 @@ class DeltaTable(TableLog):
         """Create a new table (version 0); fails with TableAlreadyExistsError if one exists."""
         table = cls(uri, storage_options=storage_options, commit_owner=commit_owner,
                     single_writer=single_writer, conditional_put=conditional_put)
-        create_table(table, schema, partition_by=partition_by, properties=properties, name=name,
+        ops.create.create_table(table, schema, partition_by=partition_by, properties=properties, name=name,
                      description=description, **commit_kwargs)
         return table
 
     def transaction(self, operation: str = "WRITE", **kwargs: Any) -> Transaction:
         """An optimistic transaction; use as a context manager, it commits on a clean exit."""
-        return Transaction(self, operation=operation, **kwargs)
+        return ops.transaction.Transaction(self, operation=operation, **kwargs)
 
     def write(self, data: "pa.Table", mode: str = "append", partition_by: Iterable[str] | None = None,
               **kwargs: Any) -> int:
         """Write a (small) Arrow table as parquet files and commit it; returns the new version."""
-        return write_table(self, data, mode=mode, partition_by=partition_by, **kwargs)
+        return ops.writer.write_table(self, data, mode=mode, partition_by=partition_by, **kwargs)
 
     # ------------------------------------------------------------- change feed
     def changes(self, start_version: Any = None, end_version: Any = None, *,
@@ -71,7 +68,7 @@ class DeltaTable(TableLog):
         ``start_timestamp`` / ``end_timestamp``). Returns the changed rows plus
         ``_change_type``, ``_commit_version`` and ``_commit_timestamp`` (see :mod:`.change_feed`).
         """
-        return read_changes(self, start_version, end_version, columns,
+        return ops.change_feed.read_changes(self, start_version, end_version, columns,
                             start_timestamp=start_timestamp, end_timestamp=end_timestamp)
 
     def changes_since(self, processed_version: int | None, end_version: Any = None, *,
@@ -81,7 +78,7 @@ class DeltaTable(TableLog):
         Empty (with the change-feed columns) when nothing was committed after it: the
         incremental step of a pipeline that records how far it got.
         """
-        return read_changes_after(self, processed_version, end_version, columns)
+        return ops.change_feed.read_changes_after(self, processed_version, end_version, columns)
 
     # ------------------------------------------------------------ maintenance
     def checkpoint(self, version: int | None = None, parts: int | None = None, *, v2: bool | None = None,
@@ -92,36 +89,36 @@ class DeltaTable(TableLog):
         ``v2Checkpoint`` feature a UUID-named V2 checkpoint (``v2_format`` parquet or json)
         whose file actions are in ``sidecars`` files, unless ``v2=False``.
         """
-        return write_checkpoint(self, version=version, parts=parts, v2=v2, v2_format=v2_format,
+        return ops.checkpoint.write_checkpoint(self, version=version, parts=parts, v2=v2, v2_format=v2_format,
                                 sidecars=sidecars)
 
     def compact_log(self, start: int, end: int) -> str:
         """Write the log compaction file of backfilled commits ``start``..``end``; returns its path."""
-        return write_log_compaction(self, start, end)
+        return ops.compaction.write_log_compaction(self, start, end)
 
     def cleanup_metadata(self, **kwargs: Any) -> dict[str, Any]:
         """Delete expired log files by Delta Spark's rules; returns what was deleted."""
-        return cleanup_metadata(self, **kwargs)
+        return ops.cleanup.cleanup_metadata(self, **kwargs)
 
     def vacuum(self, retention_hours: float | None = None, dry_run: bool = True,
                enforce_retention: bool = True, **kwargs: Any) -> dict[str, Any]:
         """Delete unreferenced data files older than the retention; dry run by default."""
-        return vacuum(self, retention_hours=retention_hours, dry_run=dry_run,
+        return ops.vacuum.vacuum(self, retention_hours=retention_hours, dry_run=dry_run,
                       enforce_retention=enforce_retention, **kwargs)
 
     def enable_in_commit_timestamps(self, **kwargs: Any) -> int:
         """Turn on in-commit timestamps on an existing table; returns the enabling version."""
-        return enable_in_commit_timestamps(self, **kwargs)
+        return ops.transaction.enable_in_commit_timestamps(self, **kwargs)
 
     # -------------------------------------------------------- managed commits
     def backfill(self, version: int | None = None) -> dict[str, Any]:
         """Ask the commit owner to backfill ratified commits up to ``version`` (default: all)."""
-        return backfill(self, version)
+        return ops.managed.backfill(self, version)
 
     def enable_managed_commits(self, owner: CommitOwner, **kwargs: Any) -> int:
         """Convert a filesystem table into a managed-commit table owned by ``owner``."""
-        return enable_managed_commits(self, owner, **kwargs)
+        return ops.managed.enable_managed_commits(self, owner, **kwargs)
 
     def disable_managed_commits(self, **kwargs: Any) -> int:
         """Convert a managed-commit table back to filesystem commits."""
-        return disable_managed_commits(self, **kwargs)
+        return ops.managed.disable_managed_commits(self, **kwargs)

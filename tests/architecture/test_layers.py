@@ -23,10 +23,10 @@ LOG_TIERS: dict[str, set[str]] = {
     "read": {"listing", "segment", "commit_reader", "replay", "checkpoint_reader", "protocol_metadata",
              "commit_timestamps", "managed_state", "reader", "snapshot", "history", "new_commits", "table_log",
              "deletion_vectors", "column_mapping", "data_paths", "change_rows",
-             "change_feed"},
+             "change_feed", "remove_details"},
     "write": {"conflicts", "commit_info", "checkpoint", "checkpoint_rows", "checkpoint_sources", "distributed_checkpoint", "commit_plan", "committer", "transaction", "write_plan", "writer",
               "create", "compaction", "cleanup", "vacuum", "managed"},
-    "top": {"table", "", "incremental"},
+    "top": {"table", "operations", "", "incremental"},
 }
 TIER_ORDER = list(LOG_TIERS)
 

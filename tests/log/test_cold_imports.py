@@ -15,6 +15,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Iterable
 
 import pyarrow as pa
 import pytest
@@ -25,27 +26,29 @@ pytest.importorskip("pandas")  # the checks prove nothing where pandas could not
 
 ROOT = Path(__file__).resolve().parents[2]
 
-#: Runs before the checked code: records the stack of the first ``import pandas``.
+#: Runs before the checked code: records the stack of the first import of each module in
+#: ``WATCHED`` (pandas, and what the read-path checks below name).
 _WATCH = textwrap.dedent("""
     import sys, traceback
     class _Watch:
-        stack = None
+        stacks = {}
         def find_spec(self, name, path=None, target=None):
-            if name == "pandas" and _Watch.stack is None:
-                _Watch.stack = "".join(traceback.format_stack(limit=30))
+            if name in WATCHED and name not in _Watch.stacks:
+                _Watch.stacks[name] = "".join(traceback.format_stack(limit=30))
             return None
     sys.meta_path.insert(0, _Watch())
 """)
 _REPORT = textwrap.dedent("""
     import json
-    print("COLD-IMPORTS " + json.dumps({"pandas": "pandas" in sys.modules, "stack": _Watch.stack,
+    print("COLD-IMPORTS " + json.dumps({"pandas": "pandas" in sys.modules, "stack": _Watch.stacks.get("pandas"),
+                                         "modules": sorted(sys.modules), "stacks": _Watch.stacks,
                                          "result": repr(RESULT)}))
 """)
 
 
-def run_fresh(code: str, env: dict[str, str] | None = None) -> dict:
+def run_fresh(code: str, env: dict[str, str] | None = None, watched: Iterable[str] = ("pandas",)) -> dict:
     """Run ``code`` (which sets RESULT) in a new interpreter; what it imported and returned."""
-    script = _WATCH + textwrap.dedent(code) + _REPORT
+    script = f"WATCHED = {set(watched)!r}\n" + _WATCH + textwrap.dedent(code) + _REPORT
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
                           cwd=ROOT, env={**os.environ, **(env or {})})
     assert proc.returncode == 0, proc.stderr[-4000:]
@@ -105,6 +108,56 @@ def test_to_pyarrow(tables, kind):
         RESULT = (snap.to_pyarrow().num_rows, snap.to_pyarrow(columns=["id"], filter=[("day", "=", "2026-01-02")]).num_rows)
     """)
     assert result == ("(45, 15)" if kind == "ours" else "(40, 13)")
+
+
+#: What reading a local table must not import: fsspec (local tables go through ``os``),
+#: SQLAlchemy (only the SQL commit owner needs it) and the write engine, each loaded on
+#: first use (``log/operations.py``, ``log/__init__.py``). Each costs every cold task.
+NOT_ON_LOCAL_READS = ("fsspec", "sqlalchemy") + tuple(f"airflow_provider_delta.log.{m}" for m in (
+    "fsspec_files", "object_store", "writer", "transaction", "commit_plan", "committer", "conflicts",
+    "commit_info", "create", "checkpoint", "checkpoint_rows", "checkpoint_sources", "distributed_checkpoint",
+    "compaction", "cleanup", "vacuum", "managed", "write_plan", "incremental", "change_feed",
+    "commit_owner.sql"))
+
+
+def assert_not_imported(code: str, names: Iterable[str], env: dict[str, str] | None = None) -> tuple[str, set]:
+    """Run ``code`` fresh; fail with the importing stack if it imported one of ``names``.
+    Returns its result and the modules it did import."""
+    out = run_fresh(code, env, watched=names)
+    modules = set(out["modules"])
+    found = [n for n in names if n in modules]
+    assert not found, f"{found[0]} was imported here:\n{out['stacks'].get(found[0])}"
+    return out["result"], modules
+
+
+@pytest.mark.parametrize("kind", ["json", "ours", "deltalake"])
+def test_local_read_imports_no_fsspec_sqlalchemy_or_write_engine(tables, kind):
+    result, modules = assert_not_imported(f"""
+        from airflow_provider_delta.log import DeltaTable, InMemoryCommitOwner, TableNotFoundError
+        t = DeltaTable({tables[kind]!r})
+        snap = t.snapshot()
+        RESULT = (snap.version, snap.files().num_rows, t.latest_version(), snap.tombstones().num_rows,
+                  [c.version for c in t.commits_since(3).commits], t.history(limit=1)[0]["version"])
+    """, NOT_ON_LOCAL_READS)
+    assert result == ("(4, 12, 4, 0, [4], 4)" if kind == "json" else "(5, 15, 5, 0, [4, 5], 5)")
+    assert "airflow_provider_delta.log.replay" in modules   # the watch saw the read engine load
+
+
+def test_the_checks_see_fsspec_and_the_write_engine_when_they_are_used(tmp_path):
+    """The same watch on paths that need them: an in-memory table imports fsspec, a write the
+    writer, the SQL owner SQLAlchemy (so the checks above can fail)."""
+    pytest.importorskip("sqlalchemy")
+    out = run_fresh(f"""
+        import pyarrow as pa
+        from airflow_provider_delta.log import DeltaTable, SqlCommitOwner
+        t = DeltaTable.create("memory://cold/t", pa.schema([("id", pa.int64())]))
+        local = DeltaTable.create({str(tmp_path / "w")!r}, pa.schema([("id", pa.int64())]))
+        SqlCommitOwner("sqlite:///" + {str(tmp_path / "owner.db")!r})
+        RESULT = t.latest_version()
+    """, watched=NOT_ON_LOCAL_READS)
+    modules = set(out["modules"])
+    assert {"fsspec", "sqlalchemy", "airflow_provider_delta.log.fsspec_files",
+            "airflow_provider_delta.log.create", "airflow_provider_delta.log.committer"} <= modules
 
 
 def test_write_and_transaction_commit(tmp_path):
