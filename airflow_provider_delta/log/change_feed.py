@@ -16,7 +16,9 @@ the range must have it in the metadata in effect at that version, or the read is
 refused naming the first version without it. Commit files already cleaned up and
 data or change files already vacuumed are refused too, naming what is gone. Rows
 are read with the schema of the range's last version; a column added in the range
-reads as nulls in older files, as in ``to_pyarrow``.
+reads as nulls in older files, as in ``to_pyarrow``. A remove without its optional
+``partitionValues`` gets them from the file's add in the version before
+(:mod:`.remove_details`), so its deleted rows keep their partition columns.
 
 Bounds may be timestamps: the start is the first commit at or after it, the end the
 last commit at or before it, both resolved like ``snapshot(timestamp=...)``
@@ -30,7 +32,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import arrow_build as ab
-from .action_schemas import FILE_COLUMNS
+from .action_schemas import FILE_COLUMNS, empty_file_actions
 from .actions import Metadata, Protocol
 from .change_rows import CHANGE_TYPE, cdc_rows, file_action_rows
 from .column_mapping import partition_keys
@@ -41,6 +43,7 @@ from .errors import (ChangeDataFeedNotEnabledError, DataFileNotFoundError, Inval
 from .features import CHANGE_DATA_FEED_PROPERTY, is_true
 from .history import version_at
 from .protocol_metadata import newest_protocol_metadata, parse_protocol_metadata
+from .remove_details import complete_removes
 from .replay import actions_from_dicts, parse_json_logs
 from .snapshot import Snapshot
 from .timeutil import format_ms, to_epoch_ms
@@ -186,7 +189,11 @@ def read_changes(log: "TableLog", start: Any = None, end: Any = None, columns: I
         fa = parsed.file_actions
         is_add = fa.column("is_add")
         cdc = [a["cdc"] for _, a in parsed.others if isinstance(a.get("cdc"), dict)]
-        rows = reader.rows(version, fa.filter(is_add), fa.filter(pc.invert(is_add)), cdc)
+        removes = fa.filter(pc.invert(is_add))
+        if metadata.partition_columns and not cdc:     # a remove may lack its partitionValues
+            removes = complete_removes(removes, lambda v=version: _files_before(log, v),
+                                       f"{latest.uri} version {version}")
+        rows = reader.rows(version, fa.filter(is_add), removes, cdc)
         ts = commit_timestamp(storage, version, protocol, metadata, listing, blob=data)
         pieces.append(_stamped(rows, version, ts))
     out_schema = change_schema(end_snap.schema)
@@ -212,6 +219,11 @@ def read_changes_after(log: "TableLog", processed: int | None, end: Any = None,
         end_snap = latest if last == latest.version else log.snapshot(version=last)
         return change_schema(end_snap.schema).empty_table().select(_columns(end_snap.schema, columns))
     return read_changes(log, start, last, columns)
+
+
+def _files_before(log: "TableLog", version: int) -> pa.Table:
+    """The live files of the version before ``version`` (none before version 0)."""
+    return log.snapshot(version=version - 1).files() if version > 0 else empty_file_actions()
 
 
 def change_schema(schema: pa.Schema) -> pa.Schema:

@@ -314,7 +314,11 @@ def _raise_first_bad_line(blobs) -> None:
 
 
 def struct_to_map(s: pa.Array) -> pa.Array:
-    """A struct of string columns -> map<string,string>, one entry per field, row-major."""
+    """A struct of string columns -> map<string,string>, one entry per field, row-major.
+
+    A null struct (the action had no such object: ``remove.partitionValues`` is
+    optional) stays a null map, so it is not mistaken for null partition values.
+    """
     if isinstance(s, pa.ChunkedArray):
         s = s.combine_chunks()
     n = len(s)
@@ -334,7 +338,7 @@ def struct_to_map(s: pa.Array) -> pa.Array:
     items = stacked.take(ab.from_numpy(idx))
     keys = ab.array(names, pa.string()).take(ab.from_numpy(np.tile(np.arange(k, dtype=np.int32), n)))
     offsets = ab.from_numpy(np.arange(0, n * k + 1, k, dtype=np.int32))
-    return pa.MapArray.from_arrays(offsets, keys, items)
+    return pa.MapArray.from_arrays(offsets, keys, items, mask=s.is_null() if s.null_count else None)
 
 
 def _decode_paths(paths: pa.Array) -> pa.Array:
@@ -420,7 +424,9 @@ def actions_from_dicts(dicts: list[dict[str, Any]], is_add: bool, versions, seqs
 
 
 # --------------------------------------------------------------------- reconcile
-def _file_keys(t: pa.Table, with_dv: bool) -> pa.Array:
+def file_keys(t: pa.Table, with_dv: bool) -> pa.Array:
+    """The protocol's key of each file action in ``t``: its path, plus its deletion vector's
+    id when ``with_dv`` (an add and the remove of the same logical file share it)."""
     path = t.column("path").combine_chunks()
     if not with_dv:
         return path
@@ -444,7 +450,7 @@ def reconcile(base: pa.Table | None, new: pa.Table) -> pa.Table:
     if new.num_rows == 0:
         return base if base is not None else empty_file_actions()
     with_dv = _has_dv(new) or (base is not None and _has_dv(base))
-    encoded = pc.dictionary_encode(_file_keys(new, with_dv))
+    encoded = pc.dictionary_encode(file_keys(new, with_dv))
     winner_keys = encoded.dictionary
     if len(winner_keys) == len(encoded):
         winners = new  # every key appears once: nothing to resolve
@@ -458,7 +464,7 @@ def reconcile(base: pa.Table | None, new: pa.Table) -> pa.Table:
         winners = new.filter(ab.from_numpy(seqs == newest[key_ids]))
     if base is None or base.num_rows == 0:
         return winners
-    base_keys = _file_keys(base, with_dv)
+    base_keys = file_keys(base, with_dv)
     touched = pc.is_in(base_keys, value_set=winner_keys)
     if not pc.any(touched).as_py():
         return pa.concat_tables([base, winners])  # appends only: no copy of the base

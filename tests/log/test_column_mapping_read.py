@@ -16,20 +16,15 @@ import pyarrow.parquet as pq
 import pytest
 
 from airflow_provider_delta.log import DeltaTable, UnsupportedFeatureError, VersionNotFoundError
+from column_mapping_files import NESTED_ROWS, NESTED_SCHEMA, mapped_field, nested_file
 from corpus_expected import sorted_rows
 
 
-def _f(name: str, typ, cid: int, phys: str | None = None) -> dict:
-    return {"name": name, "type": typ, "nullable": True,
-            "metadata": {"delta.columnMapping.id": cid, "delta.columnMapping.physicalName": phys or f"col-{cid}"}}
+_f = mapped_field
 
 
 def _schema(*fields: dict) -> str:
     return json.dumps({"type": "struct", "fields": list(fields)})
-
-
-def _pf(name: str, typ: pa.DataType, fid: int | None) -> pa.Field:
-    return pa.field(name, typ, metadata={b"PARQUET:field_id": str(fid).encode()} if fid is not None else None)
 
 
 def _commit(root: Path, version: int, actions: list[dict]) -> None:
@@ -56,38 +51,9 @@ def _add(root: Path, name: str, table: pa.Table, partition_values: dict | None =
 
 # ---------------------------------------------------------------- nested fields, both modes
 
-_NESTED = _schema(
-    _f("id", "long", 1),
-    _f("point", {"type": "struct", "fields": [_f("x", "integer", 3), _f("y", "integer", 4)]}, 2),
-    _f("tags", {"type": "array", "containsNull": True,
-                "elementType": {"type": "struct", "fields": [_f("label", "string", 6)]}}, 5),
-    _f("attrs", {"type": "map", "keyType": "string", "valueContainsNull": True,
-                 "valueType": {"type": "struct", "fields": [_f("score", "double", 8)]}}, 7),
-    _f("part", "string", 9),
-)
-
-
-def _nested_file(names: dict[int, str], with_ids: bool) -> pa.Table:
-    def pf(cid, typ):
-        return _pf(names[cid], typ, cid if with_ids else None)
-    point = pa.struct([pf(3, pa.int32()), pf(4, pa.int32())])
-    tag = pa.struct([pf(6, pa.string())])
-    score = pa.struct([pf(8, pa.float64())])
-    schema = pa.schema([pf(1, pa.int64()), pf(2, point), pf(5, pa.list_(pa.field("element", tag))),
-                        pf(7, pa.map_(pa.string(), pa.field("value", score)))])
-    return pa.table([
-        pa.array([1, 2], pa.int64()),
-        pa.array([{names[3]: 10, names[4]: 20}, None], point),
-        pa.array([[{names[6]: "a"}, {names[6]: "b"}], []], pa.list_(pa.field("element", tag))),
-        pa.array([[("k", {names[8]: 0.5})], None], pa.map_(pa.string(), pa.field("value", score))),
-    ], schema=schema)
-
-
-_EXPECTED_NESTED = [
-    {"id": 1, "point": {"x": 10, "y": 20}, "tags": [{"label": "a"}, {"label": "b"}],
-     "attrs": [("k", {"score": 0.5})], "part": "p1"},
-    {"id": 2, "point": None, "tags": [], "attrs": None, "part": "p1"},
-]
+_NESTED = json.dumps(NESTED_SCHEMA)
+_nested_file = nested_file
+_EXPECTED_NESTED = NESTED_ROWS
 
 
 @pytest.mark.parametrize("mode", ["name", "id"])

@@ -19,6 +19,7 @@ import pytest
 from airflow_provider_delta.log import AddFile, DeltaTable, Metadata, Protocol
 from airflow_provider_delta.spark import read_snapshot
 from airflow_provider_delta.spark.reader import FIELD_ID_READ_CONF
+from column_mapping_files import NESTED_ROWS, NESTED_SCHEMA, nested_file
 
 pytestmark = pytest.mark.spark
 
@@ -27,42 +28,6 @@ ID_MODE_CORPUS = ["delta-golden/table-with-columnmapping-mode-id", "delta-golden
                   "delta-golden/table-with-icebegCompatV2Enabled", "delta-kernel-rs/cdf-column-mapping-id-mode"]
 
 
-def _f(name: str, typ, cid: int) -> dict:
-    return {"name": name, "type": typ, "nullable": True,
-            "metadata": {"delta.columnMapping.id": cid, "delta.columnMapping.physicalName": f"col-{cid}"}}
-
-
-SCHEMA = {"type": "struct", "fields": [
-    _f("id", "long", 1),
-    _f("point", {"type": "struct", "fields": [_f("x", "integer", 3), _f("y", "integer", 4)]}, 2),
-    _f("tags", {"type": "array", "containsNull": True,
-                "elementType": {"type": "struct", "fields": [_f("label", "string", 6)]}}, 5),
-    _f("attrs", {"type": "map", "keyType": "string", "valueContainsNull": True,
-                 "valueType": {"type": "struct", "fields": [_f("score", "double", 8)]}}, 7),
-    _f("part", "string", 9),
-]}
-EXPECTED = [
-    {"id": 1, "point": {"x": 10, "y": 20}, "tags": [{"label": "a"}, {"label": "b"}],
-     "attrs": [("k", {"score": 0.5})], "part": "p1"},
-    {"id": 2, "point": None, "tags": [], "attrs": None, "part": "p1"},
-]
-
-
-def _data_file(names: dict[int, str], with_ids: bool = True) -> pa.Table:
-    """The two rows of EXPECTED (without the partition column), columns named ``names[field id]``."""
-    def pf(cid: int, typ: pa.DataType) -> pa.Field:
-        return pa.field(names[cid], typ, metadata={b"PARQUET:field_id": str(cid).encode()} if with_ids else None)
-    point = pa.struct([pf(3, pa.int32()), pf(4, pa.int32())])
-    tag = pa.struct([pf(6, pa.string())])
-    score = pa.struct([pf(8, pa.float64())])
-    schema = pa.schema([pf(2, point), pf(1, pa.int64()),        # another column order, too
-                        pf(5, pa.list_(pa.field("element", tag))), pf(7, pa.map_(pa.string(), pa.field("value", score)))])
-    return pa.table([
-        pa.array([{names[3]: 10, names[4]: 20}, None], point),
-        pa.array([1, 2], pa.int64()),
-        pa.array([[{names[6]: "a"}, {names[6]: "b"}], []], pa.list_(pa.field("element", tag))),
-        pa.array([[("k", {names[8]: 0.5})], None], pa.map_(pa.string(), pa.field("value", score))),
-    ], schema=schema)
 
 
 def _table(root: Path, mode: str, data: pa.Table) -> DeltaTable:
@@ -70,7 +35,7 @@ def _table(root: Path, mode: str, data: pa.Table) -> DeltaTable:
     (root / "part=p1").mkdir(parents=True)
     pq.write_table(data, root / "part=p1" / "f0.parquet")
     table = DeltaTable(str(root))
-    meta = Metadata("cm-id", json.dumps(SCHEMA), ("part",),
+    meta = Metadata("cm-id", json.dumps(NESTED_SCHEMA), ("part",),
                     {"delta.columnMapping.mode": mode, "delta.columnMapping.maxColumnId": "9"})
     with table.transaction("CREATE TABLE", read_version=-1) as txn:
         txn.set_protocol(Protocol(2, 5))
@@ -89,31 +54,31 @@ def _rows(df) -> list[dict]:
 
 
 def _as_spark_rows(rows: list[dict]) -> list[dict]:
-    """EXPECTED as Spark's Row.asDict gives it: maps as dicts."""
+    """NESTED_ROWS as Spark's Row.asDict gives it: maps as dicts."""
     return [{**r, "attrs": dict(r["attrs"]) if r["attrs"] is not None else None} for r in rows]
 
 
 def test_id_mode_resolves_by_field_id_where_names_differ(spark, tmp_path):
     odd = {i: f"zz{10 - i}" for i in range(1, 10)}          # no name matches a physical name
-    table = _table(tmp_path / "by_id", "id", _data_file(odd))
-    assert DeltaTable(table.uri).snapshot().to_pyarrow().to_pylist() == EXPECTED
+    table = _table(tmp_path / "by_id", "id", nested_file(odd))
+    assert DeltaTable(table.uri).snapshot().to_pyarrow().to_pylist() == NESTED_ROWS
     # off, as in a session without Delta Spark (whose extension turns it on once, when the
     # session's analyzer is built for its first query: build it first)
     spark.range(1).collect()
     spark.conf.set(FIELD_ID_READ_CONF, "false")
     df = read_snapshot(spark, table_uri=table.uri)
     assert df.columns == ["id", "point", "tags", "attrs", "part"]
-    assert _rows(df) == _as_spark_rows(EXPECTED)
+    assert _rows(df) == _as_spark_rows(NESTED_ROWS)
     # the reference reads it the same way
     delta_spark = spark.read.format("delta").load(table.uri)
-    assert _rows(delta_spark.select(*df.columns)) == _as_spark_rows(EXPECTED)
+    assert _rows(delta_spark.select(*df.columns)) == _as_spark_rows(NESTED_ROWS)
     assert spark.conf.get(FIELD_ID_READ_CONF) == "true"
 
 
 def test_the_same_file_read_by_name_gives_nulls(spark, tmp_path):
     """What resolving by name would do: mode ``name`` on the same file finds no column."""
     odd = {i: f"zz{10 - i}" for i in range(1, 10)}
-    table = _table(tmp_path / "by_name", "name", _data_file(odd))
+    table = _table(tmp_path / "by_name", "name", nested_file(odd))
     got = _rows(read_snapshot(spark, table_uri=table.uri))
     assert [(r["id"], r["point"], r["tags"], r["attrs"], r["part"]) for r in got] == \
         [(None, None, None, None, "p1")] * 2
@@ -122,16 +87,16 @@ def test_the_same_file_read_by_name_gives_nulls(spark, tmp_path):
 def test_name_mode_still_reads_physical_names(spark, tmp_path):
     """Physical names right, field ids deliberately wrong: mode ``name`` must not use the ids."""
     physical = {i: f"col-{i}" for i in range(1, 10)}
-    data = _data_file(physical)
+    data = nested_file(physical)
     swapped = pa.schema([f.with_metadata({b"PARQUET:field_id": b"99"}) if f.name == "col-1" else f
                          for f in data.schema])
     table = _table(tmp_path / "name", "name", data.cast(swapped))
-    assert _rows(read_snapshot(spark, table_uri=table.uri)) == _as_spark_rows(EXPECTED)
+    assert _rows(read_snapshot(spark, table_uri=table.uri)) == _as_spark_rows(NESTED_ROWS)
 
 
 def test_other_reads_in_the_session_keep_matching_by_name(spark, tmp_path):
     odd = {i: f"zz{10 - i}" for i in range(1, 10)}
-    read_snapshot(spark, table_uri=_table(tmp_path / "t", "id", _data_file(odd)).uri).collect()
+    read_snapshot(spark, table_uri=_table(tmp_path / "t", "id", nested_file(odd)).uri).collect()
     assert spark.conf.get(FIELD_ID_READ_CONF) == "true"
     plain = tmp_path / "plain.parquet"
     pq.write_table(pa.table({"a": pa.array([1], pa.int64()), "b": ["x"]}).cast(pa.schema([
@@ -143,7 +108,7 @@ def test_other_reads_in_the_session_keep_matching_by_name(spark, tmp_path):
 
 def test_file_without_field_ids_fails_in_id_mode(spark, tmp_path):
     """Writers must write field ids in mode ``id``; Spark (like Delta Spark) refuses a file without."""
-    table = _table(tmp_path / "no_ids", "id", _data_file({i: f"col-{i}" for i in range(1, 10)}, with_ids=False))
+    table = _table(tmp_path / "no_ids", "id", nested_file({i: f"col-{i}" for i in range(1, 10)}, with_ids=False))
     with pytest.raises(Exception, match="(?i)field ids"):
         read_snapshot(spark, table_uri=table.uri).collect()
 

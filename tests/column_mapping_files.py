@@ -1,0 +1,53 @@
+"""A column-mapped test table shared by the log reader's and the Spark reader's tests.
+
+One nested schema (struct, array of struct, map to struct, a partition column) with
+column mapping ids 1..9 and physical names ``col-<id>``, and its two rows written by
+pyarrow under any column names, with or without Parquet field ids: a file whose names
+are not the physical names but whose ids are right can only be read by field id.
+"""
+from __future__ import annotations
+
+import pyarrow as pa
+
+
+def mapped_field(name: str, typ, cid: int, phys: str | None = None) -> dict:
+    """A Delta schema field with column mapping id ``cid`` and physical name ``phys`` (default ``col-<cid>``)."""
+    return {"name": name, "type": typ, "nullable": True,
+            "metadata": {"delta.columnMapping.id": cid, "delta.columnMapping.physicalName": phys or f"col-{cid}"}}
+
+
+NESTED_SCHEMA = {"type": "struct", "fields": [
+    mapped_field("id", "long", 1),
+    mapped_field("point", {"type": "struct", "fields": [mapped_field("x", "integer", 3),
+                                                        mapped_field("y", "integer", 4)]}, 2),
+    mapped_field("tags", {"type": "array", "containsNull": True,
+                          "elementType": {"type": "struct", "fields": [mapped_field("label", "string", 6)]}}, 5),
+    mapped_field("attrs", {"type": "map", "keyType": "string", "valueContainsNull": True,
+                           "valueType": {"type": "struct", "fields": [mapped_field("score", "double", 8)]}}, 7),
+    mapped_field("part", "string", 9),
+]}
+
+#: the rows of :func:`nested_file` in partition ``part = p1``, as pyarrow gives them
+NESTED_ROWS = [
+    {"id": 1, "point": {"x": 10, "y": 20}, "tags": [{"label": "a"}, {"label": "b"}],
+     "attrs": [("k", {"score": 0.5})], "part": "p1"},
+    {"id": 2, "point": None, "tags": [], "attrs": None, "part": "p1"},
+]
+
+
+def nested_file(names: dict[int, str], with_ids: bool = True) -> pa.Table:
+    """The data of NESTED_ROWS (no partition column), the column of id ``i`` named ``names[i]``;
+    top-level columns in another order than the schema's, so position cannot stand in for ids."""
+    def pf(cid: int, typ: pa.DataType) -> pa.Field:
+        return pa.field(names[cid], typ, metadata={b"PARQUET:field_id": str(cid).encode()} if with_ids else None)
+    point = pa.struct([pf(3, pa.int32()), pf(4, pa.int32())])
+    tag = pa.struct([pf(6, pa.string())])
+    score = pa.struct([pf(8, pa.float64())])
+    schema = pa.schema([pf(2, point), pf(1, pa.int64()), pf(5, pa.list_(pa.field("element", tag))),
+                        pf(7, pa.map_(pa.string(), pa.field("value", score)))])
+    return pa.table([
+        pa.array([{names[3]: 10, names[4]: 20}, None], point),
+        pa.array([1, 2], pa.int64()),
+        pa.array([[{names[6]: "a"}, {names[6]: "b"}], []], pa.list_(pa.field("element", tag))),
+        pa.array([[("k", {names[8]: 0.5})], None], pa.map_(pa.string(), pa.field("value", score))),
+    ], schema=schema)
