@@ -35,6 +35,7 @@ in ``conf`` unless you set them (or pass ``delta_sql_conf=False``).
 """
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any, Sequence
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
@@ -42,10 +43,10 @@ from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOpe
 from ..hooks.manifest import read_manifest
 from ..log import CommitFailedError, InvalidArgumentError, TableNotFoundError, UnsupportedFeatureError
 from ..spark import exactly_once
-from ..spark.delta_job import CONTEXT_ARG, ENV_VARS, DeltaJobContext
+from ..spark.delta_job import CONTEXT_ARG, ENV_HADOOP_CONF, ENV_VARS, DeltaJobContext
 from ..spark.uris import spark_uri
 from .base import DeltaTaskMixin, job_info, optional_int, optional_value
-from .spark_base import LocalSparkMixin, report_commit, resolve_app, resolve_incremental_app
+from .spark_base import LocalSparkMixin, report_commit, resolve_app, resolve_incremental_app, s3a_job_conf
 
 if TYPE_CHECKING:  # pragma: no cover
     from airflow.sdk import Context
@@ -82,8 +83,9 @@ class DeltaSparkApplicationOperator(DeltaTaskMixin, LocalSparkMixin, SparkSubmit
         when mapped)
     :param app_version: Delta Spark ``txnVersion`` (templated; default: the run's logical date, else
         ``run_after``, in epoch seconds)
-    :param delta_conn_id: ``delta`` connection for both tables (this operator's own reads; the
-        application reaches storage with its Spark/Hadoop settings)
+    :param delta_conn_id: ``delta`` connection for both tables (this operator's own reads; for
+        tables on S3 its credentials and endpoint also go to the application as per-bucket S3A
+        settings in ``DELTA_JOB_HADOOP_CONF``, applied by ``apply_hadoop_conf(spark)``)
     :param delta_sql_conf: set ``spark.sql.extensions`` / ``spark.sql.catalog.spark_catalog`` to
         Delta's in ``conf`` where not set already (default True)
     :param master: Spark master; overrides the Spark connection's (default: the connection's,
@@ -258,8 +260,11 @@ class DeltaSparkApplicationOperator(DeltaTaskMixin, LocalSparkMixin, SparkSubmit
                       ctx.txn_app_id, ctx.txn_version)
         user_args = [str(a) for a in (self.application_args or []) if not str(a).startswith(CONTEXT_ARG)]
         self.application_args = user_args + [ctx.to_argument()]
-        env = {k: v for k, v in (self.env_vars or {}).items() if k not in ENV_VARS}
+        env = {k: v for k, v in (self.env_vars or {}).items() if k not in ENV_VARS and k != ENV_HADOOP_CONF}
         env.update(ctx.to_env())
+        hadoop = s3a_job_conf(self.hook, [ctx.input_table_uri, ctx.output_table_uri])
+        if hadoop:      # the connection's S3 credentials, for the application's apply_hadoop_conf(spark)
+            env[ENV_HADOOP_CONF] = json.dumps(hadoop)
         self.env_vars = env
         self.conf = self.spark_conf()
         self._hook = None                     # built from the settings above

@@ -25,6 +25,7 @@ from airflow.sdk.exceptions import AirflowNotFoundException
 from ..hooks.run_identity import run_app_id, run_app_version
 from ..lineage import output_statistics
 from ..spark import exactly_once
+from ..spark.s3a import s3_bucket, s3a_bucket_conf
 from .base import optional_int, optional_value
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -135,6 +136,21 @@ def job_secrets(hook: Any, uri: str) -> dict[str, Any]:
     if cfg.single_writer:
         side["single_writer"] = True
     return side
+
+
+def s3a_job_conf(hook: Any, uris: "list[str | None]") -> dict[str, str]:
+    """Per-bucket S3A settings (``fs.s3a.bucket.<b>.*``) for the S3 tables among ``uris``, from the
+    delta connection's storage options; ``uris`` may be in fsspec (``s3://``) or Spark (``s3a://``) form.
+
+    They hold credentials: they travel in the job's environment, never in ``conf``.
+    """
+    conf: dict[str, str] = {}
+    for uri in uris:
+        if uri is None or s3_bucket(uri) is None:
+            continue
+        fsspec_uri = "s3://" + str(uri).split("://", 1)[1]
+        conf.update(s3a_bucket_conf(fsspec_uri, job_secrets(hook, fsspec_uri).get("storage_options")))
+    return conf
 
 
 class LocalSparkMixin:

@@ -12,6 +12,7 @@ A Delta Spark job run by ``DeltaSparkApplicationOperator`` reads its context ins
 
     from airflow_provider_delta.spark import delta_job_context
     ctx = delta_job_context()      # input_table_uri, input_version, output_table_uri, write_options...
+    apply_hadoop_conf(spark)       # tables on S3: the delta connection's credentials, per bucket
 
 No Airflow import here: this layer sits below hooks and operators.
 """
@@ -20,7 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = ["read_snapshot", "commit_dataframe", "pin", "PinnedSnapshot", "JobSpec", "delta_job_context",
-           "DeltaJobContext", "DeltaJobContextError"]
+           "DeltaJobContext", "DeltaJobContextError", "apply_hadoop_conf"]
 
 
 def __getattr__(name: str) -> Any:
@@ -36,7 +37,7 @@ def __getattr__(name: str) -> Any:
     if name == "PinnedSnapshot":
         from .pinned import PinnedSnapshot
         return PinnedSnapshot
-    if name in ("delta_job_context", "DeltaJobContext", "DeltaJobContextError"):
+    if name in ("delta_job_context", "DeltaJobContext", "DeltaJobContextError", "apply_hadoop_conf"):
         from . import delta_job
         return getattr(delta_job, name)
     if name == "JobSpec":

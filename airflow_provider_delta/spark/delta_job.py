@@ -12,9 +12,10 @@ The operator runs *your* PySpark application, which reads and writes with
 both as one application argument ``--delta-job-context=<JSON>`` and as environment
 variables (``DELTA_JOB_*``, below). In the application::
 
-    from airflow_provider_delta.spark.delta_job import delta_job_context
+    from airflow_provider_delta.spark.delta_job import apply_hadoop_conf, delta_job_context
 
     ctx = delta_job_context()          # reads sys.argv, else the DELTA_JOB_* variables
+    apply_hadoop_conf(spark)           # S3 tables: the connection's per-bucket S3A settings, if any
     df = spark.read.format("delta").options(**ctx.read_options).load(ctx.input_table_uri)
     # read_options: {"versionAsOf": ...}, or for an incremental job (input.starting_version set)
     # {"readChangeFeed": "true", "startingVersion": ..., "endingVersion": ...}
@@ -31,7 +32,14 @@ The JSON document (``format_version`` 1; ``input`` is null for a job without inp
      "txn": {"app_id": "dag.task", "version": 1767225600},
      "job": {"dag_id": ..., "task_id": ..., "run_id": ..., "try_number": ...}}
 
-Table URIs are in the form Spark reads (``file:///...``, ``s3a://...``). This module
+Table URIs are in the form Spark reads (``file:///...``, ``s3a://...``). For tables on S3
+the operator also passes the delta connection's credentials and endpoint as per-bucket S3A
+settings, in the environment only (``DELTA_JOB_HADOOP_CONF``, never on the command line);
+the application applies them before it reads or writes::
+
+    apply_hadoop_conf(spark)           # fs.s3a.bucket.<bucket>.* on the session's Hadoop conf
+
+This module
 uses only the standard library and imports nothing else of this package, so a
 cluster without the package installed can ship this one file (``py_files``) and
 ``from delta_job import delta_job_context``.
@@ -55,6 +63,8 @@ ENV_INPUT_STARTING_VERSION = "DELTA_JOB_INPUT_STARTING_VERSION"
 ENV_OUTPUT_TABLE_URI = "DELTA_JOB_OUTPUT_TABLE_URI"
 ENV_TXN_APP_ID = "DELTA_JOB_TXN_APP_ID"
 ENV_TXN_VERSION = "DELTA_JOB_TXN_VERSION"
+#: JSON object of Hadoop settings (per-bucket S3A credentials): secret, so environment only
+ENV_HADOOP_CONF = "DELTA_JOB_HADOOP_CONF"
 ENV_VARS = (ENV_INPUT_TABLE_URI, ENV_INPUT_VERSION, ENV_INPUT_STARTING_VERSION, ENV_OUTPUT_TABLE_URI, ENV_TXN_APP_ID,
             ENV_TXN_VERSION)
 
@@ -251,3 +261,30 @@ def delta_job_context(argv: Sequence[str] | None = None,
     if any(environ.get(k) for k in ENV_VARS):
         return DeltaJobContext.from_env(environ, rest)
     raise DeltaJobContextError(f"no Delta job context in the arguments or the environment: {_HOW}")
+
+
+def set_hadoop_conf(spark: Any, conf: Mapping[str, str]) -> list[str]:
+    """Set ``conf`` on the session's Hadoop configuration (what Spark's file systems read); returns the keys.
+
+    Must run before Spark first opens a path these settings are for: Hadoop caches a file
+    system per bucket with the settings it was created with. Values are never printed.
+    """
+    if conf:
+        hadoop = spark.sparkContext._jsc.hadoopConfiguration()
+        for key, value in conf.items():
+            hadoop.set(str(key), str(value))
+    return sorted(conf)
+
+
+def apply_hadoop_conf(spark: Any, environ: Mapping[str, str] | None = None) -> list[str]:
+    """Apply the Hadoop settings the operator passed in ``DELTA_JOB_HADOOP_CONF`` (if any); returns the keys."""
+    raw = (os.environ if environ is None else environ).get(ENV_HADOOP_CONF)
+    if not raw:
+        return []
+    try:
+        conf = json.loads(raw)
+    except ValueError:
+        raise DeltaJobContextError(f"{ENV_HADOOP_CONF} is not valid JSON") from None
+    if not isinstance(conf, dict):
+        raise DeltaJobContextError(f"{ENV_HADOOP_CONF} must hold a JSON object of Hadoop settings")
+    return set_hadoop_conf(spark, conf)

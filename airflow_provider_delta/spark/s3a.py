@@ -10,8 +10,9 @@ This module translates the one into the other, **per bucket**
 and an output table in different accounts or on different endpoints can sit in
 one Spark job without one's credentials applying to the other.
 
-The keys are set on the running session's Hadoop configuration (:func:`apply_s3a`)
-by the driver, from secrets that came through the environment: they never go on a
+The keys are set on the running session's Hadoop configuration by the driver
+(:func:`apply_s3a` in our job; ``delta_job.apply_hadoop_conf`` in a Delta Spark
+application), from secrets that came through the environment: they never go on a
 ``spark-submit`` command line, where ``ps`` and the task log would show them.
 Nothing here logs a value.
 """
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 from urllib.parse import urlsplit
 
 from ..log import InvalidArgumentError
+from .delta_job import set_hadoop_conf
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
@@ -106,9 +108,4 @@ def apply_s3a(spark: "SparkSession", uri: str, storage_options: Mapping[str, Any
     Must run before Spark first touches the bucket: Hadoop caches one S3A filesystem per
     bucket with the settings it was created with.
     """
-    conf = s3a_bucket_conf(uri, storage_options)
-    if conf:
-        hadoop = spark.sparkContext._jsc.hadoopConfiguration()
-        for key, value in conf.items():
-            hadoop.set(key, value)
-    return sorted(conf)
+    return set_hadoop_conf(spark, s3a_bucket_conf(uri, storage_options))

@@ -94,29 +94,33 @@ def test_delta_spark_writes_through_s3a_and_we_read_it(s3a_spark, s3):
 
 # ------------------------------------------------------------------ the driver-side commit path
 JOB_BUCKET = "delta-spark-job"
+APP_BUCKET = "delta-spark-app"
 TOTALS = "SELECT day, count(*) AS n, sum(id) AS total FROM source GROUP BY day"
 
 
 @pytest.fixture
-def job_lake(s3, monkeypatch):
-    """A bucket of its own and a ``delta`` connection whose S3 credentials come from an ``aws`` connection.
-
-    The session has no S3A settings for this bucket: only the job's, made from the connections, reach it.
-    """
+def s3_lake(s3, monkeypatch):
+    """``make(bucket)``: a bucket of its own and a ``delta`` connection to it whose S3 credentials
+    come from an ``aws`` connection. The session has no S3A settings for such a bucket: only
+    what our code derives from the connections can reach it."""
     import boto3
     client = boto3.client("s3", endpoint_url=s3.server.endpoint, region_name=S3_REGION, aws_access_key_id=S3_KEY,
                           aws_secret_access_key=S3_SECRET)
-    if JOB_BUCKET not in [b["Name"] for b in client.list_buckets()["Buckets"]]:
-        client.create_bucket(Bucket=JOB_BUCKET)
     monkeypatch.setenv("AIRFLOW_CONN_CLOUD", json.dumps(cloud_connection(s3)))
-    monkeypatch.setenv("AIRFLOW_CONN_JOBLAKE", json.dumps({"conn_type": "delta", "host": f"s3://{JOB_BUCKET}",
-                                                           "extra": {"storage_conn_id": "cloud"}}))
-    return "joblake"
+
+    def make(bucket: str) -> str:
+        if bucket not in [b["Name"] for b in client.list_buckets()["Buckets"]]:
+            client.create_bucket(Bucket=bucket)
+        conn_id = bucket.replace("-", "_")
+        monkeypatch.setenv(f"AIRFLOW_CONN_{conn_id.upper()}", json.dumps(
+            {"conn_type": "delta", "host": f"s3://{bucket}", "extra": {"storage_conn_id": "cloud"}}))
+        return conn_id
+    return make
 
 
-def _orders(s3, name: str) -> tuple[str, DeltaTable]:
-    """A partitioned source table in the job bucket with versions 0 (create), 1 and 2."""
-    uri = f"s3://{JOB_BUCKET}/{name}"
+def _orders(s3, bucket: str, name: str) -> tuple[str, DeltaTable]:
+    """A partitioned source table with versions 0 (create), 1 and 2."""
+    uri = f"s3://{bucket}/{name}"
     table = DeltaTable.create(uri, SCHEMA, partition_by=["day"], **s3.table_kwargs)
     table.write(pa.table({"id": [1, 2, 3], "day": ["2026-01-01", "2026-01-01", "2026-01-02"]}, schema=SCHEMA))
     table.write(pa.table({"id": [1000], "day": ["2026-01-01"]}, schema=SCHEMA))      # after the pin
@@ -127,12 +131,13 @@ def _totals(rows) -> dict:
     return {r["day"]: (r["n"], r["total"]) for r in rows}
 
 
-def test_operator_job_reads_a_pinned_s3_snapshot_and_commits_once(spark, s3, job_lake):
+def test_operator_job_reads_a_pinned_s3_snapshot_and_commits_once(spark, s3, s3_lake):
     from airflow_provider_delta.operators.spark import DeltaSparkSubmitOperator
     from airflow_provider_delta.spark.job import run
 
+    job_lake = s3_lake(JOB_BUCKET)
     suffix = uuid.uuid4().hex[:8]
-    src_uri, _ = _orders(s3, f"orders-{suffix}")
+    src_uri, _ = _orders(s3, JOB_BUCKET, f"orders-{suffix}")
     op = DeltaSparkSubmitOperator(task_id="totals", delta_conn_id=job_lake, input_table_uri=f"orders-{suffix}",
                                   input_version=1, output_table_uri=f"totals-{suffix}", transform="sql",
                                   transform_params={"query": TOTALS}, conn_id="spark_not_defined")
@@ -162,3 +167,86 @@ def test_operator_job_reads_a_pinned_s3_snapshot_and_commits_once(spark, s3, job
     dl = deltalake.DeltaTable(out_uri, storage_options=s3.deltalake_options)
     assert _totals(dl.to_pyarrow_table().to_pylist()) == expected
     assert not s3_keys(s3, out_uri, STAGING_DIR)           # the staging directory is gone
+
+
+
+def test_delta_spark_application_gets_the_connection_s3_settings(spark, s3, s3_lake, monkeypatch):
+    """DeltaSparkApplicationOperator: the application applies DELTA_JOB_HADOOP_CONF and commits with Delta Spark.
+
+    spark-submit's process launch is replaced by running the application in this session
+    (the operator, its environment and the Delta Spark write are real).
+    """
+    from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+
+    from airflow_provider_delta.operators.delta_spark import DeltaSparkApplicationOperator
+    from airflow_provider_delta.spark.delta_job import apply_hadoop_conf, delta_job_context
+
+    conn_id = s3_lake(APP_BUCKET)
+    suffix = uuid.uuid4().hex[:8]
+    _orders(s3, APP_BUCKET, f"orders-{suffix}")
+    submitted: list[dict] = []
+
+    def run_application_here(self, context):
+        env = dict(self.env_vars)
+        submitted.append({"args": list(self.application_args), "conf": dict(self.conf), "env": env})
+        assert apply_hadoop_conf(spark, env)           # before the first touch of the bucket
+        ctx = delta_job_context(self.application_args, env)
+        source = spark.read.format("delta").options(**ctx.read_options).load(ctx.input_table_uri)
+        source.write.format("delta").options(**ctx.write_options).mode("append").save(ctx.output_table_uri)
+
+    monkeypatch.setattr(SparkSubmitOperator, "execute", run_application_here)
+    op = DeltaSparkApplicationOperator(task_id="copy", application="copy.py", delta_conn_id=conn_id,
+                                       input_table_uri=f"orders-{suffix}", input_version=1,
+                                       output_table_uri=f"copy-{suffix}", conn_id="spark_not_defined")
+    context = task_context(task_id="copy")
+    assert op.execute(context) == 0
+    assert context["ti"].xcoms["commit"]["committed"] is True
+    shown = json.dumps([submitted[0]["args"], submitted[0]["conf"]])
+    assert S3_SECRET not in shown and S3_SECRET in submitted[0]["env"]["DELTA_JOB_HADOOP_CONF"]
+    out_uri = f"s3://{APP_BUCKET}/copy-{suffix}"
+    assert _ours_ids(DeltaTable(out_uri, **s3.table_kwargs)) == [1, 2, 3]       # version 1 of the input
+    assert op.execute(task_context(task_id="copy")) == 0 and len(submitted) == 1  # a rerun is not submitted
+
+
+# ------------------------------------------------- another writer between our pin and our commit
+def _rows_df(spark, ids, day="2026-01-01"):
+    return spark.createDataFrame([(i, day) for i in ids], "id long, day string")
+
+
+def test_concurrent_delta_spark_append_is_retried_on_s3(s3a_spark, s3, monkeypatch):
+    """Delta Spark (another engine, through s3a) commits while our job writes: ours lands on the next version."""
+    from airflow_provider_delta.spark import commit as commit_module
+    spark, uri = s3a_spark, s3.uri("race")
+    table = DeltaTable(uri, **s3.table_kwargs)
+    assert commit_module.commit_dataframe(_rows_df(spark, [1, 2]), table, partition_by=["day"]) == 0
+    real_publish = commit_module.publish
+
+    def delta_spark_then_publish(*args, **kwargs):
+        _rows_df(spark, [100]).write.format("delta").mode("append").save(spark_uri(uri))    # takes version 1
+        return real_publish(*args, **kwargs)
+
+    monkeypatch.setattr(commit_module, "publish", delta_spark_then_publish)
+    assert commit_module.commit_dataframe(_rows_df(spark, [5]), table, app_id="dag.job", app_version=3) == 2
+    assert _ours_ids(DeltaTable(uri, **s3.table_kwargs)) == [1, 2, 5, 100] == _spark_ids(spark, uri)
+    assert _deltalake_ids(s3, uri) == [1, 2, 5, 100]
+
+
+def test_concurrent_commit_of_the_same_run_is_a_skip_on_s3(s3a_spark, s3, monkeypatch):
+    """A zombie try records our exactly-once pair first: our commit steps back and deletes its files."""
+    from airflow_provider_delta.spark import commit as commit_module
+    spark, uri = s3a_spark, s3.uri("zombie")
+    table = DeltaTable(uri, **s3.table_kwargs)
+    commit_module.commit_dataframe(_rows_df(spark, [1, 2]), table, partition_by=["day"])
+    before = s3_keys(s3, uri)
+    real_publish = commit_module.publish
+
+    def zombie_then_publish(*args, **kwargs):
+        with DeltaTable(uri, **s3.table_kwargs).transaction() as txn:
+            txn.set_txn("dag.job", 7)
+        return real_publish(*args, **kwargs)
+
+    monkeypatch.setattr(commit_module, "publish", zombie_then_publish)
+    assert commit_module.commit_dataframe(_rows_df(spark, [10, 11]), table, app_id="dag.job", app_version=7) is None
+    assert DeltaTable(uri, **s3.table_kwargs).latest_version() == 1          # only the zombie's commit
+    assert s3_keys(s3, uri) == before                                        # no file of ours left behind
+    assert _spark_ids(spark, uri) == [1, 2]
