@@ -3,8 +3,17 @@
 One real S3 server (moto) and the session's one SparkSession with hadoop-aws on its class
 path (scripts/delta-spark/pom.xml). Spark gets its S3A settings per bucket from the same
 fsspec options the log layer uses (airflow_provider_delta.spark.s3a): the test sets them
-for the shared test bucket; the job test uses a bucket of its own, which only the job's
-settings (from the Airflow connections) can reach.
+for the shared test bucket; the job tests use buckets of their own, which only the settings
+our code derives from the Airflow connections can reach.
+
+What S3A needs for moto, and why nothing else: path-style access (the server is an IP
+address, no virtual-host buckets) and plain HTTP (``connection.ssl.enabled=false``); both
+follow from the ``endpoint_url`` in the storage options. Hadoop 3.5's S3A defaults
+need no change: ``fs.s3a.checksum.generation`` and ``.validation`` are off (no AWS SDK
+flexible-checksum trailers), change detection compares ETags (moto returns them), and
+``fs.s3a.create.conditional.enabled`` only matters when a caller asks ``createFile()`` for
+a conditional overwrite, which Delta Spark's S3SingleDriverLogStore does not (it checks
+that the commit file is absent, then writes it; see README "Spark on S3").
 """
 from __future__ import annotations
 
@@ -68,6 +77,28 @@ def s3_keys(s3, uri: str, under: str = "") -> set[str]:
     fs.invalidate_cache()
     keys = {k[len(root) + 1:] for k in fs.find(f"{root}/{under}".rstrip("/"))}
     return {k for k in keys if not k.startswith("_delta_log/")}
+
+
+def test_storage_options_map_to_per_bucket_s3a_settings():
+    from airflow_provider_delta.log import InvalidArgumentError
+    from airflow_provider_delta.spark.s3a import s3a_bucket_conf
+    minio = {"key": "AK", "secret": "SK", "token": "TK",
+             "client_kwargs": {"endpoint_url": "http://minio:9000", "region_name": "eu-west-1"}}
+    assert s3a_bucket_conf("s3://lake/t", minio) == {
+        "fs.s3a.bucket.lake.access.key": "AK", "fs.s3a.bucket.lake.secret.key": "SK",
+        "fs.s3a.bucket.lake.session.token": "TK",
+        "fs.s3a.bucket.lake.aws.credentials.provider": "org.apache.hadoop.fs.s3a.TemporaryAWSCredentialsProvider",
+        "fs.s3a.bucket.lake.endpoint": "http://minio:9000", "fs.s3a.bucket.lake.path.style.access": "true",
+        "fs.s3a.bucket.lake.connection.ssl.enabled": "false", "fs.s3a.bucket.lake.endpoint.region": "eu-west-1"}
+    virtual = {"endpoint_url": "https://s3.example", "config_kwargs": {"s3": {"addressing_style": "virtual"}}}
+    assert s3a_bucket_conf("s3a://b/t", virtual) == {"fs.s3a.bucket.b.endpoint": "https://s3.example",
+                                                      "fs.s3a.bucket.b.path.style.access": "false"}
+    assert s3a_bucket_conf("s3://b/t", {"anon": True}) == {
+        "fs.s3a.bucket.b.aws.credentials.provider": "org.apache.hadoop.fs.s3a.AnonymousAWSCredentialsProvider"}
+    assert s3a_bucket_conf("s3://b/t", None) == {}                  # S3A's own provider chain
+    assert s3a_bucket_conf("abfs://c/t", minio) == {} == s3a_bucket_conf("/data/t", minio)
+    with pytest.raises(InvalidArgumentError, match="both 'key' and 'secret'"):
+        s3a_bucket_conf("s3://b/t", {"key": "AK"})
 
 
 def test_delta_spark_writes_through_s3a_and_we_read_it(s3a_spark, s3):
