@@ -143,3 +143,38 @@ def test_submit_operator_plans_the_pending_range_and_skips_when_nothing_changed(
     with pytest.raises(InvalidArgumentError, match="app_version"):
         DeltaSparkSubmitOperator(task_id="t", output_table_uri=out, transform="identity",
                                  input_table_uri=source.uri, input_changes=True, app_version=5)
+
+
+
+def test_delta_spark_application_incremental_input_pinned_by_a_manifest(spark, tmp_path, monkeypatch):
+    """input_changes=True with input_manifest_uri (DeltaTimeTravelSnapshotOperator's manifest): the range
+    ends at the pinned version, not at a commit made after the pin. The application runs in this
+    session (spark-submit itself is the test above): Delta Spark reads the handed-over range."""
+    from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+    from airflow_provider_delta.hooks import DeltaTableHook
+    from airflow_provider_delta.operators import DeltaSparkApplicationOperator, DeltaTimeTravelSnapshotOperator
+    from airflow_provider_delta.spark.delta_job import delta_job_context
+    source, out = _source(tmp_path), tmp_path / "out"
+    source.write(pa.table({"id": [9], "name": ["z"]}, schema=SCHEMA), mode="overwrite")     # v2: 2 deletes
+    pin = DeltaTimeTravelSnapshotOperator(task_id="pin", table_uri=source.uri,
+                                          manifest_uri=str(tmp_path / "pin.json")).execute(task_context(task_id="pin"))
+    assert pin["version"] == 2
+    source.write(pa.table({"id": [3], "name": ["c"]}, schema=SCHEMA))                       # v3, after the pin
+
+    def application(self, context):   # CHANGES_JOB, given the arguments spark-submit would pass
+        job = delta_job_context(self.application_args, environ={})
+        changes = spark.read.format("delta").options(**job.read_options).load(job.input_table_uri)
+        changes.write.format("delta").options(**job.write_options).mode("append").save(job.output_table_uri)
+    monkeypatch.setattr(SparkSubmitOperator, "execute", application)
+    ctx = task_context(task_id="apply")
+    op = DeltaSparkApplicationOperator(task_id="apply", conn_id="spark_not_defined", application="changes_job.py",
+                                       input_manifest_uri=pin["manifest_uri"], input_changes=True,
+                                       output_table_uri=str(out))
+    assert op.execute(ctx) == 0
+    commit = ctx["ti"].xcoms["commit"]
+    assert commit["committed"] and (commit["input_starting_version"], commit["input_version"]) == (0, 2)
+    output = DeltaTable(str(out))
+    assert output.snapshot().transaction_version("dag.apply") == 2
+    assert _rows(output.snapshot().to_pyarrow()) == _rows(source.changes(0, 2))
+    pending = DeltaTableHook().pending_changes(source.uri, str(out), "dag.apply")
+    assert (pending.start, pending.end) == (3, 3)
