@@ -276,15 +276,24 @@ def set_hadoop_conf(spark: Any, conf: Mapping[str, str]) -> list[str]:
     return sorted(conf)
 
 
+def env_json_object(name: str, environ: Mapping[str, str] | None = None,
+                    error: type[Exception] = DeltaJobContextError) -> dict[str, Any]:
+    """The JSON object in environment variable ``name`` ({} when unset); ``error`` when it is not one.
+
+    How jobs receive what must stay off their command line (secrets, credentials).
+    """
+    raw = (os.environ if environ is None else environ).get(name)
+    if not raw:
+        return {}
+    try:
+        doc = json.loads(raw)
+    except ValueError:
+        raise error(f"{name} is not valid JSON") from None
+    if not isinstance(doc, dict):
+        raise error(f"{name} must hold a JSON object")
+    return doc
+
+
 def apply_hadoop_conf(spark: Any, environ: Mapping[str, str] | None = None) -> list[str]:
     """Apply the Hadoop settings the operator passed in ``DELTA_JOB_HADOOP_CONF`` (if any); returns the keys."""
-    raw = (os.environ if environ is None else environ).get(ENV_HADOOP_CONF)
-    if not raw:
-        return []
-    try:
-        conf = json.loads(raw)
-    except ValueError:
-        raise DeltaJobContextError(f"{ENV_HADOOP_CONF} is not valid JSON") from None
-    if not isinstance(conf, dict):
-        raise DeltaJobContextError(f"{ENV_HADOOP_CONF} must hold a JSON object of Hadoop settings")
-    return set_hadoop_conf(spark, conf)
+    return set_hadoop_conf(spark, env_json_object(ENV_HADOOP_CONF, environ))

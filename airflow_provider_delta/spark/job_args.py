@@ -21,11 +21,11 @@ Document (``input`` optional; ``transform`` required)::
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..log import InvalidArgumentError
+from .delta_job import env_json_object
 from .exactly_once import check_app
 
 SECRETS_ENV = "DELTA_SPARK_JOB_SECRETS"
@@ -140,13 +140,4 @@ def load_argument(text: str, what: str = "the job arguments") -> Any:
 
 def read_secrets(environ: dict[str, str] | None = None) -> dict[str, Any]:
     """``{"input": {...}, "output": {...}}`` with storage_options / commit_owner per side, from the env."""
-    raw = (environ if environ is not None else os.environ).get(SECRETS_ENV)
-    if not raw:
-        return {}
-    try:
-        doc = json.loads(raw)
-    except ValueError:
-        raise InvalidArgumentError(f"{SECRETS_ENV} is not valid JSON") from None
-    if not isinstance(doc, dict):
-        raise InvalidArgumentError(f"{SECRETS_ENV} must hold a JSON object")
-    return doc
+    return env_json_object(SECRETS_ENV, environ, InvalidArgumentError)

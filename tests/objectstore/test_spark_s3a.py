@@ -101,6 +101,15 @@ def test_storage_options_map_to_per_bucket_s3a_settings():
         s3a_bucket_conf("s3://b/t", {"key": "AK"})
 
 
+def test_a_malformed_hadoop_conf_variable_is_a_typed_error():
+    from airflow_provider_delta.spark.delta_job import ENV_HADOOP_CONF, DeltaJobContextError, apply_hadoop_conf
+    assert apply_hadoop_conf(None, {}) == []                        # nothing passed: the session is not touched
+    with pytest.raises(DeltaJobContextError, match=f"{ENV_HADOOP_CONF} is not valid JSON"):
+        apply_hadoop_conf(None, {ENV_HADOOP_CONF: '{"fs.s3a.bucket.b.secret.key": '})
+    with pytest.raises(DeltaJobContextError, match="must hold a JSON object"):
+        apply_hadoop_conf(None, {ENV_HADOOP_CONF: "[1]"})
+
+
 def test_delta_spark_writes_through_s3a_and_we_read_it(s3a_spark, s3):
     spark, uri = s3a_spark, s3.uri("spark")
     target = spark_uri(uri)
