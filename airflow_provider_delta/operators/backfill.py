@@ -47,6 +47,10 @@ class DeltaBackfillOperator(DeltaBaseOperator):
         else:
             self.log.info("%s is a filesystem table: every commit is already in _delta_log, nothing to "
                           "backfill (latest version %s)", table.uri, result["version"])
-        self.emit_asset_events(context, {"version": result["version"],
-                                         "backfilled": list(report.get("backfilled") or [])})
+        backfilled = list(report.get("backfilled") or [])
+        if backfilled:      # versions newly visible in _delta_log (to readers without the commit owner)
+            self.emit_asset_events(context, {"version": result["version"], "backfilled": backfilled})
+        else:
+            self.record_lineage(result["version"])
+            self.drop_asset_events("nothing was backfilled")
         return result

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import Asset, BaseOperator
 
+from ..assets import asset_uri_for_table
 from ..hooks.commits import _as_version
 from ..hooks.delta_table import DeltaTableHook
 from ..lineage import operator_lineage
@@ -95,7 +96,6 @@ class DeltaTaskMixin:
         events = context.get("outlet_events")
         if events is None:
             return
-        from ..assets import asset_uri_for_table
         try:
             mine = asset_uri_for_table(self.hook.resolve_uri(self.table_uri))
         except Exception:  # an asset URI is a convenience: never fail the task over it
@@ -105,7 +105,6 @@ class DeltaTaskMixin:
                 self.log.warning("outlet %s is not the table this task works on (%s)",  # type: ignore[attr-defined]
                                  asset.uri, mine)
             events[asset].extra.update(extra)
-
 
     def drop_asset_events(self, reason: str) -> None:
         """Emit no asset event for this try: it changed nothing its outlets stand for.

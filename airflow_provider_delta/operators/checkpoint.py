@@ -93,7 +93,9 @@ class DeltaCheckpointOperator(DeltaBaseOperator):
         if cleanup is not None:
             self.log.info("Metadata cleanup of %s: %s", table.uri, _summary(cleanup))
         result = {"table_uri": table.uri, "version": int(written), "parts": parts or 1, "cleanup": cleanup}
-        self.emit_asset_events(context, {"version": int(written), "checkpoint_version": int(written)})
+        # a checkpoint adds no table version: the event says so, for DAGs scheduled on the table
+        self.emit_asset_events(context, {"version": int(written), "checkpoint_version": int(written),
+                                         "committed": False})
         return result
 
     def _spark_checkpoint(self, table: Any, version: int | None, parts: int | None) -> tuple[int, int]:

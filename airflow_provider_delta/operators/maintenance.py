@@ -35,14 +35,37 @@ def _count(report: dict[str, Any]) -> str:
     return ", ".join(f"{k}={len(v)}" for k, v in report.items() if isinstance(v, (list, tuple))) or str(report)
 
 
+def _deleted(report: dict[str, Any]) -> int:
+    """How many files a cleanup report (``deleted``) or a vacuum report (``num_files_deleted``) names."""
+    if "num_files_deleted" in report:
+        return int(report["num_files_deleted"])
+    return len(report.get("deleted") or [])
+
+
 class _DryRunLineage:
-    """A dry run only reads the table: it is this task's lineage input, a real run its output."""
+    """A dry run only reads the table: it is this task's lineage input, a real run its output.
+
+    Asset events follow the same line: maintenance adds no table version, so a dry run, or
+    a real run that deleted nothing, emits no event on the task's outlets (a DAG scheduled
+    on the table would otherwise start for nothing); a real run that deleted files emits
+    one with ``committed: false`` and what it did under ``maintenance``.
+    """
 
     dry_run: Any
 
     @property
     def lineage_role(self) -> str:
         return "input" if _as_bool(self.dry_run) else "output"
+
+    def _report_deletions(self, context: "Context", what: str, report: dict[str, Any], dry_run: bool,
+                          version: int) -> None:
+        deleted = _deleted(report)
+        self.record_lineage(version)  # type: ignore[attr-defined]
+        if dry_run or not deleted:
+            self.drop_asset_events(f"{what} {'was a dry run' if dry_run else 'deleted nothing'}")  # type: ignore[attr-defined]
+            return
+        self.emit_asset_events(context, {"version": version, "committed": False,  # type: ignore[attr-defined]
+                                         "maintenance": what, "deleted_files": deleted})
 
 
 class DeltaMetadataCleanupOperator(_DryRunLineage, DeltaBaseOperator):
@@ -75,7 +98,7 @@ class DeltaMetadataCleanupOperator(_DryRunLineage, DeltaBaseOperator):
         version = table.latest_version()
         self.log.info("Metadata cleanup of %s (dry_run=%s): %s", table.uri, kwargs["dry_run"], _count(report))
         result = {**report, "table_uri": table.uri, "dry_run": kwargs["dry_run"], "version": version}
-        self.emit_asset_events(context, {"version": version, "dry_run": kwargs["dry_run"]})
+        self._report_deletions(context, "metadata cleanup", report, kwargs["dry_run"], version)
         return result
 
 
@@ -113,5 +136,5 @@ class DeltaVacuumOperator(_DryRunLineage, DeltaBaseOperator):
         version = table.latest_version()
         self.log.info("Vacuum of %s (dry_run=%s): %s", table.uri, dry_run, _count(report))
         result = {**report, "table_uri": table.uri, "dry_run": dry_run, "version": version}
-        self.emit_asset_events(context, {"version": version, "dry_run": dry_run})
+        self._report_deletions(context, "vacuum", report, dry_run, version)
         return result

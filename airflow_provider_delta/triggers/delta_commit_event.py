@@ -18,25 +18,24 @@ payload carries ``table_uri``, ``after_version`` (exclusive) and ``version`` (th
 range the event covers), ``versions``, ``operations``, ``timestamps`` (epoch ms) of
 the matching commits, their summaries under ``commits``, and ``redelivered``.
 
-The position survives triggerer restarts in the asset state store (see
-:mod:`.watch_position` for the order of writes that never skips a commit); a table
-that does not exist yet is waited for, and its version 0 counts.
+The position survives triggerer restarts in the asset state store and moves only
+once Airflow has stored the event (an ack-mode shared stream, Airflow 3.3+; see
+:mod:`.commit_stream`): a restart never skips a commit, and repeats one only if it
+falls in the second or two between the event being stored and its confirmation,
+flagged ``redelivered``. A table that does not exist yet is waited for, and its
+version 0 counts.
 """
 from __future__ import annotations
 
 import asyncio
-import time
 from typing import Any, AsyncIterator
 
 from airflow.triggers.base import BaseEventTrigger, TriggerEvent
 
 from ..hooks.commits import CommitWatch, _as_names, _as_version
-from ..log import DeltaError, TableNotFoundError
-from .tables import open_table
-from .watch_position import PositionStore, WatchPosition, position_key
-
-# AssetStateStoreAccessors refuses to guess which asset is meant when several watch one trigger
-_MULTI_ASSET_ERROR = "concrete inlets and outlets"
+from ..log import TableNotFoundError
+from .commit_stream import CommitLogProducer, CommitStream, SharedStreamProducer, lend_store, take_back_store
+from .watch_position import position_key
 
 
 class DeltaCommitEventTrigger(BaseEventTrigger):
@@ -78,46 +77,36 @@ class DeltaCommitEventTrigger(BaseEventTrigger):
                             operation=self.operation, app_id=self.app_id, per_commit=self.per_commit)
 
     # ------------------------------------------------------------------ events
-    def events_for(self, commits: list[dict[str, Any]], after: int, through: int,
-                   redelivered: bool) -> list[TriggerEvent]:
-        """The events announcing ``commits`` (matching summaries in ``(after, through]``)."""
+    def payloads(self, commits: list[dict[str, Any]], after: int, through: int,
+                 announced_through: int = -1) -> list[tuple[dict[str, Any], int]]:
+        """The event payloads announcing ``commits`` (matching summaries in ``(after, through]``), each
+        with the version up to which it accounts for the log (the last one: ``through``).
+
+        An event holding a version up to ``announced_through`` (an event may already have
+        announced it before a restart) is flagged ``redelivered``."""
         if not commits:
             return []
         groups = [[c] for c in commits] if self.per_commit else [commits]
         out = []
-        for group in groups:
+        for i, group in enumerate(groups):
             lo = after if not self.per_commit else group[0]["version"] - 1
             hi = through if not self.per_commit else group[0]["version"]
-            out.append(TriggerEvent({
+            out.append(({
                 "table_uri": self.table_uri, "after_version": lo, "version": hi,
                 "versions": [c["version"] for c in group], "operations": [c["operation"] for c in group],
                 "timestamps": [c["timestamp"] for c in group], "commits": group,
-                "redelivered": redelivered}))
+                "redelivered": group[0]["version"] <= announced_through},
+                through if i == len(groups) - 1 else hi))
         return out
 
-    def _matching(self, table: Any, after: int, through: int | None = None) -> tuple[list[dict[str, Any]], int]:
-        """Matching commit summaries after ``after`` (up to ``through``) and the newest version examined."""
+    def matching(self, table: Any, after: int) -> tuple[list[dict[str, Any]], int]:
+        """Matching commit summaries after ``after`` and the newest version examined."""
         watch = CommitWatch(after_version=after, operation=self.operation, app_id=self.app_id)
         watch.poll(table)
-        newest = watch.last_seen if watch.last_seen is not None else after
-        if through is not None:
-            return [c for c in watch.commits if c["version"] <= through], min(newest, through)
-        return watch.commits, newest
+        return watch.commits, watch.last_seen if watch.last_seen is not None else after
 
-    # --------------------------------------------------------------------- run
-    async def _store(self) -> tuple[PositionStore, WatchPosition | None]:
-        store = PositionStore(getattr(self, "asset_state_store", None), self.position_key)  # Airflow 3.3+
-        try:
-            return store, await store.load()
-        except ValueError as e:
-            if _MULTI_ASSET_ERROR not in str(e):
-                raise
-            self.log.warning("%s is watched by several assets with the same trigger arguments: its position "
-                             "is kept in memory only, so a triggerer restart may repeat or miss commits",
-                             self.table_uri)
-            return PositionStore(None, store.key), None
-
-    async def _start_version(self, table: Any) -> int:
+    async def start_version(self, table: Any) -> int:
+        """Where a watcher with no stored position starts: ``after_version``, else the table's version."""
         if self.after_version is not None:
             return self.after_version
         try:
@@ -125,43 +114,36 @@ class DeltaCommitEventTrigger(BaseEventTrigger):
         except TableNotFoundError:
             return -1
 
+    # ------------------------------------------------- shared stream (ack mode)
+    def shared_stream_key(self) -> tuple[str, str] | None:
+        """Poll through an ack-mode shared stream whenever there is a store to keep the position in.
+
+        The triggerer calls this once, after handing the trigger its asset state store; the
+        store is lent to the group (:func:`.commit_stream.lend_store`) until the trigger leaves.
+        """
+        store = getattr(self, "asset_state_store", None)
+        if store is None or SharedStreamProducer is object:
+            return None
+        lend_store(self.position_key, id(self), store)
+        return ("delta_commit_watch", self.position_key)
+
+    @classmethod
+    def create_shared_stream_producer(cls, kwargs: dict[str, Any]) -> CommitLogProducer:
+        return CommitLogProducer(cls(**kwargs))
+
+    async def filter_shared_stream(self, shared_stream: AsyncIterator[Any]) -> AsyncIterator[TriggerEvent]:
+        try:
+            async for payload in shared_stream:
+                if payload is not None:       # None: versions the filters leave out, nothing to announce
+                    yield TriggerEvent(payload)
+        finally:
+            take_back_store(self.position_key, id(self))
+
+    # --------------------------------------------------------------------- run
     async def run(self) -> AsyncIterator[TriggerEvent]:
-        table = await open_table(self.table_uri, self.delta_conn_id)
-        store, position = await self._store()
-        if not store.durable:
-            self.log.warning("no asset state store (Airflow before 3.3, or several assets): the position of "
-                             "%s lives in memory only", self.table_uri)
-        if position is None:
-            position = WatchPosition(await self._start_version(table))
-            await store.save(position)
-            self.log.info("Watching %s for commits after version %s", self.table_uri, position.version)
-        elif position.pending is not None:
-            # An event was on its way when the triggerer stopped: emit it again (see watch_position).
-            self.log.info("Re-emitting versions %s..%s of %s: the triggerer stopped before their event was "
-                          "confirmed", position.version + 1, position.pending, self.table_uri)
-            commits, _ = await asyncio.to_thread(self._matching, table, position.version, position.pending)
-            for event in self.events_for(commits, position.version, position.pending, redelivered=True):
-                yield event
-            position.emitted_at = time.monotonic()
-        while True:
-            if position.confirmable():
-                position = WatchPosition(position.examined)
-                await store.save(position)
-            if position.pending is None:
-                try:
-                    commits, newest = await asyncio.to_thread(self._matching, table, position.version)
-                except DeltaError as e:   # a watcher outlives errors: report and poll again
-                    self.log.error("Polling %s failed: %s: %s", self.table_uri, type(e).__name__, e)
-                    commits, newest = [], position.version
-                if newest > position.version:
-                    events = self.events_for(commits, position.version, newest, redelivered=False)
-                    if events:
-                        position = WatchPosition(position.version, pending=newest)
-                        await store.save(position)
-                        for event in events:
-                            yield event
-                        position.emitted_at = time.monotonic()
-                    else:          # only commits the filters leave out: nothing to announce
-                        position = WatchPosition(newest)
-                        await store.save(position)
-            await asyncio.sleep(self.poke_interval)
+        """Without shared streams (Airflow before 3.3) or a state store: the position lives in memory."""
+        stream = CommitStream(self, [])
+        async for payload, through in stream.batches():
+            if payload is not None:
+                yield TriggerEvent(payload)
+            await stream.confirm(through)

@@ -5,35 +5,26 @@ anything the trigger learns while running is lost on a restart unless it is stor
 The store is the asset state store the triggerer hands every ``BaseEventTrigger``
 (Airflow 3.3+; the Iceberg provider's snapshot trigger keeps its watermark there).
 
-A position is the newest table version the watcher has dealt with, plus, while an
-event is on its way, ``pending``: the versions that event covers. The event and the
-store are two writes in two places, so neither order is safe on its own:
-
-* store the new version first, and a restart before the triggerer persisted the
-  event loses those commits (the event was in the triggerer's outbound queue);
-* emit first and store later, and a restart in between emits them twice.
-
-So the watcher stores ``pending`` *before* it emits, and confirms (moves ``version``
-up to the pending end, clears ``pending``) only once the triggerer has certainly
-persisted the event: :data:`CONFIRM_AFTER_SECONDS` after emitting, well past the
-runner's one-second sync to the supervisor, which writes the event to the metadata
-database in the same loop iteration. A restart that finds ``pending`` set emits
-those versions again, flagged ``redelivered``: no commit is ever skipped, and a
-repeat can only happen for a restart within those seconds, and says so.
+A position is the newest table version the watcher has dealt with (``version``: the
+events covering every commit up to it are stored in Airflow's database), plus
+``pending``: the newest version an event already left for, not yet known to be
+stored. ``pending`` is written *before* the event leaves, and ``version`` moves up
+only once Airflow confirmed the event persisted (see :mod:`.commit_stream`). A
+watcher that starts and finds ``pending`` set announces those commits again,
+flagged ``redelivered``: they may or may not have reached Airflow before it stopped.
 """
 from __future__ import annotations
 
 import hashlib
 import json
-import time
 from dataclasses import dataclass
 from typing import Any
 
-#: seconds after emitting an event before the watcher counts it as persisted
-CONFIRM_AFTER_SECONDS = 5.0
-
 #: store key prefix; the rest is a digest of what the watcher watches (table and filters)
 KEY_PREFIX = "delta_commit_watch_"
+
+# AssetStateStoreAccessors refuses to guess which asset is meant when several watch one trigger
+_MULTI_ASSET_ERROR = "concrete inlets and outlets"
 
 
 def position_key(**identity: Any) -> str:
@@ -44,11 +35,10 @@ def position_key(**identity: Any) -> str:
 
 @dataclass
 class WatchPosition:
-    """``version``: every commit up to it was handled; ``pending``: emitted up to it, not yet confirmed."""
+    """``version``: every commit up to it was announced and stored; ``pending``: announced up to it."""
 
     version: int
     pending: int | None = None
-    emitted_at: float | None = None   # time.monotonic() of the emission (in memory only)
 
     def to_json(self) -> dict[str, Any]:
         return {"version": self.version, "pending": self.pending}
@@ -62,23 +52,23 @@ class WatchPosition:
 
     @property
     def examined(self) -> int:
-        """The newest version already covered by an emitted (or confirmed) event."""
+        """The newest version an event has left for (stored or not)."""
         return self.pending if self.pending is not None else self.version
 
-    def confirmable(self, now: float | None = None) -> bool:
-        if self.pending is None:
-            return False
-        if self.emitted_at is None:
-            return False
-        return (time.monotonic() if now is None else now) - self.emitted_at >= CONFIRM_AFTER_SECONDS
+    def confirmed_through(self, version: int) -> "WatchPosition":
+        """The position once the events up to ``version`` are known to be stored."""
+        version = max(self.version, version)
+        pending = self.pending if self.pending is not None and self.pending > version else None
+        return WatchPosition(version, pending)
 
 
 class PositionStore:
     """The asset state store (or nothing) behind one watcher's :class:`WatchPosition`.
 
     ``accessors`` is what the triggerer sets as ``asset_state_store``; None (an Airflow
-    without the store, or a trigger watched by several assets, which the store cannot
-    tell apart) keeps the position in memory only, and the caller warns.
+    without the store) keeps the position in memory only, and so does a trigger watched
+    by several assets, which the store cannot tell apart (:meth:`load` then returns None
+    and :attr:`durable` turns False; the caller warns).
     """
 
     def __init__(self, accessors: Any, key: str) -> None:
@@ -92,7 +82,13 @@ class PositionStore:
     async def load(self) -> WatchPosition | None:
         if self.accessors is None:
             return None
-        return WatchPosition.from_json(await self.accessors.aget(self.key))
+        try:
+            return WatchPosition.from_json(await self.accessors.aget(self.key))
+        except ValueError as e:
+            if _MULTI_ASSET_ERROR not in str(e):
+                raise
+            self.accessors = None
+            return None
 
     async def save(self, position: WatchPosition) -> None:
         if self.accessors is not None:

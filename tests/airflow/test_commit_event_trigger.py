@@ -7,6 +7,7 @@ scheduler, dag-processor and triggerer processes, is in test_commit_event_proces
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import threading
 import time
@@ -16,7 +17,6 @@ import pytest
 
 from airflow_provider_delta.log import DeltaTable
 from airflow_provider_delta.triggers import DeltaCommitEventTrigger
-from airflow_provider_delta.triggers import watch_position
 from airflow_provider_delta.triggers.watch_position import WatchPosition
 
 ROW = pa.table({"id": [1], "day": ["2026-01-01"]})
@@ -122,46 +122,180 @@ def test_batches_filters_and_payload(make_table):
     json.dumps(events)
 
 
-def test_restart_resumes_after_the_stored_position_without_repeating(make_table, monkeypatch):
-    monkeypatch.setattr(watch_position, "CONFIRM_AFTER_SECONDS", 0.0)
-    table = make_table(commits=0)                 # version 0
-    store = DictStore()
-    trig = DeltaCommitEventTrigger(table_uri=table.storage.root, poke_interval=0.05)
-    first = collect(rebuilt(trig, store), 1, during=lambda: (time.sleep(0.3), table.write(ROW)), linger=0.5)
-    assert first[0]["versions"] == [1]
-    # the event was persisted (confirm delay 0): a new trigger instance (triggerer restart) goes on after 1
-    again = rebuilt(trig, store)
-    second = collect(again, 1, during=lambda: (time.sleep(0.3), table.write(ROW), table.write(ROW)))
-    assert second[0]["versions"][0] == 2 and not second[0]["redelivered"]
+class Triggerer:
+    """Airflow's own shared-stream manager driven as the triggerer's runner drives it.
+
+    ``subscribe`` goes through ``shared_stream_key`` and ``filter_shared_stream``;
+    ``next_event`` pulls the next trigger event and binds it to its persist
+    confirmation (as ``run_trigger`` does); ``persisted`` confirms events as the
+    supervisor does once they are in the metadata database.
+    """
+
+    def __init__(self, trigger) -> None:
+        from airflow.triggers.shared_stream import SharedStreamManager
+        self.manager = SharedStreamManager()
+        self.trigger = trigger
+        self.key = trigger.shared_stream_key()
+        assert self.key is not None, "a trigger with a state store must use an ack-mode shared stream"
+        self.events = trigger.filter_shared_stream(self.manager.subscribe(trigger_id=1, trigger=trigger,
+                                                                          key=self.key))
+        self.seqs: list[int] = []
+        self.out: asyncio.Queue = asyncio.Queue()
+        self.pump = asyncio.ensure_future(self._pump())
+
+    async def _pump(self) -> None:
+        """``run_trigger``'s loop: take each event, bind it with no await in between, pull the next."""
+        async for event in self.events:
+            self.seqs.append(self.manager.bind_pending_event(trigger_id=1, key=self.key))
+            self.out.put_nowait(event.payload)
+
+    async def next_event(self, timeout: float = 30) -> dict:
+        return await asyncio.wait_for(self.out.get(), timeout)
+
+    async def persisted(self) -> None:
+        self.manager.confirm_persisted(self.seqs)
+        self.seqs = []
+        await asyncio.sleep(0.3)            # the group's pump calls the producer's advance
+
+    async def stop(self) -> None:
+        """A triggerer going away: the subscription ends, unconfirmed events are abandoned."""
+        self.pump.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self.pump
+        await self.manager.unsubscribe(1, self.key)
+        await self.manager.stop_all()
 
 
-def test_an_unconfirmed_event_is_emitted_again_flagged_never_lost(make_table):
+def stored(store: DictStore, trigger) -> WatchPosition:
+    return WatchPosition.from_json(store.data[trigger.position_key])
+
+
+def test_position_moves_only_once_airflow_stored_the_event(make_table):
     table = make_table(commits=2)                 # versions 0..2
     store = DictStore()
     trig = DeltaCommitEventTrigger(table_uri=table.storage.root, after_version=0, poke_interval=0.05)
-    first = collect(rebuilt(trig, store), 1)      # stops right after the event: not confirmed
-    assert first[0]["versions"] == [1, 2] and not first[0]["redelivered"]
-    key = rebuilt(trig, store).position_key
-    assert WatchPosition.from_json(store.data[key]) == WatchPosition(0, pending=2)
-    table.write(ROW)                              # 3 arrives while the triggerer is down
-    events = collect(rebuilt(trig, store), 2)
-    assert events[0]["versions"] == [1, 2] and events[0]["redelivered"]
-    assert events[1]["versions"] == [3] and not events[1]["redelivered"]
+
+    async def scenario():
+        triggerer = Triggerer(rebuilt(trig, store))
+        first = await triggerer.next_event()
+        await asyncio.sleep(0.3)
+        before = stored(store, trig)              # announced, not yet stored by Airflow
+        await triggerer.persisted()
+        after = stored(store, trig)
+        await triggerer.stop()
+        return first, before, after
+
+    first, before, after = asyncio.run(scenario())
+    assert first["versions"] == [1, 2] and not first["redelivered"]
+    assert before == WatchPosition(0, pending=2)
+    assert after == WatchPosition(2)
+
+
+def test_restart_after_the_store_resumes_without_repeating(make_table):
+    table = make_table(commits=0)                 # version 0
+    store = DictStore()
+    trig = DeltaCommitEventTrigger(table_uri=table.storage.root, poke_interval=0.05)
+
+    async def scenario():
+        triggerer = Triggerer(rebuilt(trig, store))
+        await asyncio.sleep(0.3)                  # the watcher starts at version 0
+        table.write(ROW)
+        first = await triggerer.next_event()
+        await triggerer.persisted()
+        await triggerer.stop()                    # restart: a new trigger instance, a new group
+        table.write(ROW)
+        table.write(ROW)
+        again = Triggerer(rebuilt(trig, store))
+        second = await again.next_event()
+        await again.stop()
+        return first, second
+
+    first, second = asyncio.run(scenario())
+    assert first["versions"] == [1]
+    assert second["versions"] == [2, 3] and not second["redelivered"]
+
+
+def test_restart_before_the_store_announces_again_flagged_never_lost(make_table):
+    table = make_table(commits=2)                 # versions 0..2
+    store = DictStore()
+    trig = DeltaCommitEventTrigger(table_uri=table.storage.root, after_version=0, poke_interval=0.05)
+
+    async def scenario():
+        triggerer = Triggerer(rebuilt(trig, store))
+        first = await triggerer.next_event()      # stops before Airflow confirmed it
+        await asyncio.sleep(0.3)
+        await triggerer.stop()
+        table.write(ROW)                          # 3 arrives while the triggerer is down
+        again = Triggerer(rebuilt(trig, store))
+        event = await again.next_event()
+        await again.persisted()
+        await again.stop()
+        return first, event
+
+    first, event = asyncio.run(scenario())
+    assert first["versions"] == [1, 2] and not first["redelivered"]
+    assert event["versions"] == [1, 2, 3] and event["redelivered"]   # again, with what came since
+    assert stored(store, trig) == WatchPosition(3)
+
+
+def test_per_commit_events_flag_only_the_versions_announced_before(make_table):
+    table = make_table(commits=1)                 # versions 0, 1
+    store = DictStore()
+    trig = DeltaCommitEventTrigger(table_uri=table.storage.root, after_version=0, per_commit=True,
+                                   poke_interval=0.05)
+
+    async def scenario():
+        triggerer = Triggerer(rebuilt(trig, store))
+        await triggerer.next_event()              # version 1, never confirmed
+        await asyncio.sleep(0.3)
+        await triggerer.stop()
+        table.write(ROW)                          # 2
+        again = Triggerer(rebuilt(trig, store))
+        events = [await again.next_event(), await again.next_event()]
+        await again.stop()
+        return events
+
+    events = asyncio.run(scenario())
+    assert [(e["versions"], e["redelivered"]) for e in events] == [([1], True), ([2], False)]
+
+
+def test_filtered_out_commits_move_the_position_without_an_event(make_table):
+    table = make_table(commits=2)                 # 0..2 are CREATE/WRITE: no OPTIMIZE among them
+    store = DictStore()
+    trig = DeltaCommitEventTrigger(table_uri=table.storage.root, operation="OPTIMIZE", after_version=0,
+                                   poke_interval=0.05)
+
+    async def scenario():
+        triggerer = Triggerer(rebuilt(trig, store))
+        with pytest.raises(asyncio.TimeoutError):
+            await triggerer.next_event(timeout=1.0)
+        position = stored(store, trig)
+        await triggerer.stop()
+        return position
+
+    assert asyncio.run(scenario()) == WatchPosition(2)
 
 
 def test_kwargs_seed_only_a_watcher_without_a_stored_position(make_table):
     table = make_table(commits=3)
     store = DictStore()
     trig = DeltaCommitEventTrigger(table_uri=table.storage.root, poke_interval=0.05)   # starts at 3
-    live = rebuilt(trig, store)
-    asyncio.run(_start(live))
-    assert WatchPosition.from_json(store.data[live.position_key]).version == 3
+
+    async def start(after_version=None):
+        watcher = rebuilt(DeltaCommitEventTrigger(table_uri=table.storage.root, poke_interval=0.05,
+                                                  after_version=after_version), store)
+        triggerer = Triggerer(watcher)
+        with pytest.raises(asyncio.TimeoutError):
+            await triggerer.next_event(timeout=0.5)
+        await triggerer.stop()
+
+    asyncio.run(start())
+    assert stored(store, trig).version == 3
 
 
-async def _start(trigger) -> None:
-    gen = trigger.run()
-    task = asyncio.ensure_future(gen.__anext__())
-    await asyncio.sleep(0.5)
-    task.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await task
+def test_without_a_state_store_the_position_lives_in_memory(make_table):
+    table = make_table(commits=1)
+    trig = DeltaCommitEventTrigger(table_uri=table.storage.root, after_version=0, poke_interval=0.05)
+    assert rebuilt(trig, None).shared_stream_key() is None       # the trigger's own run() loop
+    (event,) = collect(rebuilt(trig, None), 1)
+    assert event["versions"] == [1]

@@ -84,7 +84,7 @@ def test_checkpoint_single_and_multi_part_then_cleanup(make_table, make_context)
                                   outlets=[asset]).execute(ctx)
     assert out == {"table_uri": table.uri, "version": 1, "parts": 1, "cleanup": None}
     assert "00000000000000000001.checkpoint.parquet" in log_files(table)
-    assert ctx["outlet_events"][asset].extra["version"] == 1
+    assert ctx["outlet_events"][asset].extra == {"version": 1, "checkpoint_version": 1, "committed": False}
 
     before = log_files(table)
     report = DeltaCheckpointOperator(task_id="cp", table_uri=table.storage.root, version=2,
@@ -176,6 +176,31 @@ def test_vacuum_is_a_dry_run_unless_told_otherwise(make_table, make_context):
     out = DeltaVacuumOperator(task_id="vac", table_uri=table.storage.root, dry_run=False).execute(make_context())
     assert out["num_files_deleted"] == 1 and not os.path.exists(orphan)
     assert table.snapshot().to_pyarrow().num_rows == 2  # live data untouched
+
+
+def test_maintenance_emits_an_asset_event_only_when_it_deleted_something(make_table, make_context):
+    """Vacuum and cleanup add no table version: a dry run or a run that deleted nothing must not
+    start the DAGs scheduled on the table; a run that deleted files says so, with committed false."""
+    table = make_table(commits=1)
+    _orphan(table)
+    asset = to_asset(table_uri=table.storage.root)
+
+    def run(cls, **kwargs):
+        ctx = make_context()
+        op = cls(task_id="m", table_uri=table.storage.root, outlets=[asset], **kwargs)
+        op.execute(ctx)
+        return op.outlets, ctx["outlet_events"][asset].extra
+
+    assert run(DeltaVacuumOperator) == ([], {})                                   # dry run
+    outlets, extra = run(DeltaVacuumOperator, dry_run=False)                      # deletes the orphan
+    assert outlets == [asset]
+    assert extra == {"version": 1, "committed": False, "maintenance": "vacuum", "deleted_files": 1}
+    assert run(DeltaVacuumOperator, dry_run=False) == ([], {})                    # nothing left to delete
+    assert run(DeltaMetadataCleanupOperator, dry_run=False) == ([], {})           # nothing expired
+    ctx = make_context()
+    op = DeltaBackfillOperator(task_id="bf", table_uri=table.storage.root, outlets=[asset])
+    op.execute(ctx)                                                              # a filesystem table
+    assert op.outlets == [] and ctx["outlet_events"][asset].extra == {}
 
 
 def test_vacuum_refuses_a_short_retention(make_table, make_context):
