@@ -58,8 +58,16 @@ class LocalFiles:
         return os.path.isdir(p)
 
     def read_bytes(self, p: str) -> bytes:
-        with open(p, "rb") as f:
-            return f.read()
+        """The whole file through the raw descriptor: a replay reads a thousand small commit
+        files, and a buffered file object per file costs about a third more than the reads."""
+        fd = os.open(p, os.O_RDONLY)
+        try:
+            parts = [os.read(fd, os.fstat(fd).st_size + 1)]   # one read, unless the file grew
+            while parts[-1]:
+                parts.append(os.read(fd, 1 << 20))
+        finally:
+            os.close(fd)
+        return parts[0] if len(parts) == 2 else b"".join(parts)
 
     def open(self, p: str, mode: str = "rb") -> IO:
         return open(p, mode)

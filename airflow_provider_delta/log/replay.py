@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 from urllib.parse import unquote
@@ -33,8 +32,6 @@ from .action_schemas import (ADD_FIELDS, DV_TYPE, FILE_ACTION_SCHEMA, FILE_ACTIO
                              STR_MAP, empty_file_actions)
 from .commit_reader import parse_json_lines
 from .errors import CorruptLogError
-
-_TAGS = re.compile(rb'"tags"\s*:\s*\{')
 
 
 @dataclass
@@ -108,7 +105,6 @@ def _parse_json_logs(blobs: list[tuple[int, bytes, str]], partition_columns: Ite
             if not isinstance(obj, dict):
                 _raise_first_bad_line(blobs)
             others.append((version, obj))
-    has_tags = any(b'"tags"' in d and _TAGS.search(d) for _, d, _ in blobs)
     tables = []
     for col, valid, kind in ((add_col, add_valid, "add"), (rm_col, rm_valid, "remove")):
         offset = 0
@@ -119,8 +115,9 @@ def _parse_json_logs(blobs: list[tuple[int, bytes, str]], partition_columns: Ite
             if not len(idx):
                 continue
             cols = struct_columns(chunk.filter(vchunk), kind)
-            if kind == "add" and has_tags:
-                cols["tags"] = _tags_of(blobs, file_start_row, counts, idx, kind)
+            tags = cols.pop("tags", None)       # an empty struct: which adds carry a tags object
+            if tags is not None and tags.null_count < len(tags):
+                cols["tags"] = _tags_of(blobs, file_start_row, counts, idx, _nonzero(tags.is_valid()), kind)
             try:
                 tables.append(_assemble(cols, len(idx), kind == "add", versions[idx], seqs[idx]))
             except CorruptLogError:
@@ -163,8 +160,10 @@ def _read_file_actions_json(big: bytes, pcols: list[str]) -> pa.Table:
         pa.field("baseRowId", pa.int64()),
         pa.field("defaultRowCommitVersion", pa.int64()),
     ]
+    # "tags" as a struct of no fields: the reader only says which adds carry a tags object
+    # (free-form keys; _tags_of parses those lines), so no byte scan of the log is needed
     add = common + [pa.field("modificationTime", pa.int64()), pa.field("stats", pa.string()),
-                    pa.field("clusteringProvider", pa.string())]
+                    pa.field("clusteringProvider", pa.string()), pa.field("tags", pa.struct([]))]
     remove = common + [pa.field("deletionTimestamp", pa.int64()), pa.field("extendedFileMetadata", pa.bool_())]
     schema = pa.schema([pa.field("add", pa.struct(add)), pa.field("remove", pa.struct(remove))])
     # A few large blocks: enough to keep every core parsing, few enough that the per-chunk
@@ -176,18 +175,17 @@ def _read_file_actions_json(big: bytes, pcols: list[str]) -> pa.Table:
                                                       newlines_in_values=False))
 
 
-def _tags_of(blobs, file_start_row: np.ndarray, counts: np.ndarray, rows: np.ndarray, kind: str) -> pa.Array:
-    """Tags have free-form keys: parse them with ``json`` on the lines that carry any."""
+def _tags_of(blobs, file_start_row: np.ndarray, counts: np.ndarray, rows: np.ndarray, present: np.ndarray,
+             kind: str) -> pa.Array:
+    """Tags of the actions on lines ``rows`` (``present``: positions in ``rows`` that carry a tags
+    object). Tags have free-form keys: those lines are parsed with ``json``."""
     vals: list[Any] = [None] * len(rows)
-    files_of = np.searchsorted(file_start_row, rows, side="right") - 1
-    for j, (row, fi) in enumerate(zip(rows, files_of)):
+    files_of = np.searchsorted(file_start_row, rows[present], side="right") - 1
+    for j, fi in zip(present, files_of):
         data = blobs[fi][1]
-        if not _TAGS.search(data):
-            continue
-        line = _nth_line(data, int(row - file_start_row[fi]), int(counts[fi]))
-        if _TAGS.search(line):
-            tags = json.loads(line)[kind].get("tags")
-            vals[j] = [(str(k), None if v is None else str(v)) for k, v in tags.items()] if tags else None
+        line = _nth_line(data, int(rows[j] - file_start_row[fi]), int(counts[fi]))
+        tags = json.loads(line)[kind].get("tags")
+        vals[j] = [(str(k), None if v is None else str(v)) for k, v in tags.items()] if tags else None
     return ab.array(vals, STR_MAP)
 
 
@@ -343,9 +341,9 @@ def struct_to_map(s: pa.Array) -> pa.Array:
 
 def _decode_paths(paths: pa.Array) -> pa.Array:
     """URL-decode the log's paths; only the few that contain '%' go through Python."""
-    has_pct = pc.fill_null(pc.match_substring(paths, "%"), ab.scalar(False, pa.bool_()))
-    if not pc.any(has_pct).as_py():
+    if not _any_byte(paths, b"%"):
         return paths
+    has_pct = pc.fill_null(pc.match_substring(paths, "%"), ab.scalar(False, pa.bool_()))
     idx = _nonzero(has_pct)
     decoded = [unquote(p) for p in paths.take(ab.from_numpy(idx)).to_pylist()]
     out = paths.to_pylist() if len(idx) * 4 > len(paths) else None
@@ -354,6 +352,19 @@ def _decode_paths(paths: pa.Array) -> pa.Array:
             out[i] = d
         return ab.array(out, pa.string())
     return pc.replace_with_mask(paths, has_pct, ab.array(decoded, pa.string()))
+
+
+def _any_byte(strings: pa.Array, byte: bytes) -> bool:
+    """Whether ``byte`` occurs in any value of a string array: one scan of its character
+    buffer (a few times faster than a per-value substring kernel)."""
+    if pa.types.is_large_string(strings.type) or not pa.types.is_string(strings.type):
+        return True    # let the caller's general path decide
+    offsets_buf, data_buf = strings.buffers()[1:3]
+    if data_buf is None or len(strings) == 0:
+        return False
+    offsets = np.frombuffer(offsets_buf, dtype=np.int32, count=len(strings) + 1, offset=strings.offset * 4)
+    chars = np.frombuffer(data_buf, dtype=np.uint8)[offsets[0]:offsets[-1]]
+    return bool((chars == byte[0]).any())
 
 
 def _assemble(cols: dict[str, Any], n: int, is_add: bool, versions, seqs) -> pa.Table:
