@@ -123,3 +123,25 @@ def test_remove_of_a_file_not_in_the_previous_version_is_a_typed_error(tmp_path)
     with plain.transaction("DELETE") as txn:
         txn.remove_file(RemoveFile(path, extended_file_metadata=False, partition_values=None, size=None))
     assert _rows(plain.changes(2), ("id", "_change_type")) == [(1, "delete"), (2, "delete")]
+
+
+def test_a_remove_is_matched_to_its_add_by_path_and_deletion_vector():
+    """The file key is path + DV id: a bare remove carrying the live file's DV is completed from it;
+    one without that DV names another logical file, so nothing is taken from the add."""
+    from airflow_provider_delta.log.remove_details import complete_removes
+    from airflow_provider_delta.log.replay import actions_from_dicts
+    dv = {"storageType": "u", "pathOrInlineDv": "ab^-aqEH.-t@S}K{vb[*k^", "offset": 1, "sizeInBytes": 36,
+          "cardinality": 2}
+    live = actions_from_dicts([{"path": "p=x/f.parquet", "partitionValues": {"p": "x"}, "size": 10,
+                                "deletionVector": dv}], True, [1], [0])
+    same = actions_from_dicts([{"path": "p=x/f.parquet", "dataChange": True, "deletionVector": dv}], False, [2], [1])
+    done = complete_removes(same, lambda: live, "t version 2")
+    assert done.column("partition_values").to_pylist() == [[("p", "x")]] and done.column("size").to_pylist() == [10]
+    assert done.column("deletion_vector").to_pylist() == same.column("deletion_vector").to_pylist()
+    without_dv = actions_from_dicts([{"path": "p=x/f.parquet", "dataChange": True}], False, [2], [1])
+    with pytest.raises(CorruptLogError, match="t version 2: remove of 'p=x/f.parquet'"):
+        complete_removes(without_dv, lambda: live, "t version 2")
+    # nothing lacking: the previous version is not even asked for
+    full = actions_from_dicts([{"path": "p=x/f.parquet", "partitionValues": {"p": "x"}, "deletionVector": dv}],
+                              False, [2], [1])
+    assert complete_removes(full, lambda: pytest.fail("looked up the previous version"), "t") is full
