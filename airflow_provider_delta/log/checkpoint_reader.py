@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from .action_schemas import ADD_FIELDS, REMOVE_FIELDS, empty_file_actions
 from .errors import CorruptLogError
@@ -23,6 +22,8 @@ from .column_mapping import partition_keys_of
 from .replay import file_actions_from_struct, parse_json_logs
 
 if TYPE_CHECKING:  # pragma: no cover
+    import pyarrow.parquet as pq
+
     from .storage import Storage
 
 _METADATA_LINE = re.compile(rb'^\{\s*"metaData"\s*:.*$', re.M)
@@ -50,6 +51,10 @@ def _pyify(v: Any) -> Any:
 
 
 def _open_parquet(storage: "Storage", path: str) -> pq.ParquetFile:
+    # pyarrow.parquet is imported here, on the first checkpoint read, not with the module: it
+    # brings pyarrow.fs and ssl (about a tenth of a cold import) to every snapshot of a table
+    # without a checkpoint otherwise. A lazy import of a heavy dependency, not a dodged cycle.
+    import pyarrow.parquet as pq
     try:
         if storage.is_local:
             return pq.ParquetFile(path, memory_map=True)

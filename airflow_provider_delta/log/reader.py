@@ -21,7 +21,6 @@ from typing import Any, Protocol
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from . import arrow_build as ab
 from .column_mapping import file_column, mapping_mode, stored_name
@@ -152,6 +151,8 @@ def read_files(snap: Readable, files: pa.Table) -> pa.Table:
     pieces = []
     paths = files.column("path").to_pylist()
     dvs = files.column("deletion_vector").to_pylist() if files.num_rows else []
+    # imported on the first data read, not with the module (see checkpoint_reader._open_parquet)
+    import pyarrow.parquet as pq
     for i, path in enumerate(paths):
         try:
             # ParquetFile, not pq.read_table: that one goes through pyarrow.dataset, which imports pandas
