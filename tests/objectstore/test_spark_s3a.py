@@ -79,6 +79,32 @@ def s3_keys(s3, uri: str, under: str = "") -> set[str]:
     return {k for k in keys if not k.startswith("_delta_log/")}
 
 
+@pytest.fixture
+def jars_helper():
+    """scripts/delta_spark.py (the scripts folder is not a package), loaded under a private name."""
+    import importlib.util
+    path = Path(__file__).resolve().parents[2] / "scripts" / "delta_spark.py"
+    spec = importlib.util.spec_from_file_location("delta_spark_for_s3a_test", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_s3a_jars_are_pinned_with_delta_and_a_stale_fetch_is_reported(jars_helper, tmp_path, monkeypatch):
+    names = [p.name for p in jars_helper.jar_paths()]
+    assert f"hadoop-aws-{jars_helper.hadoop_version()}.jar" in names
+    assert {"s3", "s3-transfer-manager", "sts"} <= {n.rsplit("-", 1)[0] for n in names}
+    assert not [n for n in names if n.startswith(("hadoop-client-", "bundle-"))]   # pyspark's Hadoop only
+    old = tmp_path / ".fetched"                      # what a fetch for the pom before hadoop-aws left
+    old.write_text(f"{jars_helper.coordinates()} spark {jars_helper.versions()[1]}\n")
+    monkeypatch.setattr(jars_helper, "STAMP", old)
+    with pytest.raises(jars_helper.DeltaSparkJarsMissing, match="fetched for another version.*make jars"):
+        jars_helper.jar_paths()
+    monkeypatch.setattr(jars_helper, "_pyspark_hadoop", lambda: "3.4.2")
+    with pytest.raises(jars_helper.DeltaSparkJarsMissing, match="ships Hadoop 3.4.2, but hadoop-aws is pinned at"):
+        jars_helper.check_pyspark()
+
+
 def test_storage_options_map_to_per_bucket_s3a_settings():
     from airflow_provider_delta.log import InvalidArgumentError
     from airflow_provider_delta.spark.s3a import s3a_bucket_conf
