@@ -30,6 +30,7 @@ import pyarrow.json as pj
 from . import arrow_build as ab
 from .action_schemas import (ADD_FIELDS, DV_TYPE, FILE_ACTION_SCHEMA, FILE_ACTION_TYPES, REMOVE_FIELDS,
                              STR_MAP, empty_file_actions)
+from .column_mapping import partition_keys_of
 from .commit_reader import parse_json_lines
 from .errors import CorruptLogError
 
@@ -49,14 +50,40 @@ def parse_json_logs(blobs: list[tuple[int, bytes, str]], partition_columns: Iter
                     seq_start: int = 0) -> ParsedLog:
     """:func:`_parse_json_logs`, with values no log may hold reported as CorruptLogError.
 
+    ``partition_columns``: the partition keys to read (the table's current ones). A metaData
+    action among these commits that names others (the partitioning changed) is seen among
+    the parsed non-file actions; the commits are then parsed again with all of them, so
+    no byte scan for metaData lines is needed up front.
+
     Numbers beyond int64 (``"size": 1e30``) and absurdly deep nesting surface from Arrow or
     ``json`` as OverflowError / RecursionError; the caller gets the typed error instead.
     """
+    pcols = list(dict.fromkeys(partition_columns))
     try:
-        return _parse_json_logs(blobs, partition_columns, seq_start)
+        parsed = _parse_json_logs(blobs, pcols, seq_start)
+        more = _new_partition_keys(parsed.others, pcols)
+        return _parse_json_logs(blobs, pcols + more, seq_start) if more else parsed
     except (OverflowError, RecursionError) as e:
         raise CorruptLogError(f"{_describe(blobs)}: an action holds a value no Delta log may hold "
                               f"({type(e).__name__}: {str(e)[:200]})") from None
+
+
+def _new_partition_keys(others: list[tuple[int, dict[str, Any]]], known: list[str]) -> list[str]:
+    """Partition keys named by the metaData actions among ``others`` that ``known`` lacks."""
+    seen, out = set(known), []
+    for _, obj in others:
+        md = obj.get("metaData")
+        if not isinstance(md, dict):
+            continue
+        try:
+            keys = partition_keys_of(md)
+        except (ValueError, KeyError, AttributeError, TypeError):
+            continue    # a malformed metaData is reported by whoever reads it as metadata
+        for k in keys:
+            if k not in seen:
+                seen.add(k)
+                out.append(k)
+    return out
 
 
 def _parse_json_logs(blobs: list[tuple[int, bytes, str]], partition_columns: Iterable[str],

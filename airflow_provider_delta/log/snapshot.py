@@ -184,7 +184,7 @@ class Snapshot:
             base = cp.file_actions
             state.overlay([(seg.checkpoint_version or 0, o) for o in cp.others])
         blobs = self._blobs if self._blobs is not None else read_blobs(self.storage, seg.commits)
-        parsed = parse_json_logs(blobs, self._all_partition_columns(blobs))
+        parsed = parse_json_logs(blobs, self._partition_keys())   # it finds keys of older metaData itself
         state.overlay(parsed.others)
         state.actions = reconcile(base, parsed.file_actions)
         state.next_seq = len(parsed.file_actions) + 1
@@ -212,7 +212,7 @@ class Snapshot:
                 line = data.count(b"\n", 0, e.start) + 1
                 raise CorruptLogError(f"{path}, line {line}: not UTF-8 (byte {e.start})", path=path,
                                       line=line) from None
-        parse_json_logs(blobs, self._all_partition_columns(blobs))
+        parse_json_logs(blobs, self._partition_keys())
         self._checked_through = self.version
 
     def _all_partition_columns(self, blobs) -> list[str]:
@@ -306,7 +306,7 @@ class Snapshot:
             return fresh
         old = self._state
         snap = Snapshot(self.log, segment, protocol, metadata, None)
-        pcols = list(dict.fromkeys(snap._all_partition_columns(new_blobs)))
+        pcols = snap._partition_keys()
         parsed = parse_json_logs(new_blobs, pcols, seq_start=old.next_seq)
         state = _State(reconcile(old.actions, parsed.file_actions), dict(old.txns), dict(old.domains),
                        dict(old.commit_infos), old.next_seq + len(parsed.file_actions) + 1)

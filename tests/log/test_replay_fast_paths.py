@@ -77,3 +77,28 @@ def test_table_with_tagged_and_percent_paths(tmp_path):
         tx.add_file(AddFile("plain.parquet", 10))
     got = {r["path"]: r["tags"] for r in DeltaTable(uri).snapshot().files().to_pylist()}
     assert got == {"p q.parquet": [("owner", "x")], "plain.parquet": None}
+
+
+def _metadata(partition_columns: list[str]) -> dict:
+    fields = [{"name": c, "type": "string", "nullable": True, "metadata": {}} for c in ("a", "b")]
+    return {"metaData": {"id": "t", "format": {"provider": "parquet", "options": {}},
+                         "schemaString": json.dumps({"type": "struct", "fields": fields}),
+                         "partitionColumns": partition_columns, "configuration": {}}}
+
+
+def test_partition_keys_of_older_metadata_in_the_commits_are_read():
+    """Partitioning changed inside the replayed commits: the adds written before the change
+    keep their partition values although the caller named only today's keys."""
+    blobs = [_blob(0, [{"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}}, _metadata(["a"]),
+                       {"add": {"path": "x", "partitionValues": {"a": "1"}, "size": 1, "modificationTime": 1,
+                                "dataChange": True}}]),
+             _blob(1, [_metadata(["b"]),
+                       {"add": {"path": "y", "partitionValues": {"b": "2"}, "size": 1, "modificationTime": 1,
+                                "dataChange": True}}])]
+    told_today = parse_json_logs(blobs, ["b"]).file_actions
+    told_all = parse_json_logs(blobs, ["b", "a"]).file_actions
+
+    def values(t):
+        return {r["path"]: dict(r["partition_values"]) for r in t.to_pylist()}
+    assert values(told_today) == values(told_all)
+    assert values(told_today)["x"]["a"] == "1" and values(told_today)["y"]["b"] == "2"
