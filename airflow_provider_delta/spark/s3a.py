@@ -23,17 +23,16 @@ from urllib.parse import urlsplit
 
 from ..log import InvalidArgumentError
 from .delta_job import set_hadoop_conf
+from .uris import HADOOP_SCHEMES
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
 
-#: fsspec URL schemes that Spark reads as s3a:// (see uris.HADOOP_SCHEMES)
-S3_SCHEMES = ("s3", "s3a", "s3n")
+#: URL schemes of S3 locations: s3a:// and the fsspec schemes Spark reads as s3a://
+S3_SCHEMES = ("s3a",) + tuple(k for k, v in HADOOP_SCHEMES.items() if v == "s3a")
 SIMPLE_PROVIDER = "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider"
 TEMPORARY_PROVIDER = "org.apache.hadoop.fs.s3a.TemporaryAWSCredentialsProvider"
 ANONYMOUS_PROVIDER = "org.apache.hadoop.fs.s3a.AnonymousAWSCredentialsProvider"
-#: the per-bucket keys whose values are secret
-SECRET_KEYS = ("secret.key", "session.token")
 
 
 def s3_bucket(uri: str) -> str | None:
