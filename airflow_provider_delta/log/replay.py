@@ -381,6 +381,9 @@ def _decode_paths(paths: pa.Array) -> pa.Array:
     return pc.replace_with_mask(paths, has_pct, ab.array(decoded, pa.string()))
 
 
+_STEP = 1 << 20
+
+
 def _any_byte(strings: pa.Array, byte: bytes) -> bool:
     """Whether ``byte`` occurs in any value of a string array: one scan of its character
     buffer (a few times faster than a per-value substring kernel)."""
@@ -391,7 +394,8 @@ def _any_byte(strings: pa.Array, byte: bytes) -> bool:
         return False
     offsets = np.frombuffer(offsets_buf, dtype=np.int32, count=len(strings) + 1, offset=strings.offset * 4)
     chars = np.frombuffer(data_buf, dtype=np.uint8)[offsets[0]:offsets[-1]]
-    return bool((chars == byte[0]).any())
+    # in 1 MiB steps: one small comparison buffer, reused, instead of a fresh one as large as the data
+    return any(bool((chars[i:i + _STEP] == byte[0]).any()) for i in range(0, len(chars), _STEP))
 
 
 def _assemble(cols: dict[str, Any], n: int, is_add: bool, versions, seqs) -> pa.Table:

@@ -66,6 +66,9 @@ def test_any_byte_looks_only_inside_the_array_slice():
     assert not _any_byte(arr.slice(1), b"%")     # the '%' lies in the buffer, before the slice
     assert not _any_byte(pa.array([], pa.string()), b"%")
     assert _any_byte(pa.array(["a", "b%"]).slice(1), b"%")
+    long = ["x" * 1000] * 3000                 # 3 MB of characters: several scan steps
+    assert not _any_byte(pa.array(long), b"%")
+    assert _any_byte(pa.array(long + ["late%"]), b"%")
 
 
 def test_table_with_tagged_and_percent_paths(tmp_path):
