@@ -316,3 +316,22 @@ def test_concurrent_commit_of_the_same_run_is_a_skip_on_s3(s3a_spark, s3, monkey
     assert DeltaTable(uri, **s3.table_kwargs).latest_version() == 1          # only the zombie's commit
     assert s3_keys(s3, uri) == before                                        # no file of ours left behind
     assert _spark_ids(spark, uri) == [1, 2]
+
+
+def test_s3a_create_without_overwrite_is_check_then_put(s3a_spark, s3):
+    """Why README's "Two engines committing to one S3 table" warns about Delta Spark's side.
+
+    Delta Spark's S3 log store commits with ``create(path, overwrite=false)``. S3A checks that
+    the key is absent when the stream is created and PUTs without a condition when it is
+    closed, so our conditional commit of the same version landing in between is replaced.
+    """
+    spark, uri = s3a_spark, s3.uri("checkthenput")
+    table = DeltaTable.create(uri, SCHEMA, **s3.table_kwargs)
+    path = spark._jvm.org.apache.hadoop.fs.Path(spark_uri(uri) + "/_delta_log/00000000000000000001.json")
+    stream = path.getFileSystem(spark._jsc.hadoopConfiguration()).create(path, False)   # key absent: accepted
+    ours = table.write(pa.table({"id": [1], "day": ["2026-01-01"]}, schema=SCHEMA))   # our conditional create
+    assert ours == 1 and "add" in json.dumps(DeltaTable(uri, **s3.table_kwargs).read_commit(1))
+    stream.write(bytearray(b'{"commitInfo":{"operation":"OTHER ENGINE"}}\n'))
+    stream.close()                                       # the PUT: no If-None-Match
+    replaced = DeltaTable(uri, **s3.table_kwargs).read_commit(1)
+    assert replaced == [{"commitInfo": {"operation": "OTHER ENGINE"}}]          # our commit is gone
