@@ -56,7 +56,7 @@ with DAG("delta_ingest", schedule="@daily", start_date=datetime(2026, 1, 1), cat
         delta_conn_id=ORDERS_CONN_ID,      # the commit owner, handed to the Spark driver
         transform="orders_jobs:generate_orders",
         # a manual run (`airflow dags trigger delta_ingest`) has no logical date: fall back to run_after
-        transform_params={"run_date": "{{ (logical_date or run_after).strftime('%Y-%m-%d') }}", "num_rows": 200},
+        transform_params={"run_date": "{{ (dag_run.logical_date or dag_run.run_after).strftime('%Y-%m-%d') }}", "num_rows": 200},
         mode="append",
         py_files=JOBS_FILE,
         conf=SPARK_CONF,

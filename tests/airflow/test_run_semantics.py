@@ -118,9 +118,11 @@ def test_a_spark_task_whose_interval_is_in_emits_no_asset_event(run_dag, tmp_pat
 
 def test_examples_render_for_a_manual_run_and_name_tables_by_absolute_paths(tmp_path, monkeypatch):
     """`airflow dags trigger delta_ingest` gives no logical date; the paths must not follow the cwd."""
+    import copy
     import os
     import sys
     from pathlib import Path
+    from types import SimpleNamespace
 
     from airflow.dag_processing.dagbag import DagBag
     examples = Path(__file__).resolve().parents[2] / "dags_examples"
@@ -133,9 +135,16 @@ def test_examples_render_for_a_manual_run_and_name_tables_by_absolute_paths(tmp_
     ingest = bag.dags["delta_ingest"].get_task("ingest_orders")
     assert os.path.isabs(ingest.output_table_uri)
     assert ingest.output_table_uri.startswith(str(examples.parent / "example_output"))
+    # Airflow 3's task runner leaves logical_date and ds out of the context of a run without one
     after = dt.datetime(2026, 3, 4, 5, 6, tzinfo=UTC)
-    ingest.render_template_fields({"logical_date": None, "run_after": after, "ds": None})
-    assert ingest.transform_params["run_date"] == "2026-03-04"
+    manual = copy.copy(ingest)
+    manual.render_template_fields({"dag_run": SimpleNamespace(logical_date=None, run_after=after),
+                                   "run_after": after})
+    assert manual.transform_params["run_date"] == "2026-03-04"
+    logical = dt.datetime(2026, 3, 1, tzinfo=UTC)
+    ingest.render_template_fields({"dag_run": SimpleNamespace(logical_date=logical, run_after=after),
+                                   "logical_date": logical, "run_after": after, "ds": "2026-03-01"})
+    assert ingest.transform_params["run_date"] == "2026-03-01"
 
 
 def test_the_audit_example_pins_the_version_its_asset_events_announce(monkeypatch):
