@@ -46,7 +46,7 @@ class DeltaTable(TableLog):
         table = cls(uri, storage_options=storage_options, commit_owner=commit_owner,
                     single_writer=single_writer, conditional_put=conditional_put)
         ops.create.create_table(table, schema, partition_by=partition_by, properties=properties, name=name,
-                     description=description, **commit_kwargs)
+                                description=description, **commit_kwargs)
         return table
 
     def transaction(self, operation: str = "WRITE", **kwargs: Any) -> Transaction:
@@ -69,7 +69,7 @@ class DeltaTable(TableLog):
         ``_change_type``, ``_commit_version`` and ``_commit_timestamp`` (see :mod:`.change_feed`).
         """
         return ops.change_feed.read_changes(self, start_version, end_version, columns,
-                            start_timestamp=start_timestamp, end_timestamp=end_timestamp)
+                                            start_timestamp=start_timestamp, end_timestamp=end_timestamp)
 
     def changes_since(self, processed_version: int | None, end_version: Any = None, *,
                       columns: Iterable[str] | None = None) -> "pa.Table":
@@ -90,7 +90,7 @@ class DeltaTable(TableLog):
         whose file actions are in ``sidecars`` files, unless ``v2=False``.
         """
         return ops.checkpoint.write_checkpoint(self, version=version, parts=parts, v2=v2, v2_format=v2_format,
-                                sidecars=sidecars)
+                                               sidecars=sidecars)
 
     def compact_log(self, start: int, end: int) -> str:
         """Write the log compaction file of backfilled commits ``start``..``end``; returns its path."""
@@ -104,7 +104,7 @@ class DeltaTable(TableLog):
                enforce_retention: bool = True, **kwargs: Any) -> dict[str, Any]:
         """Delete unreferenced data files older than the retention; dry run by default."""
         return ops.vacuum.vacuum(self, retention_hours=retention_hours, dry_run=dry_run,
-                      enforce_retention=enforce_retention, **kwargs)
+                                 enforce_retention=enforce_retention, **kwargs)
 
     def enable_in_commit_timestamps(self, **kwargs: Any) -> int:
         """Turn on in-commit timestamps on an existing table; returns the enabling version."""

@@ -14,6 +14,7 @@ import time
 
 import pyarrow as pa
 import pytest
+from airflow.triggers.shared_stream import SharedStreamManager
 
 from airflow_provider_delta.log import DeltaTable
 from airflow_provider_delta.triggers import DeltaCommitEventTrigger
@@ -132,7 +133,6 @@ class Triggerer:
     """
 
     def __init__(self, trigger) -> None:
-        from airflow.triggers.shared_stream import SharedStreamManager
         self.manager = SharedStreamManager()
         self.trigger = trigger
         self.key = trigger.shared_stream_key()
@@ -152,6 +152,12 @@ class Triggerer:
     async def next_event(self, timeout: float = 30) -> dict:
         return await asyncio.wait_for(self.out.get(), timeout)
 
+    async def unconfirmed_event(self) -> dict:
+        """The next event, left on its way: the triggerer stops before Airflow confirms it."""
+        event = await self.next_event()
+        await asyncio.sleep(0.3)
+        return event
+
     async def persisted(self) -> None:
         self.manager.confirm_persisted(self.seqs)
         self.seqs = []
@@ -166,6 +172,11 @@ class Triggerer:
         await self.manager.stop_all()
 
 
+def watcher(table, **kwargs) -> DeltaCommitEventTrigger:
+    """A fast-polling watcher of ``table``."""
+    return DeltaCommitEventTrigger(table_uri=table.storage.root, poke_interval=0.05, **kwargs)
+
+
 def stored(store: DictStore, trigger) -> WatchPosition:
     return WatchPosition.from_json(store.data[trigger.position_key])
 
@@ -173,12 +184,11 @@ def stored(store: DictStore, trigger) -> WatchPosition:
 def test_position_moves_only_once_airflow_stored_the_event(make_table):
     table = make_table(commits=2)                 # versions 0..2
     store = DictStore()
-    trig = DeltaCommitEventTrigger(table_uri=table.storage.root, after_version=0, poke_interval=0.05)
+    trig = watcher(table, after_version=0)
 
     async def scenario():
         triggerer = Triggerer(rebuilt(trig, store))
-        first = await triggerer.next_event()
-        await asyncio.sleep(0.3)
+        first = await triggerer.unconfirmed_event()
         before = stored(store, trig)              # announced, not yet stored by Airflow
         await triggerer.persisted()
         after = stored(store, trig)
@@ -194,7 +204,7 @@ def test_position_moves_only_once_airflow_stored_the_event(make_table):
 def test_restart_after_the_store_resumes_without_repeating(make_table):
     table = make_table(commits=0)                 # version 0
     store = DictStore()
-    trig = DeltaCommitEventTrigger(table_uri=table.storage.root, poke_interval=0.05)
+    trig = watcher(table)
 
     async def scenario():
         triggerer = Triggerer(rebuilt(trig, store))
@@ -218,12 +228,11 @@ def test_restart_after_the_store_resumes_without_repeating(make_table):
 def test_restart_before_the_store_announces_again_flagged_never_lost(make_table):
     table = make_table(commits=2)                 # versions 0..2
     store = DictStore()
-    trig = DeltaCommitEventTrigger(table_uri=table.storage.root, after_version=0, poke_interval=0.05)
+    trig = watcher(table, after_version=0)
 
     async def scenario():
         triggerer = Triggerer(rebuilt(trig, store))
-        first = await triggerer.next_event()      # stops before Airflow confirmed it
-        await asyncio.sleep(0.3)
+        first = await triggerer.unconfirmed_event()     # stops before Airflow confirmed it
         await triggerer.stop()
         table.write(ROW)                          # 3 arrives while the triggerer is down
         again = Triggerer(rebuilt(trig, store))
@@ -241,13 +250,11 @@ def test_restart_before_the_store_announces_again_flagged_never_lost(make_table)
 def test_per_commit_events_flag_only_the_versions_announced_before(make_table):
     table = make_table(commits=1)                 # versions 0, 1
     store = DictStore()
-    trig = DeltaCommitEventTrigger(table_uri=table.storage.root, after_version=0, per_commit=True,
-                                   poke_interval=0.05)
+    trig = watcher(table, after_version=0, per_commit=True)
 
     async def scenario():
         triggerer = Triggerer(rebuilt(trig, store))
-        await triggerer.next_event()              # version 1, never confirmed
-        await asyncio.sleep(0.3)
+        await triggerer.unconfirmed_event()       # version 1, never confirmed
         await triggerer.stop()
         table.write(ROW)                          # 2
         again = Triggerer(rebuilt(trig, store))
@@ -262,8 +269,7 @@ def test_per_commit_events_flag_only_the_versions_announced_before(make_table):
 def test_filtered_out_commits_move_the_position_without_an_event(make_table):
     table = make_table(commits=2)                 # 0..2 are CREATE/WRITE: no OPTIMIZE among them
     store = DictStore()
-    trig = DeltaCommitEventTrigger(table_uri=table.storage.root, operation="OPTIMIZE", after_version=0,
-                                   poke_interval=0.05)
+    trig = watcher(table, operation="OPTIMIZE", after_version=0)
 
     async def scenario():
         triggerer = Triggerer(rebuilt(trig, store))
@@ -279,12 +285,10 @@ def test_filtered_out_commits_move_the_position_without_an_event(make_table):
 def test_kwargs_seed_only_a_watcher_without_a_stored_position(make_table):
     table = make_table(commits=3)
     store = DictStore()
-    trig = DeltaCommitEventTrigger(table_uri=table.storage.root, poke_interval=0.05)   # starts at 3
+    trig = watcher(table)   # starts at 3
 
     async def start(after_version=None):
-        watcher = rebuilt(DeltaCommitEventTrigger(table_uri=table.storage.root, poke_interval=0.05,
-                                                  after_version=after_version), store)
-        triggerer = Triggerer(watcher)
+        triggerer = Triggerer(rebuilt(watcher(table, after_version=after_version), store))
         with pytest.raises(asyncio.TimeoutError):
             await triggerer.next_event(timeout=0.5)
         await triggerer.stop()
@@ -295,7 +299,7 @@ def test_kwargs_seed_only_a_watcher_without_a_stored_position(make_table):
 
 def test_without_a_state_store_the_position_lives_in_memory(make_table):
     table = make_table(commits=1)
-    trig = DeltaCommitEventTrigger(table_uri=table.storage.root, after_version=0, poke_interval=0.05)
+    trig = watcher(table, after_version=0)
     assert rebuilt(trig, None).shared_stream_key() is None       # the trigger's own run() loop
     (event,) = collect(rebuilt(trig, None), 1)
     assert event["versions"] == [1]

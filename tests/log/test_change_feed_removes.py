@@ -15,6 +15,8 @@ import pyarrow as pa
 import pytest
 
 from airflow_provider_delta.log import CorruptLogError, DeltaTable, RemoveFile
+from airflow_provider_delta.log.remove_details import complete_removes
+from airflow_provider_delta.log.replay import actions_from_dicts
 
 CDF = {"delta.enableChangeDataFeed": "true"}
 SCHEMA = pa.schema([("id", pa.int64()), ("part", pa.string()), ("day", pa.int32())])
@@ -128,8 +130,6 @@ def test_remove_of_a_file_not_in_the_previous_version_is_a_typed_error(tmp_path)
 def test_a_remove_is_matched_to_its_add_by_path_and_deletion_vector():
     """The file key is path + DV id: a bare remove carrying the live file's DV is completed from it;
     one without that DV names another logical file, so nothing is taken from the add."""
-    from airflow_provider_delta.log.remove_details import complete_removes
-    from airflow_provider_delta.log.replay import actions_from_dicts
     dv = {"storageType": "u", "pathOrInlineDv": "ab^-aqEH.-t@S}K{vb[*k^", "offset": 1, "sizeInBytes": 36,
           "cardinality": 2}
     live = actions_from_dicts([{"path": "p=x/f.parquet", "partitionValues": {"p": "x"}, "size": 10,

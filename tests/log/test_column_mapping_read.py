@@ -15,7 +15,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from airflow_provider_delta.log import DeltaTable, UnsupportedFeatureError, VersionNotFoundError
+from airflow_provider_delta.log import (AddFile, DeltaTable, InvalidArgumentError, Metadata, Protocol,
+                                        UnsupportedFeatureError, VersionNotFoundError, physical_schema)
 from column_mapping_files import NESTED_ROWS, NESTED_SCHEMA, mapped_field, nested_file
 from corpus_expected import sorted_rows
 
@@ -179,7 +180,6 @@ def test_corpus_tables_with_column_mapping(rel, corpus):
 
 
 def test_physical_schema_carries_field_ids_only_in_id_mode():
-    from airflow_provider_delta.log import physical_schema
     schema = json.loads(_NESTED)
     by_id = physical_schema(schema, {"delta.columnMapping.mode": "id"}, field_id_key="engine.id")
     point = by_id["fields"][1]
@@ -195,7 +195,6 @@ def test_physical_schema_carries_field_ids_only_in_id_mode():
 
 def test_transaction_adds_files_keyed_by_physical_partition_name(tmp_path):
     """Under column mapping ``partitionValues`` are keyed by physical name; a commit checks that key."""
-    from airflow_provider_delta.log import AddFile, InvalidArgumentError, Metadata, Protocol
     root = tmp_path / "t"
     schema = _schema(_f("id", "long", 1), _f("region", "string", 2))
     table = DeltaTable(str(root))

@@ -17,16 +17,21 @@ that the commit file is absent, then writes it; see README "Spark on S3").
 """
 from __future__ import annotations
 
+import importlib.util
 import json
 import sys
 import uuid
 from pathlib import Path
 
+import boto3
+import deltalake
 import pyarrow as pa
 import pytest
+import s3fs
 
-from airflow_provider_delta.log import DeltaTable
-from airflow_provider_delta.spark.s3a import apply_s3a
+from airflow_provider_delta.log import DeltaTable, InvalidArgumentError
+from airflow_provider_delta.spark.delta_job import ENV_HADOOP_CONF, DeltaJobContextError, apply_hadoop_conf
+from airflow_provider_delta.spark.s3a import apply_s3a, s3a_bucket_conf
 from airflow_provider_delta.spark.staged_write import STAGING_DIR
 from airflow_provider_delta.spark.uris import spark_uri
 from objectstore_servers import S3_KEY, S3_REGION, S3_SECRET
@@ -64,14 +69,12 @@ def _ours_ids(table: DeltaTable, version: int | None = None) -> list[int]:
 
 
 def _deltalake_ids(s3, uri: str, version: int | None = None) -> list[int]:
-    import deltalake
     dt_ = deltalake.DeltaTable(uri, storage_options=s3.deltalake_options, version=version)
     return sorted(dt_.to_pyarrow_table(columns=["id"]).column("id").to_pylist())
 
 
 def s3_keys(s3, uri: str, under: str = "") -> set[str]:
     """Object keys below a table root (relative to it), outside _delta_log; listed by s3fs."""
-    import s3fs
     fs = s3fs.S3FileSystem(**s3.options)
     root = uri.split("://", 1)[1].rstrip("/")
     fs.invalidate_cache()
@@ -82,7 +85,6 @@ def s3_keys(s3, uri: str, under: str = "") -> set[str]:
 @pytest.fixture
 def jars_helper():
     """scripts/delta_spark.py (the scripts folder is not a package), loaded under a private name."""
-    import importlib.util
     path = Path(__file__).resolve().parents[2] / "scripts" / "delta_spark.py"
     spec = importlib.util.spec_from_file_location("delta_spark_for_s3a_test", path)
     module = importlib.util.module_from_spec(spec)
@@ -106,8 +108,6 @@ def test_s3a_jars_are_pinned_with_delta_and_a_stale_fetch_is_reported(jars_helpe
 
 
 def test_storage_options_map_to_per_bucket_s3a_settings():
-    from airflow_provider_delta.log import InvalidArgumentError
-    from airflow_provider_delta.spark.s3a import s3a_bucket_conf
     minio = {"key": "AK", "secret": "SK", "token": "TK",
              "client_kwargs": {"endpoint_url": "http://minio:9000", "region_name": "eu-west-1"}}
     assert s3a_bucket_conf("s3://lake/t", minio) == {
@@ -128,7 +128,6 @@ def test_storage_options_map_to_per_bucket_s3a_settings():
 
 
 def test_a_malformed_hadoop_conf_variable_is_a_typed_error():
-    from airflow_provider_delta.spark.delta_job import ENV_HADOOP_CONF, DeltaJobContextError, apply_hadoop_conf
     assert apply_hadoop_conf(None, {}) == []                        # nothing passed: the session is not touched
     with pytest.raises(DeltaJobContextError, match=f"{ENV_HADOOP_CONF} is not valid JSON"):
         apply_hadoop_conf(None, {ENV_HADOOP_CONF: '{"fs.s3a.bucket.b.secret.key": '})
@@ -169,7 +168,6 @@ def s3_lake(s3, monkeypatch):
     """``make(bucket)``: a bucket of its own and a ``delta`` connection to it whose S3 credentials
     come from an ``aws`` connection. The session has no S3A settings for such a bucket: only
     what our code derives from the connections can reach it."""
-    import boto3
     client = boto3.client("s3", endpoint_url=s3.server.endpoint, region_name=S3_REGION, aws_access_key_id=S3_KEY,
                           aws_secret_access_key=S3_SECRET)
     monkeypatch.setenv("AIRFLOW_CONN_CLOUD", json.dumps(cloud_connection(s3)))
@@ -229,7 +227,6 @@ def test_operator_job_reads_a_pinned_s3_snapshot_and_commits_once(spark, s3, s3_
 
     spark_rows = [r.asDict() for r in spark.read.format("delta").load(spark_uri(out_uri)).collect()]
     assert _totals(spark_rows) == expected               # Delta Spark, through s3a, agrees
-    import deltalake
     dl = deltalake.DeltaTable(out_uri, storage_options=s3.deltalake_options)
     assert _totals(dl.to_pyarrow_table().to_pylist()) == expected
     assert not s3_keys(s3, out_uri, STAGING_DIR)           # the staging directory is gone
