@@ -20,6 +20,8 @@ from typing import Any, Sequence
 import numpy as np
 import pyarrow as pa
 
+from . import arrow_kernels as ak
+
 _INT_TYPES = {pa.int8(): np.int8, pa.int16(): np.int16, pa.int32(): np.int32, pa.int64(): np.int64,
               pa.uint8(): np.uint8, pa.uint16(): np.uint16, pa.uint32(): np.uint32, pa.uint64(): np.uint64}
 _FLOAT_TYPES = {pa.float32(): np.float32, pa.float64(): np.float64}
@@ -107,8 +109,25 @@ def _validity(values: list[Any]) -> tuple[pa.Buffer | None, np.ndarray | None]:
     return _bitmap(~nulls), nulls
 
 
-def _mask(nulls: np.ndarray | None) -> pa.Array | None:
-    return None if nulls is None else from_numpy(nulls)
+def with_validity(arr: pa.Array, valid: pa.Array | np.ndarray | None) -> pa.Array:
+    """``arr`` with null in the rows where ``valid`` (boolean, no nulls) is false.
+
+    pyarrow's ``from_arrays(..., mask=)`` inverts the mask with a compute kernel, which
+    imports ``pyarrow.compute`` (see ``arrow_kernels``); a struct takes the validity
+    bitmap as it is stored instead, a list or map one kernel call.
+    """
+    if valid is None:
+        return arr
+    if pa.types.is_struct(arr.type):
+        flags = valid if isinstance(valid, np.ndarray) else to_numpy(valid)
+        children = [arr.field(i) for i in range(arr.type.num_fields)]
+        return pa.Array.from_buffers(arr.type, len(arr), [_bitmap(flags)], children=children)
+    flags = valid if isinstance(valid, pa.Array) else from_numpy(valid)
+    return ak.if_else(flags, arr, pa.nulls(1, arr.type)[0])
+
+
+def _valid_flags(nulls: np.ndarray | None) -> np.ndarray | None:
+    return None if nulls is None else ~nulls
 
 
 def _build(values: list[Any], t: pa.DataType) -> pa.Array:
@@ -188,7 +207,7 @@ def _structs(values: list[Any], t: pa.StructType) -> pa.Array:
     _, nulls = _validity(values)
     fields = [t.field(i) for i in range(t.num_fields)]
     children = [_build([None if v is None else v.get(f.name) for v in values], f.type) for f in fields]
-    return pa.StructArray.from_arrays(children, fields=fields, mask=_mask(nulls))
+    return with_validity(pa.StructArray.from_arrays(children, fields=fields), _valid_flags(nulls))
 
 
 def _entries(v: Any) -> list[Any]:
@@ -212,7 +231,8 @@ def _maps(values: list[Any], t: pa.MapType) -> pa.Array:
     pairs = [[] if v is None else _entries(v) for v in values]
     keys = _build([k for p in pairs for k, _ in p], t.key_type)
     items = _build([x for p in pairs for _, x in p], t.item_type)
-    return pa.MapArray.from_arrays(_offsets([len(p) for p in pairs]), keys, items, type=t, mask=_mask(nulls))
+    return with_validity(pa.MapArray.from_arrays(_offsets([len(p) for p in pairs]), keys, items, type=t),
+                         _valid_flags(nulls))
 
 
 def _lists(values: list[Any], t: pa.DataType) -> pa.Array:
@@ -223,9 +243,9 @@ def _lists(values: list[Any], t: pa.DataType) -> pa.Array:
     flat = _build([x for v in lists for x in v], t.value_type)
     offsets = _offsets([len(v) for v in lists])
     if pa.types.is_large_list(t):
-        offsets = offsets.cast(pa.int64())
+        offsets = ak.cast(offsets, pa.int64())
     cls = pa.LargeListArray if pa.types.is_large_list(t) else pa.ListArray
-    return cls.from_arrays(offsets, flat, type=t, mask=_mask(nulls))
+    return with_validity(cls.from_arrays(offsets, flat, type=t), _valid_flags(nulls))
 
 
 def empty_table(schema: pa.Schema) -> pa.Table:

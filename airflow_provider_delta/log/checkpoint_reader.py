@@ -15,15 +15,15 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from . import arrow_kernels as ak
 from .action_schemas import ADD_FIELDS, REMOVE_FIELDS, empty_file_actions
 from .errors import CorruptLogError
 from .names import SIDECARS_DIR, LogFile
+from .parquet_file import ParquetFile
 from .column_mapping import partition_keys_of
 from .replay import file_actions_from_struct, parse_json_logs
 
 if TYPE_CHECKING:  # pragma: no cover
-    import pyarrow.parquet as pq
-
     from .storage import Storage
 
 _METADATA_LINE = re.compile(rb'^\{\s*"metaData"\s*:.*$', re.M)
@@ -50,22 +50,16 @@ def _pyify(v: Any) -> Any:
     return v
 
 
-def _open_parquet(storage: "Storage", path: str) -> pq.ParquetFile:
-    # pyarrow.parquet is imported here, on the first checkpoint read, not with the module: it
-    # brings pyarrow.fs and ssl (about a tenth of a cold import) to every snapshot of a table
-    # without a checkpoint otherwise. A lazy import of a heavy dependency, not a dodged cycle.
-    import pyarrow.parquet as pq
+def _open_parquet(storage: "Storage", path: str) -> ParquetFile:
     try:
-        if storage.is_local:
-            return pq.ParquetFile(path, memory_map=True)
-        return pq.ParquetFile(storage.open(path))
+        return ParquetFile(path if storage.is_local else storage.open(path))
     except FileNotFoundError:
         raise
     except Exception as e:  # pyarrow raises several types for a damaged file
         raise CorruptLogError(f"checkpoint {path} cannot be read as parquet: {e}", path=path) from None
 
 
-def _read_parquet_non_file(pf: pq.ParquetFile, path: str, only_pm: bool, with_pm: bool = True) -> CheckpointContent:
+def _read_parquet_non_file(pf: ParquetFile, path: str, only_pm: bool, with_pm: bool = True) -> CheckpointContent:
     names = set(pf.schema_arrow.names)
     wanted = ["protocol", "metaData"] if only_pm else [c for c in _NON_FILE_COLUMNS
                                                           if with_pm or c not in ("protocol", "metaData")]
@@ -78,7 +72,7 @@ def _read_parquet_non_file(pf: pq.ParquetFile, path: str, only_pm: bool, with_pm
         col = t.column(c)
         if col.null_count == len(col):
             continue
-        rows = [_pyify(r) for r in col.filter(col.is_valid()).to_pylist()]
+        rows = [_pyify(r) for r in ak.filter(col, ak.is_valid(col)).to_pylist()]
         if c == "protocol":
             out.protocol = rows[-1]
         elif c == "metaData":
@@ -88,7 +82,7 @@ def _read_parquet_non_file(pf: pq.ParquetFile, path: str, only_pm: bool, with_pm
     return out
 
 
-def _read_parquet_files(pf: pq.ParquetFile, version: int, seq: int) -> list[pa.Table]:
+def _read_parquet_files(pf: ParquetFile, version: int, seq: int) -> list[pa.Table]:
     schema = pf.schema_arrow
     tables = []
     for kind, fields in (("add", ADD_FIELDS), ("remove", REMOVE_FIELDS)):
@@ -123,12 +117,12 @@ def _json_default(v: Any) -> Any:
     return str(v)
 
 
-def _stats_from_parsed(pf: pq.ParquetFile, fa: pa.Table) -> pa.Table:
+def _stats_from_parsed(pf: ParquetFile, fa: pa.Table) -> pa.Table:
     """A checkpoint written with ``writeStatsAsJson=false`` has only ``stats_parsed``:
     rebuild the JSON ``stats`` strings from it so ``files()`` always offers them.
     (A per-file Python step, taken only for such checkpoints.)"""
     parsed = pf.read(columns=["add.path", "add.stats_parsed"]).column("add").combine_chunks()
-    parsed = parsed.filter(parsed.is_valid())
+    parsed = ak.filter(parsed, ak.is_valid(parsed))
     if len(parsed) != fa.num_rows:
         return fa
     stats = [None if d is None else json.dumps({k: v for k, v in d.items() if v is not None},
@@ -219,5 +213,5 @@ def sidecar_names(storage: "Storage", f: LogFile) -> set[str]:
         if "sidecar" not in pf.schema_arrow.names:
             return set()
         col = pf.read(columns=["sidecar"]).column("sidecar")
-        refs = [r for r in col.filter(col.is_valid()).to_pylist()]
+        refs = [r for r in ak.filter(col, ak.is_valid(col)).to_pylist()]
     return {str(r["path"]).rstrip("/").rsplit("/", 1)[-1] for r in refs if r and r.get("path")}

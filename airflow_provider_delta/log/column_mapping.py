@@ -20,6 +20,8 @@ from typing import Any, Iterable
 
 import pyarrow as pa
 
+from . import arrow_build as ab
+from . import arrow_kernels as ak
 from .errors import UnsupportedFeatureError
 from .features import COLUMN_ID_KEY, PHYSICAL_NAME_KEY, column_mapping_mode
 from .schema import field_metadata, physical_name
@@ -154,25 +156,26 @@ def file_column(data: pa.Table, logical: pa.Field, mode: str) -> pa.ChunkedArray
 def as_logical(arr: pa.Array, target: pa.DataType, mode: str) -> pa.Array:
     """``arr`` (as stored in a file) in the table's logical type, nested fields renamed and conformed."""
     t = arr.type
-    mask = arr.is_null() if arr.null_count else None
+    valid = ak.is_valid(arr) if arr.null_count else None
     if pa.types.is_struct(target) and pa.types.is_struct(t):
         stored = [t.field(i) for i in range(t.num_fields)]
         children = []
         for f in target:
             i = find_field(stored, f, mode)
             children.append(as_logical(arr.field(i), f.type, mode) if i >= 0 else pa.nulls(len(arr), f.type))
-        return pa.StructArray.from_arrays(children, fields=list(target), mask=mask)
+        return ab.with_validity(pa.StructArray.from_arrays(children, fields=list(target)), valid)
     if pa.types.is_map(target) and pa.types.is_map(t):
         keys = as_logical(arr.keys, target.key_type, mode)
         items = as_logical(arr.items, target.item_type, mode)
-        return pa.MapArray.from_arrays(arr.offsets, keys, items, type=target, mask=mask)
+        return ab.with_validity(pa.MapArray.from_arrays(arr.offsets, keys, items, type=target), valid)
     if pa.types.is_list(target) and (pa.types.is_list(t) or pa.types.is_large_list(t)):
         values = as_logical(arr.values, target.value_type, mode)
-        return pa.ListArray.from_arrays(arr.offsets.cast(pa.int32()), values, type=target, mask=mask)
+        return ab.with_validity(pa.ListArray.from_arrays(ak.cast(arr.offsets, pa.int32()), values, type=target),
+                                valid)
     if t == target:
         return arr
     try:
-        return arr.cast(target)
+        return ak.cast(arr, target)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
         return arr  # left as stored; concatenation promotes or reports it
 

@@ -20,13 +20,14 @@ from typing import Any, Protocol
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from . import arrow_build as ab
+from . import arrow_kernels as ak
 from .column_mapping import file_column, mapping_mode, stored_name
 from .data_paths import open_path
 from .deletion_vectors import deleted_mask, read_deletion_vector
 from .errors import CorruptLogError, DataFileNotFoundError, InvalidArgumentError
+from .parquet_file import ParquetFile
 from .schema import partition_values_to_arrow
 from .storage import Storage
 
@@ -48,7 +49,7 @@ _OPS = {"=": "equal", "==": "equal", "!=": "not_equal", "<": "less", "<=": "less
 
 
 def _dnf(filter: Any) -> list[list[tuple[str, str, Any]]] | None:
-    if filter is None or isinstance(filter, pc.Expression):
+    if filter is None or isinstance(filter, ak.Expression):
         return None
     if not isinstance(filter, (list, tuple)) or not filter:
         raise InvalidArgumentError("filter must be a list of (column, op, value) tuples, a list of such "
@@ -61,13 +62,13 @@ def _dnf(filter: Any) -> list[list[tuple[str, str, Any]]] | None:
 def _atom(col: pa.Array | pa.ChunkedArray, op: str, value: Any) -> pa.Array:
     typ = col.type
     if op in ("in", "not in"):
-        vals = ab.array(list(value)).cast(typ) if value else pa.nulls(0, typ)
-        res = pc.is_in(col, value_set=vals)
-        return pc.invert(res) if op == "not in" else res
+        vals = ak.cast(ab.array(list(value)), typ) if value else pa.nulls(0, typ)
+        res = ak.is_in(col, vals)
+        return ak.invert(res) if op == "not in" else res
     if op not in _OPS:
         raise InvalidArgumentError(f"unsupported filter operator {op!r}; use one of {sorted(_OPS) + ['in', 'not in']}")
-    scalar = ab.scalar(value).cast(typ) if value is not None else pa.nulls(1, typ)[0]
-    return getattr(pc, _OPS[op])(col, scalar)
+    scalar = ak.cast(ab.scalar(value), typ) if value is not None else pa.nulls(1, typ)[0]
+    return ak.call(_OPS[op], col, scalar)
 
 
 def _dnf_mask(dnf: list[list[tuple[str, str, Any]]], table: pa.Table, only: set[str] | None = None) -> pa.Array:
@@ -81,8 +82,8 @@ def _dnf_mask(dnf: list[list[tuple[str, str, Any]]], table: pa.Table, only: set[
             if only is None or col in only:
                 if table.schema.get_field_index(col) < 0:
                     raise InvalidArgumentError(f"filter column {col!r} is not in the table schema")
-                m = pc.and_kleene(m, pc.fill_null(_atom(table.column(col), op, value), ab.scalar(False)))
-        mask = m if mask is None else pc.or_(mask, m)
+                m = ak.and_kleene(m, ak.fill_null(_atom(table.column(col), op, value), ab.scalar(False)))
+        mask = m if mask is None else ak.or_(mask, m)
     return mask
 
 
@@ -93,7 +94,7 @@ def partition_table(snap: Readable, files: pa.Table) -> pa.Table:
     cols, names = [], []
     for c in snap.partition_columns:
         key = stored_name(schema.field(c), mode)  # under column mapping, the physical name
-        raw = pc.map_lookup(files.column("partition_values"), ab.scalar(key, pa.string()), "first")
+        raw = ak.map_lookup(files.column("partition_values"), ab.scalar(key, pa.string()))
         cols.append(partition_values_to_arrow(raw, schema.field(c).type))
         names.append(c)
     return pa.table(cols, names=names) if cols else pa.table({"__n": pa.nulls(files.num_rows)}).drop(["__n"])
@@ -111,8 +112,8 @@ def _prune(snap: Readable, files: pa.Table, filter: Any) -> pa.Table:
                              "__i": ab.from_numpy(np.arange(files.num_rows))}).filter(filter).column("__i")
         except (pa.ArrowInvalid, pa.ArrowTypeError, KeyError, pa.ArrowNotImplementedError):
             return files
-        return files.take(keep)
-    return files.filter(_dnf_mask(dnf, parts, pset))
+        return ak.take(files, keep)
+    return ak.filter(files, _dnf_mask(dnf, parts, pset))
 
 
 def read_rows(snap: Readable, columns: list[str] | None = None, filter: Any = None) -> pa.Table:
@@ -124,10 +125,10 @@ def read_rows(snap: Readable, columns: list[str] | None = None, filter: Any = No
             raise InvalidArgumentError(f"columns {missing} are not in the table schema {schema.names}")
     files = _prune(snap, snap.files(), filter)
     result = read_files(snap, files)
-    if isinstance(filter, pc.Expression):
+    if isinstance(filter, ak.Expression):
         result = result.filter(filter)
     elif filter is not None:
-        result = result.filter(_dnf_mask(_dnf(filter), result))
+        result = ak.filter(result, _dnf_mask(_dnf(filter), result))
     if columns is not None:
         result = result.select(columns)
     return result
@@ -151,12 +152,10 @@ def read_files(snap: Readable, files: pa.Table) -> pa.Table:
     pieces = []
     paths = files.column("path").to_pylist()
     dvs = files.column("deletion_vector").to_pylist() if files.num_rows else []
-    # imported on the first data read, not with the module (see checkpoint_reader._open_parquet)
-    import pyarrow.parquet as pq
     for i, path in enumerate(paths):
         try:
-            # ParquetFile, not pq.read_table: that one goes through pyarrow.dataset, which imports pandas
-            t = pq.ParquetFile(open_path(snap.storage, path), coerce_int96_timestamp_unit="us").read()
+            # not pq.read_table: that one goes through pyarrow.dataset, which imports pandas
+            t = ParquetFile(open_path(snap.storage, path), coerce_int96_timestamp_unit="us").read()
         except FileNotFoundError:
             if "\ufffd" in path:   # what percent-decoding leaves of bytes that are not UTF-8
                 raise CorruptLogError(
@@ -167,12 +166,12 @@ def read_files(snap: Readable, files: pa.Table) -> pa.Table:
                 "exist (deleted by hand, or vacuumed with too short a retention?)", path=path) from None
         if dvs[i] is not None:
             deleted = read_deletion_vector(snap.storage, dvs[i], dv_cache)
-            t = t.filter(ab.from_numpy(deleted_mask(t.num_rows, deleted, f"{snap.uri}: data file {path}")))
+            t = ak.filter(t, ab.from_numpy(deleted_mask(t.num_rows, deleted, f"{snap.uri}: data file {path}")))
         n = t.num_rows
         arrays = []
         for f in out_schema:
             if f.name in pset:
-                arrays.append(pa.repeat(parts.column(f.name)[i], n).cast(f.type))
+                arrays.append(ak.cast(pa.repeat(parts.column(f.name)[i], n), f.type))
             else:
                 arrays.append(file_column(t, f, mode))
         pieces.append(pa.Table.from_arrays(arrays, names=out_schema.names))

@@ -24,10 +24,10 @@ from urllib.parse import unquote
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.json as pj
 
 from . import arrow_build as ab
+from . import arrow_kernels as ak
 from .action_schemas import (ADD_FIELDS, DV_TYPE, FILE_ACTION_SCHEMA, FILE_ACTION_TYPES, REMOVE_FIELDS,
                              STR_MAP, empty_file_actions)
 from .column_mapping import partition_keys_of
@@ -116,10 +116,10 @@ def _parse_json_logs(blobs: list[tuple[int, bytes, str]], partition_columns: Ite
     seqs = np.arange(seq_start, seq_start + total, dtype=np.int64)
     file_start_row = np.concatenate(([0], np.cumsum(counts)[:-1]))
     add_col, rm_col = t.column("add"), t.column("remove")
-    add_valid = pc.is_valid(add_col)
-    rm_valid = pc.is_valid(rm_col)
+    add_valid = ak.is_valid(add_col)
+    rm_valid = ak.is_valid(rm_col)
     others: list[tuple[int, dict[str, Any]]] = []
-    other_rows = _nonzero(pc.invert(pc.or_(add_valid, rm_valid)))
+    other_rows = _nonzero(ak.invert(ak.or_(add_valid, rm_valid)))
     if len(other_rows):
         files_of = np.searchsorted(file_start_row, other_rows, side="right") - 1
         for row, fi in zip(other_rows, files_of):
@@ -141,10 +141,10 @@ def _parse_json_logs(blobs: list[tuple[int, bytes, str]], partition_columns: Ite
             offset += n
             if not len(idx):
                 continue
-            cols = struct_columns(chunk.filter(vchunk), kind)
+            cols = struct_columns(ak.filter(chunk, vchunk), kind)
             tags = cols.pop("tags", None)       # an empty struct: which adds carry a tags object
             if tags is not None and tags.null_count < len(tags):
-                cols["tags"] = _tags_of(blobs, file_start_row, counts, idx, _nonzero(tags.is_valid()), kind)
+                cols["tags"] = _tags_of(blobs, file_start_row, counts, idx, _nonzero(ak.is_valid(tags)), kind)
             try:
                 tables.append(_assemble(cols, len(idx), kind == "add", versions[idx], seqs[idx]))
             except CorruptLogError:
@@ -172,7 +172,7 @@ def _nonzero(mask: pa.Array) -> np.ndarray:
 
     (``Array.to_numpy`` imports pandas on first use, which costs more than the replay.)
     """
-    idx = pc.indices_nonzero(mask)
+    idx = ak.indices_nonzero(mask)
     return np.frombuffer(idx.buffers()[1], dtype=np.uint64, count=len(idx),
                          offset=idx.offset * 8).astype(np.int64)
 
@@ -257,7 +257,7 @@ def struct_columns(s: pa.Array, kind: str) -> dict[str, pa.Array]:
             continue
         child = s.field(idx)
         if s.null_count:
-            child = pc.if_else(s.is_valid(), child, pa.nulls(len(s), child.type))
+            child = ak.if_else(ak.is_valid(s), child, pa.nulls(len(s), child.type))
         cols[cname] = child
     return cols
 
@@ -304,9 +304,9 @@ def _valid_parts(chunk: pa.Array) -> list[pa.Array]:
     """The non-null rows of ``chunk`` as zero-copy slices of contiguous runs (a filter if fragmented)."""
     if chunk.null_count == 0:
         return [chunk] if len(chunk) else []
-    runs = _runs(_nonzero(chunk.is_valid()))
+    runs = _runs(_nonzero(ak.is_valid(chunk)))
     if runs is None:
-        return [chunk.filter(chunk.is_valid())]
+        return [ak.filter(chunk, ak.is_valid(chunk))]
     return [chunk.slice(a, n) for a, n in runs]
 
 
@@ -321,7 +321,7 @@ def select_rows(t: pa.Table, mask: pa.Array | pa.ChunkedArray) -> pa.Table:
         mask = mask.combine_chunks() if mask.num_chunks != 1 else mask.chunk(0)
     runs = _runs(_nonzero(mask))
     if runs is None:
-        return t.filter(mask)
+        return ak.filter(t, mask)
     if len(runs) == 1 and runs[0] == (0, t.num_rows):
         return t
     return pa.concat_tables([t.slice(a, n) for a, n in runs]) if runs else t.slice(0, 0)
@@ -348,7 +348,7 @@ def struct_to_map(s: pa.Array) -> pa.Array:
         s = s.combine_chunks()
     n = len(s)
     if pa.types.is_map(s.type):
-        return s.cast(STR_MAP)
+        return ak.cast(s, STR_MAP)
     if pa.types.is_null(s.type):
         return pa.MapArray.from_arrays(ab.from_numpy(np.zeros(n + 1, dtype=np.int32)),
                                        pa.nulls(0, pa.string()), pa.nulls(0, pa.string()))
@@ -357,28 +357,28 @@ def struct_to_map(s: pa.Array) -> pa.Array:
     if k == 0 or n == 0:
         offsets = np.zeros(n + 1, dtype=np.int32)
         return pa.MapArray.from_arrays(ab.from_numpy(offsets), pa.nulls(0, pa.string()), pa.nulls(0, pa.string()))
-    children = [s.field(i).cast(pa.string()) for i in range(k)]
+    children = [ak.cast(s.field(i), pa.string()) for i in range(k)]
     stacked = pa.concat_arrays(children)
     idx = (np.arange(k, dtype=np.int64)[None, :] * n + np.arange(n, dtype=np.int64)[:, None]).ravel()
-    items = stacked.take(ab.from_numpy(idx))
-    keys = ab.array(names, pa.string()).take(ab.from_numpy(np.tile(np.arange(k, dtype=np.int32), n)))
+    items = ak.take(stacked, ab.from_numpy(idx))
+    keys = ak.take(ab.array(names, pa.string()), ab.from_numpy(np.tile(np.arange(k, dtype=np.int32), n)))
     offsets = ab.from_numpy(np.arange(0, n * k + 1, k, dtype=np.int32))
-    return pa.MapArray.from_arrays(offsets, keys, items, mask=s.is_null() if s.null_count else None)
+    return ab.with_validity(pa.MapArray.from_arrays(offsets, keys, items), ak.is_valid(s) if s.null_count else None)
 
 
 def _decode_paths(paths: pa.Array) -> pa.Array:
     """URL-decode the log's paths; only the few that contain '%' go through Python."""
     if not _any_byte(paths, b"%"):
         return paths
-    has_pct = pc.fill_null(pc.match_substring(paths, "%"), ab.scalar(False, pa.bool_()))
+    has_pct = ak.fill_null(ak.match_substring(paths, "%"), ab.scalar(False, pa.bool_()))
     idx = _nonzero(has_pct)
-    decoded = [unquote(p) for p in paths.take(ab.from_numpy(idx)).to_pylist()]
+    decoded = [unquote(p) for p in ak.take(paths, ab.from_numpy(idx)).to_pylist()]
     out = paths.to_pylist() if len(idx) * 4 > len(paths) else None
     if out is not None:
         for i, d in zip(idx, decoded):
             out[i] = d
         return ab.array(out, pa.string())
-    return pc.replace_with_mask(paths, has_pct, ab.array(decoded, pa.string()))
+    return ak.replace_with_mask(paths, has_pct, ab.array(decoded, pa.string()))
 
 
 _STEP = 1 << 20
@@ -417,12 +417,12 @@ def _assemble(cols: dict[str, Any], n: int, is_add: bool, versions, seqs) -> pa.
             if f.name == "deletion_vector":
                 a = _cast_dv(a)
             elif f.name in ("partition_values", "tags"):
-                a = struct_to_map(a) if pa.types.is_struct(a.type) else a.cast(STR_MAP)
+                a = struct_to_map(a) if pa.types.is_struct(a.type) else ak.cast(a, STR_MAP)
             elif a.type != f.type:
-                a = a.cast(f.type)
+                a = ak.cast(a, f.type)
             if f.name == "path":
                 a = _decode_paths(a)
-            elif f.name == "size" and a.null_count < len(a) and pc.min(a).as_py() < 0:
+            elif f.name == "size" and a.null_count < len(a) and ak.min_of(a) < 0:
                 raise CorruptLogError(f"{'an add' if is_add else 'a remove'} action with a negative size "
                                       "(the log is corrupt)")
             arrays.append(a)
@@ -439,10 +439,11 @@ def _cast_dv(a: pa.Array) -> pa.Array:
     children = []
     for f in DV_TYPE:
         try:
-            children.append(a.field(f.name).cast(f.type))
+            children.append(ak.cast(a.field(f.name), f.type))
         except KeyError:
             children.append(pa.nulls(len(a), f.type))
-    return pa.StructArray.from_arrays(children, fields=list(DV_TYPE), mask=a.is_null())
+    return ab.with_validity(pa.StructArray.from_arrays(children, fields=list(DV_TYPE)),
+                            ak.is_valid(a) if a.null_count else None)
 
 
 def actions_from_dicts(dicts: list[dict[str, Any]], is_add: bool, versions, seqs) -> pa.Table:
@@ -474,10 +475,10 @@ def file_keys(t: pa.Table, with_dv: bool) -> pa.Array:
         return path
     dv = t.column("deletion_vector").combine_chunks()
     empty = ab.scalar("", pa.string())
-    st = pc.fill_null(dv.field("storageType"), empty)
-    p = pc.fill_null(dv.field("pathOrInlineDv"), empty)
-    off = pc.fill_null(pc.cast(dv.field("offset"), pa.string()), empty)
-    return pc.binary_join_element_wise(path, st, p, off, ab.scalar("\x00", pa.string()))
+    st = ak.fill_null(dv.field("storageType"), empty)
+    p = ak.fill_null(dv.field("pathOrInlineDv"), empty)
+    off = ak.fill_null(ak.cast(dv.field("offset"), pa.string()), empty)
+    return ak.join_element_wise(path, st, p, off, separator=ab.scalar("\x00", pa.string()))
 
 
 def _has_dv(t: pa.Table) -> bool:
@@ -492,7 +493,7 @@ def reconcile(base: pa.Table | None, new: pa.Table) -> pa.Table:
     if new.num_rows == 0:
         return base if base is not None else empty_file_actions()
     with_dv = _has_dv(new) or (base is not None and _has_dv(base))
-    encoded = pc.dictionary_encode(file_keys(new, with_dv))
+    encoded = ak.dictionary_encode(file_keys(new, with_dv))
     winner_keys = encoded.dictionary
     if len(winner_keys) == len(encoded):
         winners = new  # every key appears once: nothing to resolve
@@ -503,11 +504,11 @@ def reconcile(base: pa.Table | None, new: pa.Table) -> pa.Table:
         seqs = ab.to_numpy(new.column("seq"))
         newest = np.full(len(winner_keys), np.iinfo(np.int64).min, dtype=np.int64)
         np.maximum.at(newest, key_ids, seqs)
-        winners = new.filter(ab.from_numpy(seqs == newest[key_ids]))
+        winners = ak.filter(new, ab.from_numpy(seqs == newest[key_ids]))
     if base is None or base.num_rows == 0:
         return winners
     base_keys = file_keys(base, with_dv)
-    touched = pc.is_in(base_keys, value_set=winner_keys)
-    if not pc.any(touched).as_py():
+    touched = ak.is_in(base_keys, winner_keys)
+    if not ak.any_true(touched):
         return pa.concat_tables([base, winners])  # appends only: no copy of the base
-    return pa.concat_tables([base.filter(pc.invert(touched)), winners])
+    return pa.concat_tables([ak.filter(base, ak.invert(touched)), winners])

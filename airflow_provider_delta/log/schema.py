@@ -35,9 +35,9 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from . import arrow_build as ab
+from . import arrow_kernels as ak
 from .actions import parse_schema_string
 from .errors import CorruptLogError, InvalidArgumentError, UnsupportedFeatureError
 from .features import FEATURE_OF_TYPE, PHYSICAL_NAME_KEY
@@ -329,7 +329,7 @@ def partition_values_to_arrow(values: Sequence[str | None] | pa.Array | pa.Chunk
     """
     _check_partition_type(t)
     arr = _as_string_array(values)
-    arr = pc.if_else(pc.equal(arr, ab.scalar("", arr.type)), pa.nulls(1, arr.type)[0], arr)
+    arr = ak.if_else(ak.equal(arr, ab.scalar("", arr.type)), pa.nulls(1, arr.type)[0], arr)
     try:
         return _parse(arr, t)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
@@ -345,13 +345,13 @@ def _parse(arr: pa.Array | pa.ChunkedArray, t: pa.DataType) -> pa.Array | pa.Chu
     if pa.types.is_timestamp(t):
         return _parse_timestamps(arr, t)
     if pa.types.is_boolean(t):
-        arr = pc.utf8_lower(arr)  # Spark's cast accepts "TRUE"; arrow's needs lower case
-    return arr.cast(t)
+        arr = ak.utf8_lower(arr)  # Spark's cast accepts "TRUE"; arrow's needs lower case
+    return ak.cast(arr, t)
 
 
 def _first_unparsable(arr: pa.Array | pa.ChunkedArray, t: pa.DataType) -> str | None:
     """Error path only: find the value to name in the message, one distinct value at a time."""
-    for value in pc.unique(arr).to_pylist():
+    for value in ak.unique(arr).to_pylist():
         if value is None:
             continue
         try:
@@ -364,11 +364,11 @@ def _first_unparsable(arr: pa.Array | pa.ChunkedArray, t: pa.DataType) -> str | 
 def _as_string_array(values: Any) -> pa.Array | pa.ChunkedArray:
     if isinstance(values, (pa.Array, pa.ChunkedArray)):
         if pa.types.is_dictionary(values.type):
-            values = values.cast(values.type.value_type)
+            values = ak.cast(values, values.type.value_type)
         if not (pa.types.is_string(values.type) or pa.types.is_large_string(values.type)
                 or _is(values.type, "is_string_view") or pa.types.is_null(values.type)):
             raise InvalidArgumentError(f"partition values must be strings, got an array of {values.type}")
-        return values.cast(pa.string())
+        return ak.cast(values, pa.string())
     if isinstance(values, (str, bytes)):
         raise InvalidArgumentError("partition values must be a sequence of strings, not one string")
     try:
@@ -381,10 +381,10 @@ def _parse_timestamps(arr: pa.Array | pa.ChunkedArray, t: pa.TimestampType) -> p
     # Values without an offset are read as UTC (the project's decision, as in delta-rs;
     # Delta Spark reads them in the session time zone, which is UTC on most clusters).
     # Giving them a "Z" lets one cast handle both forms.
-    has_offset = pc.match_substring_regex(arr, _OFFSET_RE)
-    normalized = pc.if_else(has_offset, arr, pc.binary_join_element_wise(arr, ab.scalar("Z"), ab.scalar("")))
-    instants = normalized.cast(pa.timestamp("us", tz="UTC"))
-    return instants.cast(pa.timestamp("us", tz=t.tz)).cast(t)
+    has_offset = ak.match_substring_regex(arr, _OFFSET_RE)
+    normalized = ak.if_else(has_offset, arr, ak.join_element_wise(arr, ab.scalar("Z"), separator=ab.scalar("")))
+    instants = ak.cast(normalized, pa.timestamp("us", tz="UTC"))
+    return ak.cast(ak.cast(instants, pa.timestamp("us", tz=t.tz)), t)
 
 
 def _check_partition_type(t: pa.DataType) -> None:
@@ -468,7 +468,7 @@ def _serialize_float(value: Any, t: pa.DataType) -> str:
     if pa.types.is_float64(t):
         return repr(value)
     # pyarrow prints the shortest decimal that round-trips at the column's width
-    return ab.scalar(value, t).cast(pa.string()).as_py()
+    return ak.cast(ab.scalar(value, t), pa.string()).as_py()
 
 
 def _serialize_decimal(value: Any, t: pa.DataType) -> str:

@@ -18,9 +18,9 @@ import typing
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from . import arrow_build as ab
+from . import arrow_kernels as ak
 from . import ict
 from .action_schemas import FILE_ACTION_SCHEMA, FILE_COLUMNS, TOMBSTONE_COLUMNS
 from .actions import Metadata, Protocol
@@ -240,19 +240,19 @@ class Snapshot:
 
     def num_files(self) -> int:
         a = self._load_state().actions
-        return pc.sum(a.column("is_add")).as_py() or 0 if a.num_rows else 0
+        return ak.sum_of(a.column("is_add")) or 0 if a.num_rows else 0
 
     def tombstones(self, now_ms: int | None = None) -> pa.Table:
         """Removes that have not expired (``delta.deletedFileRetentionDuration``, default 1 week)."""
         a = self._load_state().actions
         if not a.num_rows:
             return _empty(TOMBSTONE_COLUMNS)
-        rm = a.filter(pc.invert(a.column("is_add")))
+        rm = ak.filter(a, ak.invert(a.column("is_add")))
         now = int(time.time() * 1000) if now_ms is None else now_ms
         cutoff = now - deleted_file_retention_ms(self.configuration)
-        keep = pc.greater(pc.fill_null(rm.column("deletion_timestamp"), ab.scalar(0, pa.int64())),
+        keep = ak.greater(ak.fill_null(rm.column("deletion_timestamp"), ab.scalar(0, pa.int64())),
                           ab.scalar(cutoff, pa.int64()))
-        return rm.filter(keep).select(TOMBSTONE_COLUMNS)
+        return ak.filter(rm, keep).select(TOMBSTONE_COLUMNS)
 
     def transactions(self, include_expired: bool = False, now_ms: int | None = None) -> dict[str, tuple[int, int | None]]:
         """app id -> (version, lastUpdated), without those expired by ``delta.setTransactionRetentionDuration``."""

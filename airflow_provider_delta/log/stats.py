@@ -32,8 +32,8 @@ import math
 from typing import Any, Iterable
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from . import arrow_kernels as ak
 from .features import (DATA_SKIPPING_NUM_INDEXED_COLS_DEFAULT, DATA_SKIPPING_NUM_INDEXED_COLS_PROPERTY,
                        DATA_SKIPPING_STATS_COLUMNS_PROPERTY, DATA_SKIPPING_STRING_PREFIX_LENGTH_DEFAULT,
                        DATA_SKIPPING_STRING_PREFIX_LENGTH_PROPERTY)
@@ -109,13 +109,13 @@ def _bounds(arr: pa.ChunkedArray, typ: pa.DataType, prefix_len: int) -> tuple[An
         work = arr
         if pa.types.is_timestamp(typ) or pa.types.is_date(typ):
             storage = pa.int64() if (pa.types.is_timestamp(typ) or pa.types.is_date64(typ)) else pa.int32()
-            work = arr.cast(storage)
+            work = ak.cast(arr, storage)
         has_nan = False
         if pa.types.is_floating(typ):
-            has_nan = bool(pc.any(pc.is_nan(arr)).as_py() or False)
+            has_nan = ak.any_true(ak.is_nan(arr))
             if has_nan:
-                work = pc.if_else(pc.is_nan(arr), pa.nulls(1, typ)[0], arr)
-        mm = pc.min_max(work)
+                work = ak.if_else(ak.is_nan(arr), pa.nulls(1, typ)[0], arr)
+        mm = ak.min_max(work)
         lo, hi = mm["min"].as_py(), mm["max"].as_py()
         if lo is None:
             return None, None
@@ -137,8 +137,8 @@ def _bounds(arr: pa.ChunkedArray, typ: pa.DataType, prefix_len: int) -> tuple[An
         return lo, hi
     if pa.types.is_string(typ) or pa.types.is_large_string(typ) or _is_string_view(typ):
         if _is_string_view(typ):
-            arr = arr.cast(pa.large_string())
-        mm = pc.min_max(arr)
+            arr = ak.cast(arr, pa.large_string())
+        mm = ak.min_max(arr)
         lo, hi = mm["min"].as_py(), mm["max"].as_py()
         if lo is None:
             return None, None
