@@ -6,10 +6,8 @@ action types a writer builds (:class:`AddFile`, :class:`RemoveFile`, :class:`Met
 of :meth:`DeltaTable.commits_since`, and the error types, all deriving from
 :class:`DeltaError`. ``docs/architecture.md`` shows how the modules behind them are tiered.
 """
-from .actions import AddFile, DomainMetadata, Metadata, Protocol, RemoveFile
-from .catalog import StagedCommitsCatalog
+from .actions import Metadata, Protocol
 from . import commit_owner
-from .commit_owner import CommitOwner, InMemoryCommitOwner, owner_from_conf
 from .commit_source import CommitSource
 from .column_mapping import physical_schema
 from .deletion_vectors import read_deletion_vector
@@ -54,18 +52,27 @@ __all__ = [
 ]
 
 
+#: Public names of the commit-owner package, loaded with it on first use.
+_COMMIT_OWNER_NAMES = ("CommitOwner", "InMemoryCommitOwner", "SqlCommitOwner", "owner_from_conf")
+
+
 def __getattr__(name: str):
     """Public names of the write side, imported on first use (PEP 562).
 
     Reading a table is what most task processes do, each from a cold start; these names
-    pull in the write engine (transaction, committer, checkpoint writer, write planner)
-    or SQLAlchemy, which a reader never runs. ``DeltaTable`` loads its own write modules
-    the same way (see :mod:`.operations`).
+    pull in the write engine (transaction, committer, checkpoint writer, write planner),
+    the commit owners (SQLAlchemy for the SQL one), the catalog of staged commits and
+    the action classes only a writer builds, none of which a read of a filesystem table
+    runs. ``DeltaTable`` loads its own write modules the same way (see :mod:`.operations`).
     """
-    # SqlCommitOwner imports SQLAlchemy: the commit_owner package loads it on first use.
-    if name == "SqlCommitOwner":
-        return commit_owner.SqlCommitOwner
-    if name == "Transaction":
+    if name in _COMMIT_OWNER_NAMES:
+        value = getattr(commit_owner, name)
+    elif name in ("AddFile", "RemoveFile", "DomainMetadata"):
+        from . import commit_actions as module
+        value = getattr(module, name)
+    elif name == "StagedCommitsCatalog":
+        from .catalog import StagedCommitsCatalog as value
+    elif name == "Transaction":
         from .transaction import Transaction as value
     elif name in ("CheckpointPlan", "plan_checkpoint"):
         from . import distributed_checkpoint as module

@@ -1,8 +1,9 @@
-"""Delta log actions as small immutable classes, with JSON conversion.
+"""The protocol and metadata actions as small immutable classes, with JSON conversion.
 
-Replay of large logs never builds these objects per file: it works on Arrow
-tables (see :mod:`.replay`). These classes exist for what is read once per
-snapshot (protocol, metadata) and for what a writer puts into a commit.
+Every snapshot reads these two. The actions only a writer builds (add, remove, txn,
+domain metadata) are in :mod:`.commit_actions`, which a read never imports; replay of
+large logs never builds objects per file either: it works on Arrow tables (see
+:mod:`.replay`).
 Field names in ``to_json`` follow the protocol exactly; unknown fields in
 input are ignored, as the protocol requires.
 """
@@ -11,7 +12,6 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import quote
 
 from .errors import CorruptLogError
 
@@ -41,7 +41,7 @@ def parse_schema_string(schema_string: str | bytes) -> Any:
         raise CorruptLogError(f"Delta schemaString is not valid JSON: {e}") from None
 
 
-def _drop_none(d: dict[str, Any]) -> dict[str, Any]:
+def drop_none(d: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in d.items() if v is not None}
 
 
@@ -98,7 +98,7 @@ class Metadata:
             created_time=d.get("createdTime"))
 
     def to_json(self) -> dict[str, Any]:
-        return _drop_none({
+        return drop_none({
             "id": self.id, "name": self.name, "description": self.description,
             "format": {"provider": self.format_provider, "options": dict(self.format_options)},
             "schemaString": self.schema_string, "partitionColumns": list(self.partition_columns),
@@ -114,80 +114,3 @@ class Metadata:
                 conf[k] = str(v)
         return Metadata(self.id, self.schema_string, self.partition_columns, conf, self.name,
                         self.description, self.format_provider, dict(self.format_options), self.created_time)
-
-
-def encode_path(path: str) -> str:
-    """URL-encode a relative data file path for the log, as Delta Spark does (keeps '/', '=')."""
-    return quote(path, safe="/=:@$&+,;~-_.!*'()")
-
-
-@dataclass(frozen=True)
-class AddFile:
-    path: str                                  # relative to the table root, NOT url-encoded
-    size: int
-    partition_values: dict[str, str | None] = field(default_factory=dict)
-    modification_time: int = 0
-    data_change: bool = True
-    stats: str | None = None
-    tags: dict[str, str] | None = None
-    deletion_vector: dict[str, Any] | None = None
-    base_row_id: int | None = None
-    default_row_commit_version: int | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {"add": _drop_none({
-            "path": encode_path(self.path), "partitionValues": dict(self.partition_values),
-            "size": self.size, "modificationTime": self.modification_time, "dataChange": self.data_change,
-            "stats": self.stats, "tags": self.tags, "deletionVector": self.deletion_vector,
-            "baseRowId": self.base_row_id, "defaultRowCommitVersion": self.default_row_commit_version})}
-
-    def remove(self, deletion_timestamp: int, data_change: bool = True) -> "RemoveFile":
-        return RemoveFile(self.path, deletion_timestamp, data_change, True, dict(self.partition_values),
-                          self.size, self.stats, self.tags, self.deletion_vector)
-
-
-@dataclass(frozen=True)
-class RemoveFile:
-    path: str
-    deletion_timestamp: int | None = None
-    data_change: bool = True
-    extended_file_metadata: bool | None = True
-    partition_values: dict[str, str | None] | None = None
-    size: int | None = None
-    stats: str | None = None
-    tags: dict[str, str] | None = None
-    deletion_vector: dict[str, Any] | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {"remove": _drop_none({
-            "path": encode_path(self.path), "deletionTimestamp": self.deletion_timestamp,
-            "dataChange": self.data_change, "extendedFileMetadata": self.extended_file_metadata,
-            "partitionValues": self.partition_values, "size": self.size, "stats": self.stats,
-            "tags": self.tags, "deletionVector": self.deletion_vector})}
-
-
-@dataclass(frozen=True)
-class Txn:
-    app_id: str
-    version: int
-    last_updated: int | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {"txn": _drop_none({"appId": self.app_id, "version": self.version,
-                                   "lastUpdated": self.last_updated})}
-
-
-@dataclass(frozen=True)
-class DomainMetadata:
-    domain: str
-    configuration: str
-    removed: bool = False
-
-    def to_json(self) -> dict[str, Any]:
-        return {"domainMetadata": {"domain": self.domain, "configuration": self.configuration,
-                                   "removed": self.removed}}
-
-
-def dumps_actions(actions: list[dict[str, Any]]) -> bytes:
-    """Newline-delimited JSON for a commit file (one action per line)."""
-    return ("\n".join(json.dumps(a, separators=(",", ":")) for a in actions) + "\n").encode()

@@ -35,7 +35,7 @@ import pyarrow.parquet as pq
 
 from . import arrow_build as ab
 from .action_schemas import CHECKPOINT_METADATA_TYPE, REMOVE_TYPE, SIDECAR_TYPE
-from .actions import dumps_actions
+from .commit_actions import dumps_actions
 from .checkpoint_rows import (ROW_GROUP_ROWS, CheckpointLayout, action_batch, checkpoint_batches, checkpoint_layout,
                               non_file_rows, retained_txns_and_domains)
 from .errors import DeltaError, InvalidArgumentError, InvalidTableStateError, StorageError

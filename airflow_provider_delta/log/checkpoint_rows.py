@@ -34,7 +34,7 @@ import pyarrow.json as pj
 from . import arrow_build as ab
 from .action_schemas import (ADD_BASE_FIELDS, DOMAIN_TYPE, DV_TYPE, METADATA_TYPE, PROTOCOL_TYPE, REMOVE_TYPE,
                              STR_MAP, TXN_TYPE)
-from .actions import encode_path
+from .commit_actions import encode_path
 from .errors import InvalidTableStateError
 from .features import CHECKPOINT_STATS_AS_JSON_PROPERTY, CHECKPOINT_STATS_AS_STRUCT_PROPERTY, column_mapping_mode
 from .intervals import deleted_file_retention_ms, set_transaction_retention_ms

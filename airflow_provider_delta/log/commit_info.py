@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import __version__
-from .actions import AddFile, RemoveFile
+from .commit_actions import AddFile, RemoveFile
 
 ENGINE_NAME = "airflow-provider-delta"
 

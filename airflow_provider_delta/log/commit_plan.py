@@ -28,7 +28,8 @@ import pyarrow.compute as pc
 
 from . import arrow_build as ab
 from . import ict
-from .actions import AddFile, DomainMetadata, Metadata, Protocol, RemoveFile, Txn
+from .actions import Metadata, Protocol
+from .commit_actions import AddFile, DomainMetadata, RemoveFile, Txn
 from .column_mapping import partition_keys
 from .commit_owner.base import CommitOwner
 from .conflicts import ISOLATION_LEVELS, SNAPSHOT_ISOLATION, WRITE_SERIALIZABLE, ReadSet
@@ -37,7 +38,7 @@ from .features import (APPEND_ONLY_PROPERTY, FEATURE_PROPERTY_PREFIX, ISOLATION_
                        MANAGED_OWNER_PROPERTY, MIN_READER_VERSION_PROPERTY, MIN_WRITER_VERSION_PROPERTY,
                        Operation, check_can_add_data, features_in_use, is_downgrade, is_true,
                        protocol_with_features, require)
-from .managed_state import require_owner
+from .commit_route import require_owner
 from .schema import schema_to_arrow, validate_partition_columns
 from .snapshot import Snapshot
 from .table_log import TableLog

@@ -19,7 +19,7 @@ import time
 from typing import Any, Callable
 
 from . import ict
-from .actions import Txn, dumps_actions
+from .commit_actions import Txn, dumps_actions
 from .checkpoint import checkpoint_interval, maybe_auto_checkpoint
 from .commit_info import CommitProvenance, build_commit_info, operation_metrics
 from .commit_plan import CommitPlan

@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import unquote
 
-from .actions import dumps_actions
+from .commit_actions import dumps_actions
 from .errors import InvalidArgumentError, InvalidTableStateError
 from .features import Operation
 from .names import LOG_DIR, commit_path, compaction_path

@@ -17,14 +17,16 @@ import json
 from typing import Any, Callable
 
 from . import ict
-from .actions import Metadata, Protocol, dumps_actions
+from .actions import Metadata, Protocol
+from .commit_actions import dumps_actions
 from .commit_info import engine_info
 from .commit_owner.base import CommitOwner
 from .commit_owner.conf import check_owner_conf, dumps_owner_conf
 from .errors import CommitFailedError, CorruptLogError, InvalidArgumentError, InvalidTableStateError
 from .features import (MANAGED_COMMIT_FEATURE, MANAGED_OWNER_CONF_PROPERTY, MANAGED_OWNER_PROPERTY, Operation,
                        protocol_with_features, require)
-from .managed_state import require_owner, validate_managed_state
+from .commit_route import require_owner
+from .managed_state import validate_managed_state
 from .names import commit_path
 from .snapshot import Snapshot
 from .table_log import TableLog

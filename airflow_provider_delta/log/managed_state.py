@@ -4,16 +4,15 @@ A managed-commit table carries the writer feature ``managedCommit``, the propert
 ``delta.managedCommit.commitOwner`` naming its owner, optionally the owner's conf,
 and active in-commit timestamps (backfilled files get new mtimes, so commit times
 must come from inside the commits). Readers check these rules on every snapshot;
-writers also ask which owner to commit through. The conversions between
-filesystem and managed tables live in :mod:`.managed`.
+which owner a writer commits through is :mod:`.commit_route`'s question. The
+conversions between filesystem and managed tables live in :mod:`.managed`.
 """
 from __future__ import annotations
 
 from . import ict
 from .actions import Metadata, Protocol
-from .commit_owner.base import CommitOwner
 from .commit_owner.conf import parse_owner_conf
-from .errors import InvalidArgumentError, InvalidTableStateError
+from .errors import InvalidTableStateError
 from .features import MANAGED_COMMIT_FEATURE, MANAGED_OWNER_CONF_PROPERTY, MANAGED_OWNER_PROPERTY
 
 
@@ -58,24 +57,3 @@ def owner_of(metadata: Metadata) -> tuple[str, dict[str, str]] | None:
     if name is None:
         return None
     return name, parse_owner_conf(metadata.configuration.get(MANAGED_OWNER_CONF_PROPERTY))
-
-
-def require_owner(uri: str, opened_with: object, protocol: Protocol, metadata: Metadata) -> CommitOwner | None:
-    """The owner to commit through: None for a filesystem table, else ``opened_with``.
-
-    A writer of a managed-commit table must not write ``_delta_log/<v>.json`` itself,
-    so a missing or differently named owner is an error, not a fallback.
-    """
-    if not validate_managed_state(protocol, metadata):
-        return None
-    name = metadata.configuration[MANAGED_OWNER_PROPERTY]
-    if opened_with is None:
-        raise InvalidArgumentError(
-            f"{uri} is a managed-commit table owned by commit owner '{name}' (conf "
-            f"{metadata.configuration.get(MANAGED_OWNER_CONF_PROPERTY, '{}')}); open it with "
-            "DeltaTable(uri, commit_owner=...) to write or backfill it")
-    if not isinstance(opened_with, CommitOwner) or opened_with.name != name:
-        raise InvalidArgumentError(
-            f"{uri} is owned by commit owner '{name}', but the table was opened with "
-            f"'{getattr(opened_with, 'name', opened_with)}'")
-    return opened_with

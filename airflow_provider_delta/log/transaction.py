@@ -24,7 +24,8 @@ import pyarrow.compute as pc
 
 from . import arrow_build as ab
 from . import ict
-from .actions import AddFile, DomainMetadata, Metadata, Protocol, RemoveFile, Txn
+from .actions import Metadata, Protocol
+from .commit_actions import AddFile, DomainMetadata, RemoveFile, Txn
 from .commit_info import CommitProvenance
 from .commit_plan import PendingChanges, plan_commit
 from .committer import Committer

@@ -32,7 +32,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from . import arrow_build as ab
-from .actions import AddFile
+from .commit_actions import AddFile
 from .errors import DeltaError, InvalidArgumentError, TableNotFoundError
 from .schema import serialize_partition_value
 from .schema_fit import conform_to_schema

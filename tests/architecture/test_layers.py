@@ -15,7 +15,7 @@ LOG = f"{PACKAGE}.log"
 #: The tiers of the log package, lowest first. A module may import modules of its own tier
 #: or of a lower one, never of a higher one.
 LOG_TIERS: dict[str, set[str]] = {
-    "ground": {"errors", "names", "actions", "action_schemas", "arrow_build", "arrow_kernels", "parquet_file", "features", "schema", "schema_fit", "storage", "file_info", "local_files", "fsspec_files", "object_store",
+    "ground": {"errors", "names", "actions", "commit_actions", "action_schemas", "arrow_build", "arrow_kernels", "parquet_file", "features", "schema", "schema_fit", "storage", "file_info", "local_files", "fsspec_files", "object_store",
                "timeutil", "intervals", "ict", "stats", "commit_source", "catalog",
                "commit_owner", "commit_owner.base", "commit_owner.backfill", "commit_owner.conf",
                "commit_owner.in_memory", "commit_owner.records", "commit_owner.registry", "commit_owner.sql",
@@ -24,7 +24,7 @@ LOG_TIERS: dict[str, set[str]] = {
              "commit_timestamps", "managed_state", "reader", "snapshot", "history", "new_commits", "table_log",
              "deletion_vectors", "column_mapping", "data_paths", "change_rows",
              "change_feed", "remove_details"},
-    "write": {"conflicts", "commit_info", "checkpoint", "checkpoint_rows", "checkpoint_sources", "distributed_checkpoint", "commit_plan", "committer", "transaction", "write_plan", "writer",
+    "write": {"conflicts", "commit_route", "commit_info", "checkpoint", "checkpoint_rows", "checkpoint_sources", "distributed_checkpoint", "commit_plan", "committer", "transaction", "write_plan", "writer",
               "create", "compaction", "cleanup", "vacuum", "managed"},
     "top": {"table", "operations", "", "incremental"},
 }

@@ -111,13 +111,15 @@ def test_to_pyarrow(tables, kind):
 
 
 #: What reading a local table must not import: fsspec (local tables go through ``os``),
-#: SQLAlchemy (only the SQL commit owner needs it) and the write engine, each loaded on
-#: first use (``log/operations.py``, ``log/__init__.py``). Each costs every cold task.
+#: SQLAlchemy (only the SQL commit owner needs it), the write engine, the commit owners
+#: and the action classes only writers build, each loaded on first use
+#: (``log/operations.py``, ``log/__init__.py``, ``log/commit_owner/__init__.py``). Each
+#: costs every cold task.
 NOT_ON_LOCAL_READS = ("fsspec", "sqlalchemy") + tuple(f"airflow_provider_delta.log.{m}" for m in (
     "fsspec_files", "object_store", "writer", "transaction", "commit_plan", "committer", "conflicts",
     "commit_info", "create", "checkpoint", "checkpoint_rows", "checkpoint_sources", "distributed_checkpoint",
     "compaction", "cleanup", "vacuum", "managed", "write_plan", "incremental", "change_feed",
-    "commit_owner.sql"))
+    "commit_owner.sql", "commit_owner.base", "commit_actions", "commit_route", "catalog"))
 
 
 def assert_not_imported(code: str, names: Iterable[str], env: dict[str, str] | None = None) -> tuple[str, set]:
@@ -133,7 +135,7 @@ def assert_not_imported(code: str, names: Iterable[str], env: dict[str, str] | N
 @pytest.mark.parametrize("kind", ["json", "ours", "deltalake"])
 def test_local_read_imports_no_fsspec_sqlalchemy_or_write_engine(tables, kind):
     result, modules = assert_not_imported(f"""
-        from airflow_provider_delta.log import DeltaTable, InMemoryCommitOwner, TableNotFoundError
+        from airflow_provider_delta.log import DeltaTable, TableNotFoundError
         t = DeltaTable({tables[kind]!r})
         snap = t.snapshot()
         RESULT = (snap.version, snap.files().num_rows, t.latest_version(), snap.tombstones().num_rows,

@@ -20,7 +20,7 @@ import pyarrow as pa
 import pytest
 
 from airflow_provider_delta.log import ConcurrentModificationError, DeltaTable
-from airflow_provider_delta.log.actions import AddFile
+from airflow_provider_delta.log.commit_actions import AddFile
 
 COMMITS_PER_PROCESS = int(os.environ.get("DELTA_STRESS_SIZE", "10"))
 PROCESSES = 4

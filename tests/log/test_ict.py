@@ -9,7 +9,8 @@ import pyarrow as pa
 import pytest
 
 from airflow_provider_delta.log import DeltaTable, TimestampOutOfRangeError
-from airflow_provider_delta.log.actions import AddFile, Protocol
+from airflow_provider_delta.log.actions import Protocol
+from airflow_provider_delta.log.commit_actions import AddFile
 from airflow_provider_delta.log.ict import (ENABLEMENT_TIMESTAMP_PROPERTY, ENABLEMENT_VERSION_PROPERTY,
                                             next_timestamp)
 

@@ -13,7 +13,8 @@ import pyarrow as pa
 import pytest
 
 from airflow_provider_delta.log import DeltaTable
-from airflow_provider_delta.log.actions import Metadata, Protocol, dumps_actions
+from airflow_provider_delta.log.actions import Metadata, Protocol
+from airflow_provider_delta.log.commit_actions import dumps_actions
 from airflow_provider_delta.log.commit_owner import InMemoryCommitOwner, SqlCommitOwner
 from airflow_provider_delta.log.errors import (
     CommitFailedError, CorruptLogError, InvalidArgumentError, InvalidTableStateError)

@@ -13,7 +13,8 @@ import pytest
 
 from airflow_provider_delta.log import (CommitFailedError, ConcurrentModificationError, DeltaTable,
                                         InvalidArgumentError, UnsupportedFeatureError)
-from airflow_provider_delta.log.actions import AddFile, Metadata, Protocol, RemoveFile
+from airflow_provider_delta.log.actions import Metadata, Protocol
+from airflow_provider_delta.log.commit_actions import AddFile, RemoveFile
 from airflow_provider_delta.log.transaction import Transaction
 
 SCHEMA = pa.schema([("id", pa.int64()), ("p", pa.string())])
