@@ -59,16 +59,43 @@ def _open_parquet(storage: "Storage", path: str) -> ParquetFile:
         raise CorruptLogError(f"checkpoint {path} cannot be read as parquet: {e}", path=path) from None
 
 
-def _read_parquet_non_file(pf: ParquetFile, path: str, only_pm: bool, with_pm: bool = True) -> CheckpointContent:
+def _non_file_columns(pf: ParquetFile, with_pm: bool, with_others: bool) -> list[str]:
     names = set(pf.schema_arrow.names)
-    wanted = ["protocol", "metaData"] if only_pm else [c for c in _NON_FILE_COLUMNS
-                                                          if with_pm or c not in ("protocol", "metaData")]
-    cols = [c for c in wanted if c in names]
+    return [c for c in _NON_FILE_COLUMNS if (with_pm if c in ("protocol", "metaData") else with_others) and c in names]
+
+
+def _file_columns(pf: ParquetFile) -> dict[str, list[str]]:
+    """kind -> the leaves of its file-action fields present in the checkpoint (a kind
+    without ``path`` is left out)."""
+    schema = pf.schema_arrow
+    out = {}
+    for kind, fields in (("add", ADD_FIELDS), ("remove", REMOVE_FIELDS)):
+        idx = schema.get_field_index(kind)
+        if idx < 0:
+            continue
+        struct = schema.field(idx).type
+        present = {struct.field(i).name for i in range(struct.num_fields)}
+        if "path" in present:
+            out[kind] = [f"{kind}.{j}" for j, _ in fields if j in present]
+    return out
+
+
+def read_parquet_part(pf: ParquetFile, version: int, seq: int, with_files: bool, with_pm: bool,
+                      with_others: bool = True) -> tuple[CheckpointContent, list[pa.Table]]:
+    """The non-file actions of one checkpoint file (``with_others``: txn, domainMetadata,
+    sidecar...; ``with_pm``: protocol and metaData) and, ``with_files``, its normalized file
+    actions (adds, then removes): all columns in one pass over the file.
+
+    ``pf``: a :class:`ParquetFile`, or anything with its ``schema_arrow`` and ``read``
+    (a parallel checkpoint worker's row groups)."""
+    non_file = _non_file_columns(pf, with_pm, with_others)
+    file_cols = _file_columns(pf) if with_files else {}
     out = CheckpointContent()
-    if not cols:
-        return out
-    t = pf.read(columns=cols)
-    for c in cols:
+    columns = non_file + [c for leaves in file_cols.values() for c in leaves]
+    if not columns:
+        return out, []
+    t = pf.read(columns=columns)
+    for c in non_file:
         col = t.column(c)
         if col.null_count == len(col):
             continue
@@ -79,29 +106,16 @@ def _read_parquet_non_file(pf: ParquetFile, path: str, only_pm: bool, with_pm: b
             out.metadata = rows[-1]
         else:
             out.others.extend({c: r} for r in rows)
-    return out
-
-
-def _read_parquet_files(pf: ParquetFile, version: int, seq: int) -> list[pa.Table]:
-    schema = pf.schema_arrow
     tables = []
-    for kind, fields in (("add", ADD_FIELDS), ("remove", REMOVE_FIELDS)):
-        idx = schema.get_field_index(kind)
-        if idx < 0:
-            continue
-        present = {schema.field(idx).type.field(i).name for i in range(schema.field(idx).type.num_fields)}
-        sel = [(j, c) for j, c in fields if j in present]
-        if not any(j == "path" for j, _ in sel):
-            continue
-        t = pf.read(columns=[f"{kind}.{j}" for j, _ in sel])
+    for kind in file_cols:
         fa = file_actions_from_struct(t.column(kind), kind, version, seq)
-        if kind == "add" and "stats_parsed" in present and fa.num_rows and \
-                fa.column("stats").null_count == fa.num_rows:
+        if kind == "add" and fa.num_rows and fa.column("stats").null_count == fa.num_rows and \
+                "stats_parsed" in {f.name for f in pf.schema_arrow.field("add").type}:
             fa = _stats_from_parsed(pf, fa)
         if fa.num_rows:
             tables.append(fa)
             seq += fa.num_rows
-    return tables
+    return out, tables
 
 
 def _json_default(v: Any) -> Any:
@@ -146,12 +160,12 @@ def read_checkpoint(storage: "Storage", files: list[LogFile], version: int,
         if f.fmt == "json":
             part = _read_json_checkpoint(storage, f, version, with_files)
         else:
-            pf = _open_parquet(storage, f.path)
-            part = _read_parquet_non_file(pf, f.path, only_pm=not with_files, with_pm=with_protocol_metadata)
-            if with_files:
-                for t in _read_parquet_files(pf, version, seq):
-                    tables.append(t)
-                    seq += t.num_rows
+            # without files, only protocol and metadata are asked for
+            part, part_tables = read_parquet_part(_open_parquet(storage, f.path), version, seq, with_files,
+                                                  with_protocol_metadata, with_others=with_files)
+            for t in part_tables:
+                tables.append(t)
+                seq += t.num_rows
         content.protocol = part.protocol or content.protocol
         content.metadata = part.metadata or content.metadata
         content.others.extend(part.others)
@@ -171,7 +185,7 @@ def read_checkpoint(storage: "Storage", files: list[LogFile], version: int,
             except FileNotFoundError:
                 raise CorruptLogError(f"checkpoint {version} names sidecar {path}, which is missing",
                                       path=full) from None
-            for t in _read_parquet_files(pf, version, seq):
+            for t in read_parquet_part(pf, version, seq, with_files=True, with_pm=False, with_others=False)[1]:
                 tables.append(t)
                 seq += t.num_rows
         content.file_actions = pa.concat_tables(tables) if tables else empty_file_actions()

@@ -39,7 +39,7 @@ from .action_schemas import REMOVE_TYPE, empty_file_actions
 from .actions import Metadata, Protocol
 from .checkpoint import (_check_backfilled, _part_names, _PartWriter, _publish, _validate_parts, _wants_v2,
                          write_last_checkpoint, write_v2_manifest)
-from .checkpoint_reader import _read_json_checkpoint, _read_parquet_files, _read_parquet_non_file
+from .checkpoint_reader import _read_json_checkpoint, read_parquet_part
 from .checkpoint_rows import SPARK_HASH_SEED, CheckpointLayout, _split_by_part, checkpoint_batches, checkpoint_layout
 from .checkpoint_sources import LogSource, RowGroups, protocol_metadata, segment_sources
 from .commit_reader import read_blobs
@@ -143,10 +143,9 @@ class CheckpointPlan:
             files = [content.file_actions] if content.file_actions is not None else []
             return files, [(source.version, o) for o in content.others]
         pf = RowGroups(storage, f.path, source.row_groups)
-        others = []
-        if source.non_file:
-            others = [(source.version, o) for o in _read_parquet_non_file(pf, f.path, only_pm=False).others]
-        return _read_parquet_files(pf, source.version, 0), others
+        content, files = read_parquet_part(pf, source.version, 0, with_files=True, with_pm=False,
+                                           with_others=source.non_file)
+        return files, [(source.version, o) for o in content.others]
 
     # ----------------------------------------------------------------- writing
     def stage_part(self, index: int, items: Iterable[tuple[str, Any]]) -> StagedPart:
