@@ -16,7 +16,9 @@ future pyarrow moved them, the public module is used instead.
 """
 from __future__ import annotations
 
-from typing import Any
+import os
+import threading
+from typing import Any, Sequence
 
 import pyarrow as pa
 
@@ -39,6 +41,38 @@ def call(name: str, *args: ArrowData, options: Any = None) -> ArrowData:
 def filter(data: ArrowData, mask: ArrowData) -> ArrowData:  # noqa: A001 (pyarrow's name)
     """Rows of ``data`` (array or table) where ``mask`` is true; null counts as false."""
     return call("filter", data, mask, options=_kernels.FilterOptions("drop"))
+
+
+def filter_each(pairs: Sequence[tuple[ArrowData, ArrowData]]) -> list[ArrowData]:
+    """``filter(data, mask)`` of every pair, the pairs spread over the machine's cores.
+
+    A kernel call runs on one core and releases the GIL; replay filters each chunk of a
+    parsed log (copying its strings, the bulk of a cold read after the parse), so with
+    several cores the chunks are filtered side by side. Threads, not a pool: nothing
+    is imported for it and no thread outlives the call.
+    """
+    workers = min(len(pairs), os.cpu_count() or 1)
+    if workers <= 1:
+        return [filter(d, m) for d, m in pairs]
+    out: list[Any] = [None] * len(pairs)
+    errors: list[BaseException] = []
+
+    def work(first: int) -> None:
+        try:
+            for i in range(first, len(pairs), workers):
+                out[i] = filter(*pairs[i])
+        except BaseException as e:  # re-raised in the caller's thread
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(w,), daemon=True) for w in range(1, workers)]
+    for t in threads:
+        t.start()
+    work(0)
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+    return out
 
 
 def take(data: ArrowData, indices: ArrowData) -> ArrowData:

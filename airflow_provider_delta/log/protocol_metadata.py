@@ -14,7 +14,7 @@ from typing import Any
 
 from .actions import Metadata, Protocol
 from .checkpoint_reader import read_checkpoint
-from .commit_reader import read_blobs
+from .commit_reader import CommitBlobs, read_blobs
 from .errors import CorruptLogError
 from .segment import LogSegment
 from .storage import Storage
@@ -51,20 +51,25 @@ def _last_line(pattern: re.Pattern, data: bytes) -> dict[str, Any] | None:
         return None
 
 
-def newest_protocol_metadata(blobs: list[tuple[int, bytes, str]]) -> tuple[Any, Any]:
+def newest_protocol_metadata(blobs: CommitBlobs | list[tuple[int, bytes, str]]) -> tuple[Any, Any]:
     """The raw ``protocol`` and ``metaData`` values of the newest blobs that carry them (None if none).
 
     A commit holds at most one of each (PROTOCOL.md); one with two is ambiguous (engines
     disagree on which wins), so it is refused as corrupt, as Delta Spark does.
     """
+    if not isinstance(blobs, CommitBlobs):
+        blobs = CommitBlobs.join(blobs)
     protocol = metadata = None
-    for version, data, path in reversed(blobs):
+    buf = blobs.buffer
+    for i in reversed(range(len(blobs))):
         # one substring pass per kind over a commit that lacks both (most of them); searching
         # backwards is about twice as fast as ``in`` for these needles (CPython's reverse search)
         found = {}
+        start, end = blobs.span(i)
         for pattern, kind, key in _KINDS:
-            if data.rfind(key) < 0:
+            if buf.rfind(key, start, end) < 0:
                 continue
+            version, data, path = blobs[i]    # a copy of this one commit
             if data.count(key) > 1 and len(pattern.findall(data)) > 1:
                 raise CorruptLogError(f"{path}: commit {version} holds more than one {kind} action",
                                       path=path)
@@ -79,7 +84,8 @@ def newest_protocol_metadata(blobs: list[tuple[int, bytes, str]]) -> tuple[Any, 
 
 
 def load_protocol_metadata(storage: Storage, segment: LogSegment,
-                           blobs: list[tuple[int, bytes, str]] | None = None) -> tuple[Protocol, Metadata]:
+                           blobs: CommitBlobs | list[tuple[int, bytes, str]] | None = None
+                           ) -> tuple[Protocol, Metadata]:
     """Protocol and metadata of the segment's version: newest commit that has them, else checkpoint."""
     if blobs is None:
         blobs = read_blobs(storage, segment.commits)

@@ -31,7 +31,7 @@ from . import arrow_kernels as ak
 from .action_schemas import (ADD_FIELDS, DV_TYPE, FILE_ACTION_SCHEMA, FILE_ACTION_TYPES, REMOVE_FIELDS,
                              STR_MAP, empty_file_actions)
 from .column_mapping import partition_keys_of
-from .commit_reader import parse_json_lines
+from .commit_reader import CommitBlobs, parse_json_lines
 from .errors import CorruptLogError
 
 
@@ -86,33 +86,37 @@ def _new_partition_keys(others: list[tuple[int, dict[str, Any]]], known: list[st
     return out
 
 
-def _parse_json_logs(blobs: list[tuple[int, bytes, str]], partition_columns: Iterable[str],
+def _parse_json_logs(blobs: CommitBlobs | list[tuple[int, bytes, str]], partition_columns: Iterable[str],
                      seq_start: int = 0) -> ParsedLog:
-    """Parse newline-delimited JSON files ``(version, bytes, path)`` given in log order.
+    """Parse newline-delimited JSON files given in log order (as read, or ``(version, bytes, path)``).
 
-    The files are joined into one buffer and parsed in a single pass by Arrow's JSON
+    The files, in one buffer (see ``CommitBlobs``), are parsed in a single pass by Arrow's JSON
     reader with a schema holding only ``add`` and ``remove`` (other keys are skipped
     by the C++ parser). Row i of the result is line i, so the few other lines
     (protocol, metaData, txn, commitInfo, ...) are found by position and parsed
     with ``json``. The result stays chunked as Arrow produced it: no full copy.
     """
-    blobs = [(v, d if d.endswith(b"\n") else d + b"\n", p) for v, d, p in blobs if d]
-    if not blobs:
+    if not isinstance(blobs, CommitBlobs):
+        blobs = CommitBlobs.join(blobs)
+    buf, bounds = blobs.buffer, blobs.bounds
+    if not len(blobs) or bounds[-1] == bounds[0]:
         return ParsedLog(empty_file_actions())
-    counts = np.fromiter((d.count(b"\n") for _, d, _ in blobs), dtype=np.int64, count=len(blobs))
+    counts = np.fromiter((buf.count(b"\n", bounds[i], bounds[i + 1]) for i in range(len(blobs))),
+                         dtype=np.int64, count=len(blobs))
     total = int(counts.sum())
     pcols = list(dict.fromkeys(partition_columns))
     try:
-        t = _read_file_actions_json(b"".join(d for _, d, _ in blobs), pcols)
+        t = _read_file_actions_json(pa.py_buffer(buf)[bounds[0]:bounds[-1]], pcols)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
         return _parse_slow(blobs, seq_start)
     if t.num_rows != total:
         # blank lines (hand-made logs): drop them so that row i is line i, then retry
-        cleaned = [(v, b"\n".join(x for x in d.splitlines() if x.strip()) + b"\n", p) for v, d, p in blobs]
-        if any(len(c[1]) != len(b[1]) for c, b in zip(cleaned, blobs)):
+        given = [b for b in blobs if b[1]]
+        cleaned = [(v, b"\n".join(x for x in d.splitlines() if x.strip()) + b"\n", p) for v, d, p in given]
+        if any(len(c[1]) != len(b[1]) for c, b in zip(cleaned, given)):
             return _parse_json_logs([c for c in cleaned if c[1].strip()], partition_columns, seq_start)
         return _parse_slow(blobs, seq_start)
-    versions = np.repeat(np.fromiter((v for v, _, _ in blobs), dtype=np.int64, count=len(blobs)), counts)
+    versions = np.repeat(np.asarray(blobs.versions, dtype=np.int64), counts)
     seqs = np.arange(seq_start, seq_start + total, dtype=np.int64)
     file_start_row = np.concatenate(([0], np.cumsum(counts)[:-1]))
     add_col, rm_col = t.column("add"), t.column("remove")
@@ -123,48 +127,49 @@ def _parse_json_logs(blobs: list[tuple[int, bytes, str]], partition_columns: Ite
     if len(other_rows):
         files_of = np.searchsorted(file_start_row, other_rows, side="right") - 1
         for row, fi in zip(other_rows, files_of):
-            version, data, path = blobs[fi]
-            line = _nth_line(data, int(row - file_start_row[fi]), int(counts[fi]))
+            line = _nth_line(buf, *blobs.span(fi), int(row - file_start_row[fi]), int(counts[fi]))
             try:
                 obj = json.loads(line)
             except ValueError:
                 _raise_first_bad_line(blobs)
             if not isinstance(obj, dict):
                 _raise_first_bad_line(blobs)
-            others.append((version, obj))
-    tables = []
+            others.append((blobs.versions[fi], obj))
+    jobs = []   # (kind, rows of the kind's actions in this chunk, the chunk, its validity)
     for col, valid, kind in ((add_col, add_valid, "add"), (rm_col, rm_valid, "remove")):
         offset = 0
         for chunk, vchunk in zip(col.chunks, valid.chunks):
-            n = len(chunk)
             idx = _nonzero(vchunk) + offset
-            offset += n
-            if not len(idx):
-                continue
-            cols = struct_columns(ak.filter(chunk, vchunk), kind)
-            tags = cols.pop("tags", None)       # an empty struct: which adds carry a tags object
-            if tags is not None and tags.null_count < len(tags):
-                cols["tags"] = _tags_of(blobs, file_start_row, counts, idx, _nonzero(ak.is_valid(tags)), kind)
-            try:
-                tables.append(_assemble(cols, len(idx), kind == "add", versions[idx], seqs[idx]))
-            except CorruptLogError:
-                return _parse_slow(blobs, seq_start)  # names the file and line at fault
+            offset += len(chunk)
+            if len(idx):
+                jobs.append((kind, idx, chunk, vchunk))
+    selected = ak.filter_each([(chunk, vchunk) for _, _, chunk, vchunk in jobs])
+    tables = []
+    for (kind, idx, _, _), rows in zip(jobs, selected):
+        cols = struct_columns(rows, kind)
+        tags = cols.pop("tags", None)       # an empty struct: which adds carry a tags object
+        if tags is not None and tags.null_count < len(tags):
+            cols["tags"] = _tags_of(blobs, file_start_row, counts, idx, _nonzero(ak.is_valid(tags)), kind)
+        try:
+            tables.append(_assemble(cols, len(idx), kind == "add", versions[idx], seqs[idx]))
+        except CorruptLogError:
+            return _parse_slow(blobs, seq_start)  # names the file and line at fault
     fa = pa.concat_tables(tables) if len(tables) > 1 else (tables[0] if tables else empty_file_actions())
     return ParsedLog(fa, others)
 
 
-def _nth_line(data: bytes, k: int, n_lines: int) -> bytes:
-    """Line ``k`` (0-based) of ``data``, scanning from whichever end is nearer."""
+def _nth_line(buf: bytes | bytearray, start: int, end: int, k: int, n_lines: int) -> bytes:
+    """Line ``k`` (0-based) of the ``n_lines`` in ``buf[start:end]`` (which ends with a newline),
+    scanning from whichever end is nearer."""
     if k <= n_lines // 2:
-        start = 0
         for _ in range(k):
-            start = data.index(b"\n", start) + 1
-        return data[start:data.index(b"\n", start)]
-    end = len(data) - 1  # data ends with "\n"
+            start = buf.index(b"\n", start, end) + 1
+        return bytes(buf[start:buf.index(b"\n", start, end)])
+    stop = end - 1
     for _ in range(n_lines - 1 - k):
-        end = data.rindex(b"\n", 0, end)
-    start = data.rfind(b"\n", 0, end) + 1
-    return data[start:end]
+        stop = buf.rindex(b"\n", start, stop)
+    before = buf.rfind(b"\n", start, stop)
+    return bytes(buf[start if before < 0 else before + 1:stop])
 
 
 def _nonzero(mask: pa.Array) -> np.ndarray:
@@ -177,7 +182,7 @@ def _nonzero(mask: pa.Array) -> np.ndarray:
                          offset=idx.offset * 8).astype(np.int64)
 
 
-def _read_file_actions_json(big: bytes, pcols: list[str]) -> pa.Table:
+def _read_file_actions_json(big: pa.Buffer, pcols: list[str]) -> pa.Table:
     common = [
         pa.field("path", pa.string()),
         pa.field("partitionValues", pa.struct([(c, pa.string()) for c in pcols])),
@@ -202,15 +207,14 @@ def _read_file_actions_json(big: bytes, pcols: list[str]) -> pa.Table:
                                                       newlines_in_values=False))
 
 
-def _tags_of(blobs, file_start_row: np.ndarray, counts: np.ndarray, rows: np.ndarray, present: np.ndarray,
+def _tags_of(blobs: CommitBlobs, file_start_row: np.ndarray, counts: np.ndarray, rows: np.ndarray, present: np.ndarray,
              kind: str) -> pa.Array:
     """Tags of the actions on lines ``rows`` (``present``: positions in ``rows`` that carry a tags
     object). Tags have free-form keys: those lines are parsed with ``json``."""
     vals: list[Any] = [None] * len(rows)
     files_of = np.searchsorted(file_start_row, rows[present], side="right") - 1
     for j, fi in zip(present, files_of):
-        data = blobs[fi][1]
-        line = _nth_line(data, int(rows[j] - file_start_row[fi]), int(counts[fi]))
+        line = _nth_line(blobs.buffer, *blobs.span(fi), int(rows[j] - file_start_row[fi]), int(counts[fi]))
         tags = json.loads(line)[kind].get("tags")
         vals[j] = [(str(k), None if v is None else str(v)) for k, v in tags.items()] if tags else None
     return ab.array(vals, STR_MAP)
@@ -328,7 +332,7 @@ def select_rows(t: pa.Table, mask: pa.Array | pa.ChunkedArray) -> pa.Table:
 
 
 def _describe(blobs) -> str:
-    paths = [p for _, _, p in blobs]
+    paths = blobs.paths if isinstance(blobs, CommitBlobs) else [p for _, _, p in blobs]
     return paths[0] if len(paths) == 1 else f"{len(paths)} log files ({paths[0]} ... {paths[-1]})"
 
 

@@ -26,7 +26,7 @@ from .action_schemas import FILE_ACTION_SCHEMA, FILE_COLUMNS, TOMBSTONE_COLUMNS
 from .actions import Metadata, Protocol
 from .checkpoint_reader import read_checkpoint
 from .column_mapping import partition_keys, partition_keys_of
-from .commit_reader import read_blobs
+from .commit_reader import CommitBlobs, read_blobs
 from .commit_source import CommitSource
 from .commit_timestamps import commit_timestamp
 from .errors import CorruptLogError, VersionNotFoundError
@@ -94,7 +94,7 @@ class Snapshot:
     """The table at ``version``. Build it with ``DeltaTable.snapshot()``."""
 
     def __init__(self, log: LogAccess, segment: LogSegment, protocol: Protocol, metadata: Metadata,
-                 blobs: list[tuple[int, bytes, str]] | None, state: _State | None = None):
+                 blobs: CommitBlobs | None, state: _State | None = None):
         self.log = log
         self.segment = segment
         self.protocol = protocol
@@ -204,7 +204,7 @@ class Snapshot:
         if self._state is not None or self._checked_through >= self.version:
             return
         blobs = self._blobs if self._blobs is not None else read_blobs(self.storage, self.segment.commits)
-        blobs = [b for b in blobs if b[0] > self._checked_through]
+        blobs = blobs.since(self._checked_through)
         for _, data, path in blobs:
             try:
                 data.decode("utf-8")
@@ -298,7 +298,7 @@ class Snapshot:
             metadata = m if new_metadata is not None else metadata
         _check(self.log, protocol, metadata, latest)
         if self._state is None:
-            blobs = (self._blobs or []) + new_blobs if self._blobs is not None else None
+            blobs = self._blobs + new_blobs if self._blobs is not None else None
             if blobs is None:
                 return load_snapshot(self.log, None, listing)
             fresh = Snapshot(self.log, segment, protocol, metadata, blobs)

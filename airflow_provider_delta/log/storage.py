@@ -150,6 +150,10 @@ class Storage:
     def read_bytes(self, rel_or_abs: str) -> bytes:
         return self.files.read_bytes(self._resolve(rel_or_abs))
 
+    def read_into(self, rel_or_abs: str, view: memoryview) -> int | None:
+        """A local file read into ``view`` (its length, None if it does not fit); local storage only."""
+        return self.files.read_into(self._resolve(rel_or_abs), view)
+
     def open(self, rel_or_abs: str, mode: str = "rb"):
         return self.files.open(self._resolve(rel_or_abs), mode)
 

@@ -5,7 +5,7 @@ the commits that landed since, and give exactly what a fresh load gives: version
 protocol, metadata, live files, tombstones, app transactions and domain metadata.
 Commits are written by delta-rs (``deltalake``, real data files) and by hand (for the
 actions delta-rs does not write: metadata/protocol changes, domain metadata, txn with
-removes). Reads are counted by wrapping ``table.storage.read_bytes`` (observation only).
+removes). Reads are counted by wrapping ``table.storage.read_bytes`` and ``read_into`` (observation only).
 """
 from __future__ import annotations
 
@@ -23,17 +23,19 @@ NOW = 2_000_000_000_000  # fixed "now" for tombstone retention, so the compariso
 
 
 class Reads:
-    """Paths passed to ``storage.read_bytes`` of one DeltaTable."""
+    """Paths passed to ``storage.read_bytes`` or ``read_into`` (commits read into one buffer)
+    of one DeltaTable."""
 
     def __init__(self, table: DeltaTable, monkeypatch):
         self.paths: list[str] = []
-        orig = table.storage.read_bytes
+        for name in ("read_bytes", "read_into"):
+            monkeypatch.setattr(table.storage, name, self._counting(getattr(table.storage, name)))
 
+    def _counting(self, orig):
         def counting(path, *a, **kw):
             self.paths.append(str(path))
             return orig(path, *a, **kw)
-
-        monkeypatch.setattr(table.storage, "read_bytes", counting)
+        return counting
 
     def commit_versions(self) -> list[int]:
         out = []

@@ -280,14 +280,14 @@ def ict_log(tmp_path_factory):
 
 
 class ReadCounter:
-    """Counts file reads of one table: Storage.read_bytes / Storage.open and the fsspec
+    """Counts file reads of one table: Storage.read_bytes / read_into / open and the fsspec
     filesystem's cat_file (which bulk ``fs.cat`` uses). Observation only: every call is
     passed through unchanged."""
 
     def __init__(self, table: DeltaTable, monkeypatch):
         self.paths: list[str] = []
         storage = table.storage
-        for obj, name in ((storage, "read_bytes"), (storage, "open"), (storage.fs, "cat_file")):
+        for obj, name in ((storage, "read_bytes"), (storage, "read_into"), (storage, "open"), (storage.fs, "cat_file")):
             orig = getattr(obj, name)
             monkeypatch.setattr(obj, name, self._wrap(orig, name))
         self._depth = 0
