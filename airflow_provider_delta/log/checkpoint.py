@@ -67,11 +67,17 @@ class _PartWriter:
         self.adds = 0
         self.pending: list[pa.RecordBatch] = []
         self.pending_rows = 0
+        self.pending_kind = ""
         self.size = 0
 
     def write(self, batch: pa.RecordBatch, kind: str) -> None:
         if batch.num_rows == 0:
             return
+        if kind != "meta" and self.pending_kind == "meta":
+            # the few non-file rows (protocol, metaData, txn...) in a row group of their own:
+            # a reader after protocol and metaData reads that one group, not every file's row
+            self.flush()
+        self.pending_kind = kind
         self.rows += batch.num_rows
         if kind == "add":
             self.adds += batch.num_rows

@@ -84,7 +84,10 @@ def _non_file_actions(pf: ParquetFile, columns: list[str]) -> CheckpointContent:
     """The non-file actions in ``columns``; the columns (a value per row of the checkpoint,
     nearly all null) are let go before the file actions are read."""
     out = CheckpointContent()
-    t = pf.read(columns=columns) if columns else None
+    groups = pf.row_groups_with_values(columns) if columns else []
+    if not groups:
+        return out
+    t = pf.read(columns=columns, row_groups=groups)
     for c in columns:
         col = t.column(c)
         if col.null_count == len(col):

@@ -33,12 +33,33 @@ class ParquetFile:
     def num_rows(self) -> int:
         return self._reader.metadata.num_rows
 
-    def read(self, columns: Iterable[str] | None = None, use_threads: bool = True) -> pa.Table:
-        """The named columns (top-level names or dotted paths into nested ones), or all."""
-        if columns is None:
-            return self._reader.read_all(use_threads=use_threads)
-        indices = [i for name in columns for i in self._leaves().get(name, ())]
+    def read(self, columns: Iterable[str] | None = None, use_threads: bool = True,
+             row_groups: list[int] | None = None) -> pa.Table:
+        """The named columns (top-level names or dotted paths into nested ones), or all; from
+        the given row groups only, or all."""
+        indices = None if columns is None else [i for name in columns for i in self._leaves().get(name, ())]
+        if row_groups is not None:
+            return self._reader.read_row_groups(row_groups, column_indices=indices, use_threads=use_threads)
         return self._reader.read_all(column_indices=indices, use_threads=use_threads)
+
+    def row_groups_with_values(self, columns: Iterable[str]) -> list[int]:
+        """The row groups where a leaf of ``columns`` may hold a value, by the null counts in
+        the file's statistics (a group without them counts as holding values).
+
+        A checkpoint has a row per file and a handful of protocol, metaData and txn rows;
+        where a writer put those in their own row group (ours does), reading them skips the
+        million null rows of the others."""
+        metadata = self._reader.metadata
+        leaves = [i for name in columns for i in self._leaves().get(name, ())]
+        out = []
+        for g in range(metadata.num_row_groups):
+            group = metadata.row_group(g)
+            for i in leaves:
+                stats = group.column(i).statistics
+                if stats is None or not stats.has_null_count or stats.null_count < group.num_rows:
+                    out.append(g)
+                    break
+        return out
 
     def _leaves(self) -> dict[str, list[int]]:
         """Leaf column indices under every dotted prefix of every leaf's path."""

@@ -13,6 +13,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
+from airflow_provider_delta.log import DeltaTable
 from airflow_provider_delta.log import arrow_build as ab
 from airflow_provider_delta.log import arrow_kernels as ak
 from airflow_provider_delta.log.parquet_file import ParquetFile
@@ -115,3 +116,31 @@ def test_parquet_file_refuses_a_file_that_is_not_parquet(tmp_path):
     p.write_bytes(b"not parquet at all")
     with pytest.raises(pa.ArrowInvalid):
         ParquetFile(str(p))
+
+
+def test_row_groups_with_values_by_null_counts(tmp_path):
+    path = str(tmp_path / "g.parquet")
+    with pq.ParquetWriter(path, pa.schema([("meta", pa.struct([("id", pa.string())])), ("n", pa.int64())])) as w:
+        w.write_table(pa.table({"meta": pa.array([{"id": "m"}, None]), "n": [1, 2]}))   # group 0: a value
+        w.write_table(pa.table({"meta": pa.nulls(3, pa.struct([("id", pa.string())])), "n": [3, 4, 5]}))
+    no_stats = str(tmp_path / "s.parquet")
+    pq.write_table(pa.table({"meta": pa.nulls(2, pa.struct([("id", pa.string())])), "n": [1, 2]}), no_stats,
+                   write_statistics=False)
+    f = ParquetFile(path)
+    assert f.row_groups_with_values(["meta"]) == [0]
+    assert f.row_groups_with_values(["n"]) == [0, 1]
+    assert f.read(["meta"], row_groups=[0]).column("meta").to_pylist() == [{"id": "m"}, None]
+    assert ParquetFile(no_stats).row_groups_with_values(["meta"]) == [0]   # unknown: read it
+
+
+def test_our_checkpoint_keeps_the_non_file_rows_in_a_row_group_of_their_own(tmp_path):
+    t = DeltaTable.create(str(tmp_path / "t"), pa.schema([("id", pa.int64())]))
+    for i in range(3):
+        t.write(pa.table({"id": [i]}), mode="append")
+    t.checkpoint()
+    f = ParquetFile(str(tmp_path / "t" / "_delta_log" / "00000000000000000003.checkpoint.parquet"))
+    assert f.row_groups_with_values(["protocol", "metaData"]) == [0]
+    first = f.read(["protocol", "metaData", "add"], row_groups=[0])
+    assert first.column("add").null_count == first.num_rows        # no file rows in it
+    assert f.read(["add"]).column("add").null_count < f.num_rows
+    assert DeltaTable(str(tmp_path / "t")).snapshot().files().num_rows == 3
