@@ -14,7 +14,7 @@ from fsspec.implementations.memory import MemoryFileSystem
 from airflow_provider_delta.hooks import DeltaTableHook
 from airflow_provider_delta.hooks.manifest import MANIFEST_FORMAT, read_manifest
 from airflow_provider_delta.log import DeltaTable, SqlCommitOwner
-from airflow_provider_delta.log.actions import AddFile
+from airflow_provider_delta.log.commit_actions import AddFile
 from airflow_provider_delta.log.errors import InvalidArgumentError, TimestampOutOfRangeError
 from airflow_provider_delta.log.names import commit_path
 
