@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import re
 import uuid
-from dataclasses import dataclass
+from typing import NamedTuple
 
 
-@dataclass(frozen=True)
-class FileInfo:
-    """One directory entry: full path (in the storage's own form), size and mtime in epoch ms."""
+class FileInfo(NamedTuple):
+    """One directory entry: full path (in the storage's own form), size and mtime in epoch ms.
+
+    A named tuple, not a dataclass: a listing makes one per file of ``_delta_log``, and a
+    frozen dataclass costs several times more to build (and to define, on every cold start)."""
 
     path: str
     name: str

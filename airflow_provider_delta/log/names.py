@@ -10,7 +10,7 @@ Anything else (``.crc``, temporary files, ``_last_checkpoint``) is not a log ent
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 LOG_DIR = "_delta_log"
 COMMITS_DIR = "_delta_log/_commits"
@@ -26,13 +26,13 @@ _V2_CP = re.compile(r"^(\d{20})\.checkpoint\.([0-9a-fA-F-]{36})\.(json|parquet)$
 _COMPACTED = re.compile(r"^(\d{20})\.(\d{20})\.compacted\.json$")
 
 
-@dataclass(frozen=True)
-class LogFile:
+class LogFile(NamedTuple):
     """One parsed log file. ``kind`` is commit, checkpoint or compaction.
 
     For checkpoints ``part``/``num_parts`` are set for multi-part ones and
     ``uuid`` for v2 (UUID-named) ones; ``end_version`` is set for compactions.
-    ``path`` is the storage path of the file (absolute, protocol-less).
+    ``path`` is the storage path of the file (absolute, protocol-less). A named tuple,
+    like :class:`~.file_info.FileInfo`: one is made per file of every listing.
     """
 
     kind: str
