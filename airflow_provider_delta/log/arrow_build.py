@@ -119,9 +119,12 @@ def with_validity(arr: pa.Array, valid: pa.Array | np.ndarray | None) -> pa.Arra
     if valid is None:
         return arr
     if pa.types.is_struct(arr.type):
-        flags = valid if isinstance(valid, np.ndarray) else to_numpy(valid)
+        if isinstance(valid, pa.Array) and valid.offset == 0:
+            bitmap = valid.buffers()[1]           # a boolean array's values are the bitmap itself
+        else:
+            bitmap = _bitmap(valid if isinstance(valid, np.ndarray) else to_numpy(valid))
         children = [arr.field(i) for i in range(arr.type.num_fields)]
-        return pa.Array.from_buffers(arr.type, len(arr), [_bitmap(flags)], children=children)
+        return pa.Array.from_buffers(arr.type, len(arr), [bitmap], children=children)
     flags = valid if isinstance(valid, pa.Array) else from_numpy(valid)
     return ak.if_else(flags, arr, pa.nulls(1, arr.type)[0])
 

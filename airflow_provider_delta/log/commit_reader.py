@@ -92,6 +92,11 @@ class CommitBlobs:
             paths.append(path)
         return cls(b"".join(parts), bounds, versions, paths)
 
+    @classmethod
+    def of(cls, blobs: "CommitBlobs | Iterable[tuple[int, bytes, str]]") -> "CommitBlobs":
+        """``blobs`` as they are if already one buffer, else joined into one."""
+        return blobs if isinstance(blobs, CommitBlobs) else cls.join(blobs)
+
     def __len__(self) -> int:
         return len(self.versions)
 

@@ -57,8 +57,7 @@ def newest_protocol_metadata(blobs: CommitBlobs | list[tuple[int, bytes, str]]) 
     A commit holds at most one of each (PROTOCOL.md); one with two is ambiguous (engines
     disagree on which wins), so it is refused as corrupt, as Delta Spark does.
     """
-    if not isinstance(blobs, CommitBlobs):
-        blobs = CommitBlobs.join(blobs)
+    blobs = CommitBlobs.of(blobs)
     protocol = metadata = None
     buf = blobs.buffer
     for i in reversed(range(len(blobs))):

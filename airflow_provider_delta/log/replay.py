@@ -96,8 +96,7 @@ def _parse_json_logs(blobs: CommitBlobs | list[tuple[int, bytes, str]], partitio
     (protocol, metaData, txn, commitInfo, ...) are found by position and parsed
     with ``json``. The result stays chunked as Arrow produced it: no full copy.
     """
-    if not isinstance(blobs, CommitBlobs):
-        blobs = CommitBlobs.join(blobs)
+    blobs = CommitBlobs.of(blobs)
     buf, bounds = blobs.buffer, blobs.bounds
     if not len(blobs) or bounds[-1] == bounds[0]:
         return ParsedLog(empty_file_actions())
@@ -207,8 +206,8 @@ def _read_file_actions_json(big: pa.Buffer, pcols: list[str]) -> pa.Table:
                                                       newlines_in_values=False))
 
 
-def _tags_of(blobs: CommitBlobs, file_start_row: np.ndarray, counts: np.ndarray, rows: np.ndarray, present: np.ndarray,
-             kind: str) -> pa.Array:
+def _tags_of(blobs: CommitBlobs, file_start_row: np.ndarray, counts: np.ndarray, rows: np.ndarray,
+             present: np.ndarray, kind: str) -> pa.Array:
     """Tags of the actions on lines ``rows`` (``present``: positions in ``rows`` that carry a tags
     object). Tags have free-form keys: those lines are parsed with ``json``."""
     vals: list[Any] = [None] * len(rows)

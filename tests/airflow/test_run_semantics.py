@@ -6,10 +6,16 @@ commits are made through the log layer with the same ``txn`` action, on real tab
 """
 from __future__ import annotations
 
+import copy
 import datetime as dt
+import os
+import sys
+from pathlib import Path
+from types import SimpleNamespace
 
 import pyarrow as pa
 import pytest
+from airflow.dag_processing.dagbag import DagBag
 
 from airflow_provider_delta.hooks.commits import CommitWatch
 from airflow_provider_delta.hooks.run_identity import app_id_matches, run_app_id, run_key
@@ -116,25 +122,26 @@ def test_a_spark_task_whose_interval_is_in_emits_no_asset_event(run_dag, tmp_pat
     assert DeltaTable(uri).latest_version() == 3
 
 
+EXAMPLES = Path(__file__).resolve().parents[2] / "dags_examples"
+
+
+def example_dags(monkeypatch) -> DagBag:
+    """The example DAGs parsed afresh (their settings module re-imported), as a dag-processor does."""
+    monkeypatch.syspath_prepend(str(EXAMPLES))
+    sys.modules.pop("example_settings", None)
+    bag = DagBag(dag_folder=str(EXAMPLES))
+    assert not bag.import_errors, bag.import_errors
+    return bag
+
+
 def test_examples_render_for_a_manual_run_and_name_tables_by_absolute_paths(tmp_path, monkeypatch):
     """`airflow dags trigger delta_ingest` gives no logical date; the paths must not follow the cwd."""
-    import copy
-    import os
-    import sys
-    from pathlib import Path
-    from types import SimpleNamespace
-
-    from airflow.dag_processing.dagbag import DagBag
-    examples = Path(__file__).resolve().parents[2] / "dags_examples"
     monkeypatch.delenv("DELTA_EXAMPLE_BASE", raising=False)
     monkeypatch.chdir(tmp_path)                       # parse from an unrelated working directory
-    monkeypatch.syspath_prepend(str(examples))
-    sys.modules.pop("example_settings", None)
-    bag = DagBag(dag_folder=str(examples))
-    assert not bag.import_errors, bag.import_errors
+    bag = example_dags(monkeypatch)
     ingest = bag.dags["delta_ingest"].get_task("ingest_orders")
     assert os.path.isabs(ingest.output_table_uri)
-    assert ingest.output_table_uri.startswith(str(examples.parent / "example_output"))
+    assert ingest.output_table_uri.startswith(str(EXAMPLES.parent / "example_output"))
     # Airflow 3's task runner leaves logical_date and ds out of the context of a run without one
     after = dt.datetime(2026, 3, 4, 5, 6, tzinfo=UTC)
     manual = copy.copy(ingest)
@@ -149,18 +156,7 @@ def test_examples_render_for_a_manual_run_and_name_tables_by_absolute_paths(tmp_
 
 def test_the_audit_example_pins_the_version_its_asset_events_announce(monkeypatch):
     """delta_orders_audit: the newest version of the triggering events, or the latest when run by hand."""
-    import copy
-    import sys
-    from pathlib import Path
-    from types import SimpleNamespace
-
-    from airflow.dag_processing.dagbag import DagBag
-    examples = Path(__file__).resolve().parents[2] / "dags_examples"
-    monkeypatch.syspath_prepend(str(examples))
-    sys.modules.pop("example_settings", None)
-    bag = DagBag(dag_folder=str(examples))
-    assert not bag.import_errors, bag.import_errors
-    task = bag.dags["delta_orders_audit"].get_task("audit_orders")
+    task = example_dags(monkeypatch).dags["delta_orders_audit"].get_task("audit_orders")
     manual = copy.copy(task)
     events = {"example_orders_commits": [SimpleNamespace(extra={"payload": {"version": 4}}),
                                          SimpleNamespace(extra={"payload": {"version": 7}})]}

@@ -18,6 +18,7 @@ import pytest
 
 from interop_support import assert_same, compare_table, spark_latest_version
 from airflow_provider_delta.log import DeltaTable
+from airflow_provider_delta.log.commit_actions import AddFile
 
 pytestmark = pytest.mark.spark
 
@@ -44,7 +45,6 @@ def test_we_write_delta_spark_reads_and_writes_after_us(spark, tmp_path, sql_con
     rel = "day=2026-11-21/part-00000-by-hand.parquet"
     os.makedirs(os.path.join(p, "day=2026-11-21"))
     pq.write_table(_batch(range(10, 13), "2026-11-21").drop(["day"]), os.path.join(p, rel))
-    from airflow_provider_delta.log.commit_actions import AddFile
     with table.transaction(operation="WRITE", operation_parameters={"mode": "Append"}) as txn:
         txn.add_file(AddFile(rel, size=os.path.getsize(os.path.join(p, rel)),
                              partition_values={"day": "2026-11-21"},
