@@ -11,6 +11,7 @@ import datetime as dt
 import json
 import os
 import stat
+import time
 from pathlib import Path
 from typing import Any
 
@@ -198,8 +199,11 @@ def test_context_defaults_timestamp_and_manifest(tmp_path, source, user_job):
     assert ctx.job == {"dag_id": "dag", "task_id": "delta_job", "run_id": "scheduled__2026-01-02", "try_number": 1}
 
     v2_time = source.snapshot(2).timestamp
+    after_latest = source.snapshot().timestamp + 5
+    while time.time() * 1000 <= after_latest:   # a time after the latest commit, but not in the future
+        time.sleep(0.005)
     for ts, expected in ((v2_time, 2), (dt.datetime.fromtimestamp((v2_time + 1) / 1000, dt.timezone.utc), 2),
-                         (source.snapshot().timestamp + 5, 3)):
+                         (after_latest, 3)):
         op = _operator(application=user_job, input_table_uri=source.uri, input_timestamp=ts,
                        output_table_uri=str(tmp_path / "o"), app_id="mine", app_version="5")
         ctx = op.build_context(_context())
