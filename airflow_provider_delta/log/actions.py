@@ -10,10 +10,10 @@ input are ignored, as the protocol requires.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import CorruptLogError
+from .records import Record
 
 #: Reader/writer versions and features this implementation understands.
 MAX_READER_VERSION = 3
@@ -45,12 +45,15 @@ def drop_none(d: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in d.items() if v is not None}
 
 
-@dataclass(frozen=True)
-class Protocol:
+class Protocol(Record):
+    __slots__ = ("min_reader_version", "min_writer_version", "reader_features", "writer_features")
+    _defaults = {"reader_features": None, "writer_features": None}
+    _frozen = True
+
     min_reader_version: int
     min_writer_version: int
-    reader_features: tuple[str, ...] | None = None
-    writer_features: tuple[str, ...] | None = None
+    reader_features: tuple[str, ...] | None
+    writer_features: tuple[str, ...] | None
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "Protocol":
@@ -74,17 +77,23 @@ class Protocol:
         return self.reader_features is not None and name in self.reader_features
 
 
-@dataclass(frozen=True)
-class Metadata:
+class Metadata(Record):
+    __slots__ = ("id", "schema_string", "partition_columns", "configuration", "name", "description",
+                 "format_provider", "format_options", "created_time")
+    _defaults = {"partition_columns": (), "name": None, "description": None, "format_provider": "parquet",
+                 "created_time": None}
+    _factories = {"configuration": dict, "format_options": dict}
+    _frozen = True
+
     id: str
     schema_string: str
-    partition_columns: tuple[str, ...] = ()
-    configuration: dict[str, str] = field(default_factory=dict)
-    name: str | None = None
-    description: str | None = None
-    format_provider: str = "parquet"
-    format_options: dict[str, str] = field(default_factory=dict)
-    created_time: int | None = None
+    partition_columns: tuple[str, ...]
+    configuration: dict[str, str]
+    name: str | None
+    description: str | None
+    format_provider: str
+    format_options: dict[str, str]
+    created_time: int | None
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "Metadata":

@@ -12,14 +12,14 @@ Nothing here reads a commit's content; ``_last_checkpoint`` is read only as a hi
 from __future__ import annotations
 
 import json
-import random
+import os
 import time
-from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from .commit_source import CommitSource
 from .errors import CorruptLogError
 from .names import LAST_CHECKPOINT, LOG_DIR, LogFile, commit_path, parse_log_name
+from .records import Record
 from .storage import FileInfo, Storage
 
 #: How often to re-list when the log changed again while we completed a listing, and the first
@@ -31,24 +31,29 @@ LISTING_BACKOFF_S = 0.005
 MAX_PROBED_COMMITS = 64
 
 
-@dataclass
-class LogListing:
+class LogListing(Record):
     """Everything found in ``_delta_log`` (plus the commit source's un-backfilled tail)."""
 
-    commits: dict[int, LogFile] = field(default_factory=dict)
-    checkpoints: dict[int, list[LogFile]] = field(default_factory=dict)
-    compactions: list[LogFile] = field(default_factory=list)
-    log_dir_exists: bool = True
+    __slots__ = ("commits", "checkpoints", "compactions", "log_dir_exists", "unbackfilled", "owner_timestamps",
+                 "file_ts", "partial_from")
+    _defaults = {"log_dir_exists": True, "file_ts": None, "partial_from": None}
+    _factories = {"commits": dict, "checkpoints": dict, "compactions": list, "unbackfilled": set,
+                  "owner_timestamps": dict}
+
+    commits: dict[int, LogFile]
+    checkpoints: dict[int, list[LogFile]]
+    compactions: list[LogFile]
+    log_dir_exists: bool
     #: versions served by the commit source (not yet backfilled)
-    unbackfilled: set[int] = field(default_factory=set)
+    unbackfilled: set[int]
     #: the source's recorded commit timestamp of each un-backfilled version (None: read the file)
-    owner_timestamps: dict[int, int | None] = field(default_factory=dict)
+    owner_timestamps: dict[int, int | None]
     #: monotonized file timestamps, computed once per listing (see commit_timestamps.file_timestamps)
-    file_ts: dict[int, int] | None = None
+    file_ts: dict[int, int] | None
     #: set on a listing from a known version on (:func:`list_backfilled_after`): files older
     #: than this version were not looked at, so the listing answers only "what is new"
     #: (latest version, commits after it), never a snapshot's segment
-    partial_from: int | None = None
+    partial_from: int | None
 
     @property
     def latest(self) -> int | None:
@@ -119,6 +124,12 @@ def read_last_checkpoint(storage: Storage) -> dict[str, Any] | None:
     if not isinstance(d, dict) or not isinstance(d.get("version"), int):
         return None
     return d
+
+
+def _jitter() -> float:
+    """A random fraction in [0, 1) for a back-off; from ``os.urandom``, as ``random`` costs a
+    millisecond to import on every cold read for a value only a busy table's retry needs."""
+    return int.from_bytes(os.urandom(2), "big") / 65536
 
 
 def list_backfilled(storage: Storage) -> LogListing:
@@ -240,7 +251,7 @@ def list_log(storage: Storage, source: CommitSource | None = None,
         if table_id is None or add_ratified_tail(storage, listing, source, table_id):
             return listing
         # busy table: other writers keep backfilling between our two calls; back off a little
-        time.sleep(random.uniform(0, LISTING_BACKOFF_S * 2 ** attempt))
+        time.sleep(_jitter() * LISTING_BACKOFF_S * 2 ** attempt)
     raise CorruptLogError(
         f"the commit owner keeps reporting versions that are neither in {LOG_DIR} nor in its "
         f"un-backfilled list after {MAX_LISTING_ATTEMPTS} listings; the owner's state and the "

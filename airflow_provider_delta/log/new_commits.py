@@ -8,33 +8,38 @@ that is being maintained.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from .commit_reader import read_listed_commit
 from .commit_timestamps import timestamp_from_actions
 from .errors import VersionNotFoundError
 from .listing import LogListing
+from .records import Record
 from .storage import Storage
 
 
-@dataclass(frozen=True)
-class CommitRecord:
+class CommitRecord(Record):
     """One commit: its version, timestamp (epoch ms, ICT-aware) and parsed actions."""
+
+    __slots__ = ("version", "timestamp", "actions")
+    _frozen = True
 
     version: int
     timestamp: int | None
     actions: list[dict[str, Any]]
 
 
-@dataclass(frozen=True)
-class CommitsSince:
+class CommitsSince(Record):
     """The answer to "what was committed after version v?"."""
+
+    __slots__ = ("latest", "commits")
+    _factories = {"commits": list}
+    _frozen = True
 
     #: the newest version of the table; None when there is no table (yet)
     latest: int | None
     #: the commits after v up to ``latest``, oldest first (cleaned-up ones left out)
-    commits: list[CommitRecord] = field(default_factory=list)
+    commits: list[CommitRecord]
 
 
 def read_commits_since(storage: Storage, listing: LogListing, version: int) -> CommitsSince:

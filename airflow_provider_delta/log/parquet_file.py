@@ -20,8 +20,11 @@ class ParquetFile:
 
     def __init__(self, source: str | IO[bytes], coerce_int96_timestamp_unit: str | None = None) -> None:
         self._reader = ParquetReader()
-        # the same settings as ParquetFile's defaults (extension types such as UUID read as such)
-        self._reader.open(source, use_memory_map=isinstance(source, str), pre_buffer=True,
+        local = isinstance(source, str)
+        # ParquetFile's defaults (extension types such as UUID read as such), except that a
+        # memory-mapped file is not pre-buffered: coalescing reads of mapped memory saves nothing
+        # and starts pyarrow's I/O thread pool, a cost every cold read of a checkpoint paid
+        self._reader.open(source, use_memory_map=local, pre_buffer=not local,
                           coerce_int96_timestamp_unit=coerce_int96_timestamp_unit, arrow_extensions_enabled=True)
         self._leaves_by_prefix: dict[str, list[int]] | None = None
 

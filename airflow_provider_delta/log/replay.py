@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
 from typing import Any, Iterable
 from urllib.parse import unquote
 
@@ -33,15 +32,18 @@ from .action_schemas import (ADD_FIELDS, DV_TYPE, FILE_ACTION_SCHEMA, FILE_ACTIO
 from .column_mapping import partition_keys_of
 from .commit_reader import CommitBlobs, parse_json_lines
 from .errors import CorruptLogError
+from .records import Record
 
 
-@dataclass
-class ParsedLog:
+class ParsedLog(Record):
     """Result of parsing a batch of JSON log files."""
+
+    __slots__ = ("file_actions", "others")
+    _factories = {"others": list}
 
     file_actions: pa.Table
     #: the non-file actions in log order: (version, action dict)
-    others: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
+    others: list[tuple[int, dict[str, Any]]]
 
 
 

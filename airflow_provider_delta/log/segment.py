@@ -12,17 +12,18 @@ protocol makes them optional, and ignoring them cannot change an answer.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 from .errors import CorruptLogError, TableNotFoundError, VersionNotFoundError
 from .listing import LogListing, read_last_checkpoint
 from .names import LOG_DIR, LogFile
+from .records import Record
 from .storage import Storage
 
 
-@dataclass
-class LogSegment:
+class LogSegment(Record):
     """The files needed to build one version: at most one checkpoint plus the commits after it."""
+
+    __slots__ = ("version", "checkpoint_version", "checkpoint_files", "commits", "listing")
 
     version: int
     checkpoint_version: int | None

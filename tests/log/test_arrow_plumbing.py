@@ -144,3 +144,18 @@ def test_our_checkpoint_keeps_the_non_file_rows_in_a_row_group_of_their_own(tmp_
     assert first.column("add").null_count == first.num_rows        # no file rows in it
     assert f.read(["add"]).column("add").null_count < f.num_rows
     assert DeltaTable(str(tmp_path / "t")).snapshot().files().num_rows == 3
+
+
+def test_our_checkpoint_stores_every_column_without_a_dictionary(tmp_path):
+    """Paths and stats are unique per file: a dictionary would only fill up and fall back."""
+    t = DeltaTable.create(str(tmp_path / "t"), pa.schema([("id", pa.int64()), ("p", pa.string())]), partition_by=["p"])
+    for i in range(3):
+        t.write(pa.table({"id": [i, i + 10], "p": ["a", "b"]}), mode="append")
+    t.checkpoint()
+    meta = pq.ParquetFile(str(tmp_path / "t" / "_delta_log" / "00000000000000000003.checkpoint.parquet")).metadata
+    chunks = [meta.row_group(g).column(i) for g in range(meta.num_row_groups) for i in range(meta.num_columns)]
+    assert {c.path_in_schema for c in chunks} >= {"add.path", "add.stats", "add.partitionValues.key_value.value"}
+    assert [c.path_in_schema for c in chunks if c.has_dictionary_page] == []
+    assert {c.compression for c in chunks} == {"SNAPPY"}
+    assert sorted(DeltaTable(str(tmp_path / "t")).snapshot().files().column("partition_values").to_pylist(),
+                  key=str) == sorted([[("p", "a")], [("p", "b")]] * 3, key=str)

@@ -113,9 +113,11 @@ def test_to_pyarrow(tables, kind):
 #: What reading a local table must not import: fsspec (local tables go through ``os``),
 #: SQLAlchemy (only the SQL commit owner needs it), the write engine, the commit owners
 #: and the action classes only writers build, each loaded on first use
-#: (``log/operations.py``, ``log/__init__.py``, ``log/commit_owner/__init__.py``). Each
-#: costs every cold task.
-NOT_ON_LOCAL_READS = ("fsspec", "sqlalchemy") + tuple(f"airflow_provider_delta.log.{m}" for m in (
+#: (``log/operations.py``, ``log/__init__.py``, ``log/commit_owner/__init__.py``); nor
+#: ``dataclasses``, whose classes generate code as they are defined (about 6 ms for the
+#: read path's: ``log/records.py``), nor ``random`` (1 ms, for a listing retry's jitter).
+#: Each costs every cold task.
+NOT_ON_LOCAL_READS = ("fsspec", "sqlalchemy", "dataclasses", "random") + tuple(f"airflow_provider_delta.log.{m}" for m in (
     "fsspec_files", "object_store", "writer", "transaction", "commit_plan", "committer", "conflicts",
     "commit_info", "create", "checkpoint", "checkpoint_rows", "checkpoint_sources", "distributed_checkpoint",
     "compaction", "cleanup", "vacuum", "managed", "write_plan", "incremental", "change_feed",
