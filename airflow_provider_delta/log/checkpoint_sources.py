@@ -143,8 +143,9 @@ class RowGroups:
         self.row_groups = list(row_groups)
         self.schema_arrow = self.file.schema_arrow
 
-    def read(self, columns: list[str], row_groups: list[int] | None = None) -> pa.Table:
-        return self.file.read_row_groups(self.row_groups if row_groups is None else row_groups, columns=columns)
+    def read(self, columns: list[str], row_groups: list[int] | None = None, use_threads: bool = True) -> pa.Table:
+        return self.file.read_row_groups(self.row_groups if row_groups is None else row_groups, columns=columns,
+                                         use_threads=use_threads)
 
     def row_groups_with_values(self, columns: list[str]) -> list[int]:
         """All of this worker's groups (the checkpoint reader's pruning hook; not pruned here)."""
