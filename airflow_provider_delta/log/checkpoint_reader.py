@@ -70,11 +70,12 @@ def _non_file_columns(pf: ParquetFile, with_pm: bool, with_others: bool) -> list
 def _file_columns(pf: ParquetFile) -> dict[str, list[str]]:
     """kind -> the leaves of its file-action fields worth reading.
 
-    A kind without ``path``, or whose paths the file's statistics say are all null (a
-    checkpoint without tombstones), is left out. So is a scalar or struct field that is
-    null in every row (deletion vectors, row tracking, clustering on most tables): the
-    normalized actions hold null there anyway, and decoding a column of nulls still
-    costs a pass over every row. Maps are always read: an empty map is not null."""
+    A kind without ``path``, or whose every leaf the file's statistics say is null (a
+    checkpoint without tombstones), is left out; an action with a value but no path is
+    still read, and refused as corrupt. Left out as well: a scalar or struct field null in
+    every row (deletion vectors, row tracking, clustering on most tables): the normalized
+    actions hold null there anyway, and decoding a column of nulls still costs a pass over
+    every row. Maps are always read: an empty map is not null."""
     schema = pf.schema_arrow
     out = {}
     for kind, fields in (("add", ADD_FIELDS), ("remove", REMOVE_FIELDS)):
@@ -83,7 +84,7 @@ def _file_columns(pf: ParquetFile) -> dict[str, list[str]]:
             continue
         struct = schema.field(idx).type
         types = {struct.field(i).name: struct.field(i).type for i in range(struct.num_fields)}
-        if "path" not in types or not pf.row_groups_with_values([f"{kind}.path"]):
+        if "path" not in types or not pf.row_groups_with_values([kind]):
             continue
         out[kind] = [f"{kind}.{j}" for j, _ in fields if j in types and
                      (pa.types.is_map(types[j]) or pa.types.is_list(types[j]) or

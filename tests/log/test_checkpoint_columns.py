@@ -6,9 +6,11 @@ from __future__ import annotations
 import shutil
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
+import pytest
 
-from airflow_provider_delta.log import DeltaTable
+from airflow_provider_delta.log import CorruptLogError, DeltaTable
 from airflow_provider_delta.log.checkpoint_reader import _file_columns
 from airflow_provider_delta.log.parquet_file import ParquetFile
 
@@ -72,3 +74,17 @@ def test_deletion_vectors_in_a_checkpoint_are_read(corpus):
     assert any(c.startswith("add.deletionVector") for c in _file_columns(cp)["add"])
     dvs = DeltaTable(str(table)).snapshot(version=10).files().column("deletion_vector")
     assert len(dvs) - dvs.null_count == 3
+
+
+def test_adds_without_paths_are_still_refused_as_corrupt(tmp_path):
+    """Skipping a kind whose leaves are all null must not hide adds that lost their path."""
+    cp = _table(tmp_path / "t", with_removes=False)
+    t = pq.read_table(cp)
+    add = t.column("add").combine_chunks()
+    fields = [add.field(i) if add.type.field(i).name != "path" else pa.nulls(len(add), pa.string())
+              for i in range(add.type.num_fields)]
+    broken = pa.StructArray.from_arrays(fields, fields=list(add.type), mask=pc.invert(add.is_valid()))
+    pq.write_table(t.set_column(t.schema.get_field_index("add"), "add", broken), cp)
+    assert "add" in _file_columns(ParquetFile(cp))
+    with pytest.raises(CorruptLogError, match="without a path"):
+        DeltaTable(str(tmp_path / "t")).snapshot().files()
