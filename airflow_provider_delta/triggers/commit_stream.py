@@ -15,7 +15,9 @@ the store on its next sync with the runner (a second or two), and only then call
 :meth:`CommitLogProducer.advance`, where the position moves. So a commit is never
 skipped, and it is announced twice only if the triggerer stops inside that window;
 the repeat then carries ``redelivered: true`` (the watcher wrote ``pending`` before
-the event left, see :mod:`.watch_position`). Consumers that read incrementally (the
+the event left, see :mod:`.watch_position`). The provider's listener closes that
+window where it runs: it records each event's version in the transaction that stores
+the event (:mod:`.stored_positions`), and loading the position merges that record. Consumers that read incrementally (the
 Spark operators' ``input_changes=True``: changes since their own last commit) find
 nothing new in such a repeat.
 

@@ -16,14 +16,17 @@ once, fires for every batch of new matching commits (or every commit, with
 The asset event's extra is ``{"from_trigger": True, "payload": <event payload>}``; the
 payload carries ``table_uri``, ``after_version`` (exclusive) and ``version`` (the
 range the event covers), ``versions``, ``operations``, ``timestamps`` (epoch ms) of
-the matching commits, their summaries under ``commits``, and ``redelivered``.
+the matching commits, their summaries under ``commits``, ``redelivered``, and
+``position`` (the watcher's key and the version the event accounts for).
 
 The position survives triggerer restarts in the asset state store and moves only
 once Airflow has stored the event (an ack-mode shared stream, Airflow 3.3+; see
-:mod:`.commit_stream`): a restart never skips a commit, and repeats one only if it
-falls in the second or two between the event being stored and its confirmation,
-flagged ``redelivered``. A table that does not exist yet is waited for, and its
-version 0 counts.
+:mod:`.commit_stream`), so a restart never skips a commit; the provider's listener
+also records it in the transaction that stores each event (:mod:`.stored_positions`),
+so a restart does not repeat one either. Without that listener, a commit falling in
+the second or two between the event being stored and its confirmation is announced
+again, flagged ``redelivered``. A table that does not exist yet is waited for, and
+its version 0 counts.
 """
 from __future__ import annotations
 
@@ -91,12 +94,15 @@ class DeltaCommitEventTrigger(BaseEventTrigger):
         for i, group in enumerate(groups):
             lo = after if not self.per_commit else group[0]["version"] - 1
             hi = through if not self.per_commit else group[0]["version"]
+            accounted = through if i == len(groups) - 1 else hi
             out.append(({
                 "table_uri": self.table_uri, "after_version": lo, "version": hi,
                 "versions": [c["version"] for c in group], "operations": [c["operation"] for c in group],
                 "timestamps": [c["timestamp"] for c in group], "commits": group,
-                "redelivered": group[0]["version"] <= announced_through},
-                through if i == len(groups) - 1 else hi))
+                "redelivered": group[0]["version"] <= announced_through,
+                # read by the listener that moves the position as Airflow stores this event
+                "position": {"key": self.position_key, "through": accounted}},
+                accounted))
         return out
 
     def matching(self, table: Any, after: int) -> tuple[list[dict[str, Any]], int]:

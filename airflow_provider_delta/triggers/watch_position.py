@@ -12,6 +12,10 @@ stored. ``pending`` is written *before* the event leaves, and ``version`` moves 
 only once Airflow confirmed the event persisted (see :mod:`.commit_stream`). A
 watcher that starts and finds ``pending`` set announces those commits again,
 flagged ``redelivered``: they may or may not have reached Airflow before it stopped.
+Where the provider's listener runs in the triggerer (:mod:`.stored_positions`), the
+version each stored event accounts for is also written in the very transaction that
+stores the event, under :func:`stored_key`; loading merges it, so a pending
+announcement that Airflow did store is not repeated.
 """
 from __future__ import annotations
 
@@ -22,6 +26,13 @@ from typing import Any
 
 #: store key prefix; the rest is a digest of what the watcher watches (table and filters)
 KEY_PREFIX = "delta_commit_watch_"
+#: suffix of the key the listener writes in the transaction that stores each event (:mod:`.stored_positions`)
+STORED_SUFFIX = ".stored"
+
+
+def stored_key(key: str) -> str:
+    """The key that says up to which version Airflow stored this watcher's events."""
+    return key + STORED_SUFFIX
 
 # AssetStateStoreAccessors refuses to guess which asset is meant when several watch one trigger
 _MULTI_ASSET_ERROR = "concrete inlets and outlets"
@@ -80,15 +91,22 @@ class PositionStore:
         return self.accessors is not None
 
     async def load(self) -> WatchPosition | None:
+        """The stored position, moved up to what the listener recorded as stored with the events
+        themselves (a pending announcement Airflow did store is then no longer pending)."""
         if self.accessors is None:
             return None
         try:
-            return WatchPosition.from_json(await self.accessors.aget(self.key))
+            position = WatchPosition.from_json(await self.accessors.aget(self.key))
+            stored = await self.accessors.aget(stored_key(self.key))
         except ValueError as e:
             if _MULTI_ASSET_ERROR not in str(e):
                 raise
             self.accessors = None
             return None
+        through = stored.get("through") if isinstance(stored, dict) else None
+        if position is None or not isinstance(through, int):
+            return position
+        return position.confirmed_through(through)
 
     async def save(self, position: WatchPosition) -> None:
         if self.accessors is not None:
