@@ -8,10 +8,11 @@ creates the table after the watcher started, commits to it, stops the triggerer
 down, starts a new one and commits again: every version so far must be announced by
 exactly one asset event (none skipped, none repeated). Then it kills the triggerer
 with SIGKILL the moment the next event is in the database (inside the window where
-Airflow has stored it but the watcher's position has not moved yet), commits, and
-starts another: no version may be skipped, and a version announced twice must be
-flagged ``redelivered`` the second time. The scheduler must have made DAG runs that
-consumed every event.
+Airflow has stored it but the watcher has not been told yet: its own saved position
+is printed), commits, and starts another: still every version exactly once, because
+the provider's listener recorded the position in the transaction that stored the
+event (with the listener disabled this test sees version 6 announced twice). The
+scheduler must have made DAG runs that consumed every event.
 
 Bounded: at most DELTA_EVENT_TEST_BUDGET seconds (default 240) of waiting in all.
 Skipped with a printed reason only if the processes cannot start outside CI.
@@ -32,7 +33,7 @@ from cryptography.fernet import Fernet
 
 from airflow_provider_delta.assets import asset_uri_for_table
 from airflow_provider_delta.log import DeltaTable
-from airflow_provider_delta.triggers.watch_position import STORED_SUFFIX
+from airflow_provider_delta.triggers.watch_position import KEY_PREFIX, STORED_SUFFIX
 from airflow_test_support import AIRFLOW_BIN, airflow_env
 
 pytestmark = [pytest.mark.airflow, pytest.mark.slow]
@@ -90,6 +91,13 @@ def event_payloads(home: Path, asset_uri: str) -> list[dict]:
     rows = query(home, "SELECT e.extra FROM asset_event e JOIN asset a ON a.id = e.asset_id "
                        "WHERE a.uri = ? ORDER BY e.id", asset_uri)
     return [json.loads(r[0])["payload"] for r in rows]
+
+
+def watcher_positions(home: Path) -> dict[str, dict]:
+    """watcher key -> the position the watcher itself saved (moved when Airflow confirmed an event)."""
+    rows = query(home, "SELECT key, value FROM asset_state_store WHERE key LIKE ? AND key NOT LIKE ?",
+                 KEY_PREFIX + "%", "%" + STORED_SUFFIX)
+    return {k: json.loads(v) for k, v in rows}
 
 
 def stored_positions(home: Path) -> dict[str, dict]:
@@ -173,6 +181,9 @@ def test_commits_of_another_process_make_dag_runs_across_a_triggerer_restart(air
         wait_for(lambda: any(6 in p["versions"] for p in event_payloads(airflow_home, asset_uri)), deadline,
                  "the event of version 6", procs, step=0.05)              # its event is stored
         procs.stop("triggerer", sig=signal.SIGKILL)
+        at_kill = watcher_positions(airflow_home)                         # inside the window: not confirmed
+        print(f"positions when the triggerer was killed: {at_kill} (version 6 stored, "
+              f"{'not yet' if all(p['version'] < 6 for p in at_kill.values()) else 'already'} confirmed)")
         table.write(pa.table({"id": [40]}))                               # 7, while no triggerer runs
         procs.start("triggerer")
         wait_for(lambda: any(7 in p["versions"] for p in event_payloads(airflow_home, asset_uri)), deadline,
