@@ -79,10 +79,12 @@ def record_in_event_transaction(asset: Any, extra: dict[str, Any], key: str, thr
             for obj in list(session.identity_map.values())):
         return False
     scope = AssetScope(asset_id=asset_id)
-    old = backend.get(scope, stored_key(key), session=session)
-    previous = json.loads(old).get("through") if old else None
-    if isinstance(previous, int) and previous >= through:
-        return True
-    backend.set_asset_state_store(scope, stored_key(key), json.dumps({"through": through}),
-                                  kind=AssetStateStoreWriterKind.WATCHER, session=session)
+    # in a savepoint: should our write fail, only it rolls back, and the event is still stored
+    with session.begin_nested():
+        old = backend.get(scope, stored_key(key), session=session)
+        previous = json.loads(old).get("through") if old else None
+        if isinstance(previous, int) and previous >= through:
+            return True
+        backend.set_asset_state_store(scope, stored_key(key), json.dumps({"through": through}),
+                                      kind=AssetStateStoreWriterKind.WATCHER, session=session)
     return True

@@ -5,18 +5,20 @@ session, as ``Trigger.submit_event`` does), so the provider's listener runs insi
 
 - ``commit:N``   an event accounting for version N, committed;
 - ``rollback:N`` the same, then the transaction fails and rolls back;
-- ``outside:N``  the listener's writer called in a session of its own, with no event in it.
+- ``outside:N``  the listener's writer called in a session of its own, with no event in it;
+- ``failing:N``  an event whose position write fails in the database (a statement on a missing table).
 
 Prints one JSON line: how many asset events the database holds and the asset state store's rows.
 """
 import json
 import sys
 
-from sqlalchemy import func, select
+from sqlalchemy import func, select, text
 
 from airflow.assets.manager import AssetManager
 from airflow.models.asset import AssetActive, AssetEvent, AssetModel
 from airflow.models.asset_state_store import AssetStateStoreModel
+from airflow.state.metastore import MetastoreBackend
 from airflow.utils.session import create_session
 
 from airflow_provider_delta.triggers.stored_positions import record_in_event_transaction
@@ -45,7 +47,15 @@ def main() -> None:
                     outside.append(record_in_event_transaction(asset.to_serialized(), extra(int(through)),
                                                                KEY, int(through)))
                     continue
-                AssetManager.register_asset_change(asset=asset, extra=extra(int(through)), session=s)
+                working = MetastoreBackend.set_asset_state_store
+                if kind == "failing":
+                    def broken_write(self, *args, session, **kwargs):
+                        session.execute(text("INSERT INTO no_such_table VALUES (1)"))
+                    MetastoreBackend.set_asset_state_store = broken_write
+                try:
+                    AssetManager.register_asset_change(asset=asset, extra=extra(int(through)), session=s)
+                finally:
+                    MetastoreBackend.set_asset_state_store = working
                 if kind == "rollback":
                     raise RuntimeError("the transaction storing the event fails")
         except RuntimeError:

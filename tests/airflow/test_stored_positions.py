@@ -11,13 +11,15 @@ from __future__ import annotations
 import asyncio
 import json
 import subprocess
+import uuid
 from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
 
 from airflow_provider_delta.triggers.stored_positions import watch_position_of
 from airflow_provider_delta.triggers.watch_position import PositionStore, WatchPosition, stored_key
-from airflow_test_support import PYTHON, airflow_env
+from airflow_test_support import AIRFLOW_BIN, PYTHON, airflow_env
 
 pytestmark = [pytest.mark.airflow]
 
@@ -25,11 +27,38 @@ PROBE = Path(__file__).resolve().parent / "event_store_probe.py"
 KEY = "delta_commit_watch_0123456789abcdef"
 
 
-def probe(home: Path, *steps: str) -> dict:
-    proc = subprocess.run([PYTHON, str(PROBE), *steps], env=airflow_env(home), capture_output=True, text=True,
-                          timeout=300)
+def probe(home: Path, *steps: str, database: str | None = None) -> dict:
+    env = airflow_env(home)
+    if database:
+        env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"] = database
+    proc = subprocess.run([PYTHON, str(PROBE), *steps], env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture
+def postgres_airflow_db(postgres_url, airflow_home):
+    """A migrated Airflow metadata database of its own on the PostgreSQL server (dropped afterwards).
+
+    PostgreSQL, unlike SQLite, aborts the whole transaction when one statement fails: there
+    the listener's savepoint is what keeps a failing position write from losing the event."""
+    name = f"airflow_probe_{uuid.uuid4().hex[:12]}"
+    server = sa.engine.make_url(postgres_url)
+    admin = sa.create_engine(server.set(drivername="postgresql+psycopg2"), isolation_level="AUTOCOMMIT")
+    with admin.connect() as c:
+        c.execute(sa.text(f'CREATE DATABASE "{name}"'))
+    url = server.set(drivername="postgresql+psycopg2", database=name).render_as_string(hide_password=False)
+    try:
+        env = airflow_env(airflow_home)
+        env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"] = url
+        proc = subprocess.run([AIRFLOW_BIN, "db", "migrate"], env=env, capture_output=True,
+                              text=True, timeout=600)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        yield url
+    finally:
+        with admin.connect() as c:
+            c.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
 
 
 def test_the_position_commits_with_the_event_and_never_moves_back(airflow_home):
@@ -42,6 +71,18 @@ def test_a_rolled_back_event_leaves_no_position(airflow_home):
     out = probe(airflow_home, "commit:3", "rollback:8")
     assert out["events"] == 1                                   # the second event was never stored...
     assert out["store"] == {stored_key(KEY): {"through": 3}}   # ...and neither was its position
+
+
+def test_a_failing_position_write_does_not_cost_the_event(airflow_home):
+    out = probe(airflow_home, "commit:2", "failing:5")
+    assert out["events"] == 2                                   # the event was stored all the same
+    assert out["store"] == {stored_key(KEY): {"through": 2}}   # the watcher's own confirmation moves it later
+
+
+def test_on_postgresql_too_and_a_failing_write_stays_in_its_savepoint(airflow_home, postgres_airflow_db):
+    out = probe(airflow_home, "commit:2", "rollback:4", "failing:5", "commit:7", database=postgres_airflow_db)
+    assert out["events"] == 3                                   # 2, 5 (its position write failed), 7
+    assert out["store"] == {stored_key(KEY): {"through": 7}}
 
 
 def test_nothing_is_written_outside_the_events_transaction(airflow_home):
