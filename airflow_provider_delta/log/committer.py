@@ -14,11 +14,11 @@ the enablement version of in-commit timestamps - is recomputed per attempt.
 from __future__ import annotations
 
 import logging
-import random
 import time
 from typing import Any, Callable
 
 from . import ict
+from .backoff import sleep_jittered
 from .commit_actions import Txn, dumps_actions
 from .checkpoint import checkpoint_interval, maybe_auto_checkpoint
 from .commit_info import CommitProvenance, build_commit_info, operation_metrics
@@ -85,7 +85,7 @@ class Committer:
                     f"kept taking the next version (last tried {version})", retryable=True, conflict=True,
                     version=version)
             retries += 1
-            time.sleep(random.uniform(0, min(BACKOFF_FIRST_S * 2 ** min(retries, 20), BACKOFF_MOST_S)))
+            sleep_jittered(min(BACKOFF_FIRST_S * 2 ** min(retries, 20), BACKOFF_MOST_S))
             # Read the winners one by one from the version we lost until the first missing one
             # (as Delta Spark does), rather than trusting a directory listing to be complete.
             w = version

@@ -12,10 +12,9 @@ Nothing here reads a commit's content; ``_last_checkpoint`` is read only as a hi
 from __future__ import annotations
 
 import json
-import os
-import time
 from typing import Any, Callable
 
+from .backoff import sleep_jittered
 from .commit_source import CommitSource
 from .errors import CorruptLogError
 from .names import LAST_CHECKPOINT, LOG_DIR, LogFile, commit_path, parse_log_name
@@ -124,12 +123,6 @@ def read_last_checkpoint(storage: Storage) -> dict[str, Any] | None:
     if not isinstance(d, dict) or not isinstance(d.get("version"), int):
         return None
     return d
-
-
-def _jitter() -> float:
-    """A random fraction in [0, 1) for a back-off; from ``os.urandom``, as ``random`` costs a
-    millisecond to import on every cold read for a value only a busy table's retry needs."""
-    return int.from_bytes(os.urandom(2), "big") / 65536
 
 
 def list_backfilled(storage: Storage) -> LogListing:
@@ -251,7 +244,7 @@ def list_log(storage: Storage, source: CommitSource | None = None,
         if table_id is None or add_ratified_tail(storage, listing, source, table_id):
             return listing
         # busy table: other writers keep backfilling between our two calls; back off a little
-        time.sleep(_jitter() * LISTING_BACKOFF_S * 2 ** attempt)
+        sleep_jittered(LISTING_BACKOFF_S * 2 ** attempt)
     raise CorruptLogError(
         f"the commit owner keeps reporting versions that are neither in {LOG_DIR} nor in its "
         f"un-backfilled list after {MAX_LISTING_ATTEMPTS} listings; the owner's state and the "

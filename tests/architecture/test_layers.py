@@ -15,7 +15,7 @@ LOG = f"{PACKAGE}.log"
 #: The tiers of the log package, lowest first. A module may import modules of its own tier
 #: or of a lower one, never of a higher one.
 LOG_TIERS: dict[str, set[str]] = {
-    "ground": {"errors", "records", "names", "actions", "commit_actions", "action_schemas", "arrow_build", "arrow_kernels", "parquet_file", "features", "schema", "schema_fit", "storage", "file_info", "local_files", "fsspec_files", "object_store",
+    "ground": {"errors", "records", "backoff", "names", "actions", "commit_actions", "action_schemas", "arrow_build", "arrow_kernels", "parquet_file", "features", "schema", "schema_fit", "storage", "file_info", "local_files", "fsspec_files", "object_store",
                "timeutil", "intervals", "ict", "stats", "commit_source", "catalog",
                "commit_owner", "commit_owner.base", "commit_owner.backfill", "commit_owner.conf",
                "commit_owner.in_memory", "commit_owner.records", "commit_owner.registry", "commit_owner.sql",
