@@ -1,0 +1,1 @@
+"""Maintenance over the log: checkpoint writing, log compaction, metadata cleanup, vacuum. Imports log.base and log.read."""
