@@ -45,7 +45,7 @@ def copy_table(tmp_path, corpus):
 def _postgres_reachable(url: str) -> str | None:
     try:
         import sqlalchemy as sa
-        from airflow_provider_delta.log.commit_owner.sql_engine import engine_url
+        from airflow_provider_delta.log.base.commit_owner.sql_engine import engine_url
         eng = sa.create_engine(engine_url(sa.engine.make_url(url)))
         with eng.connect() as c:
             c.execute(sa.text("select 1"))

@@ -6,29 +6,29 @@ action types a writer builds (:class:`AddFile`, :class:`RemoveFile`, :class:`Met
 of :meth:`DeltaTable.commits_since`, and the error types, all deriving from
 :class:`DeltaError`. ``docs/architecture.md`` shows how the modules behind them are tiered.
 """
-from .actions import Metadata, Protocol
-from . import commit_owner
-from .commit_source import CommitSource
-from .column_mapping import physical_schema
-from .deletion_vectors import read_deletion_vector
-from .errors import DeletionVectorError
-from .errors import ConditionalCreateError
-from .features import column_mapping_mode
-from .errors import (
+from .base.actions import Metadata, Protocol
+from .base import commit_owner
+from .base.commit_source import CommitSource
+from .read.column_mapping import physical_schema
+from .read.deletion_vectors import read_deletion_vector
+from .base.errors import DeletionVectorError
+from .base.errors import ConditionalCreateError
+from .base.features import column_mapping_mode
+from .base.errors import (
     ChangeDataFeedNotEnabledError, CommitFailedError, CommitOutcomeUnknownError, CommitOwnerUnavailableError, ConcurrentModificationError,
     CorruptLogError, DataFileNotFoundError, DeltaError,
     InvalidArgumentError, InvalidTableStateError, StorageError, TableAlreadyExistsError,
     TableNotFoundError, TimestampOutOfRangeError, UnsupportedFeatureError, VersionNotFoundError,
 )
-from .managed_state import owner_of
-from .new_commits import CommitRecord, CommitsSince
-from .schema import (arrow_to_schema, partition_values_to_arrow, schema_string, schema_to_arrow,
+from .read.managed_state import owner_of
+from .read.new_commits import CommitRecord, CommitsSince
+from .base.schema import (arrow_to_schema, partition_values_to_arrow, schema_string, schema_to_arrow,
                      serialize_partition_value)
-from .snapshot import Snapshot
-from .stats import collect_stats
-from .storage import normalize_uri
+from .read.snapshot import Snapshot
+from .base.stats import collect_stats
+from .base.storage import normalize_uri
 from .table import DeltaTable
-from .timeutil import format_ms, to_epoch_ms
+from .base.timeutil import format_ms, to_epoch_ms
 
 __all__ = [
     "DeltaTable", "Snapshot", "Transaction", "AddFile", "RemoveFile", "Metadata", "Protocol", "DomainMetadata",
@@ -68,20 +68,20 @@ def __getattr__(name: str):
     if name in _COMMIT_OWNER_NAMES:
         value = getattr(commit_owner, name)
     elif name in ("AddFile", "RemoveFile", "DomainMetadata"):
-        from . import commit_actions as module
+        from .base import commit_actions as module
         value = getattr(module, name)
     elif name == "StagedCommitsCatalog":
-        from .catalog import StagedCommitsCatalog as value
+        from .base.catalog import StagedCommitsCatalog as value
     elif name == "Transaction":
-        from .transaction import Transaction as value
+        from .write.transaction import Transaction as value
     elif name in ("CheckpointPlan", "plan_checkpoint"):
-        from . import distributed_checkpoint as module
+        from .maintenance import distributed_checkpoint as module
         value = getattr(module, name)
     elif name in ("ChangeRange", "IncrementalStep", "pending_changes", "process_changes"):
         from . import incremental as module
         value = getattr(module, name)
     elif name in ("WritePlan", "check_mode", "partition_arg", "plan_write", "write_transaction"):
-        from . import write_plan as module
+        from .write import write_plan as module
         value = getattr(module, name)
     else:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -25,10 +25,10 @@ from typing import Any, Callable
 
 import pyarrow as pa
 
-from .change_feed import read_changes
-from .errors import InvalidArgumentError, TableNotFoundError
-from .table_log import TableLog, version_arg
-from .writer import write_table
+from .read.change_feed import read_changes
+from .base.errors import InvalidArgumentError, TableNotFoundError
+from .read.table_log import TableLog, version_arg
+from .write.writer import write_table
 
 
 @dataclass(frozen=True)

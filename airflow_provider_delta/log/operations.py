@@ -24,23 +24,23 @@ from types import ModuleType
 
 def __getattr__(name: str) -> ModuleType:
     if name == "writer":
-        from . import writer as module
+        from .write import writer as module
     elif name == "transaction":
-        from . import transaction as module
+        from .write import transaction as module
     elif name == "create":
-        from . import create as module
+        from .write import create as module
     elif name == "checkpoint":
-        from . import checkpoint as module
+        from .maintenance import checkpoint as module
     elif name == "compaction":
-        from . import compaction as module
+        from .maintenance import compaction as module
     elif name == "cleanup":
-        from . import cleanup as module
+        from .maintenance import cleanup as module
     elif name == "vacuum":
-        from . import vacuum as module
+        from .maintenance import vacuum as module
     elif name == "managed":
-        from . import managed as module
+        from .write import managed as module
     elif name == "change_feed":
-        from . import change_feed as module
+        from .read import change_feed as module
     else:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     globals()[name] = module

@@ -15,14 +15,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Iterable
 
 from . import operations as ops
-from .table_log import TableLog
+from .read.table_log import TableLog
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from .commit_owner.base import CommitOwner
-    from .commit_source import CommitSource
-    from .transaction import Transaction
+    from .base.commit_owner.base import CommitOwner
+    from .base.commit_source import CommitSource
+    from .write.transaction import Transaction
 
 
 class DeltaTable(TableLog):

@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from airflow_provider_delta.log import DeltaTable
-from airflow_provider_delta.log.commit_actions import AddFile
+from airflow_provider_delta.log.base.commit_actions import AddFile
 
 APP_ID = "external-writer"
 

@@ -10,8 +10,8 @@ import pytest
 
 from airflow_provider_delta.hooks.commits import CommitWatch, summarize_commit
 from airflow_provider_delta.log import DeltaTable
-from airflow_provider_delta.log.errors import InvalidArgumentError
-from airflow_provider_delta.log.names import commit_path
+from airflow_provider_delta.log.base.errors import InvalidArgumentError
+from airflow_provider_delta.log.base.names import commit_path
 
 ROW = pa.table({"id": [1], "day": ["2026-01-01"]})
 

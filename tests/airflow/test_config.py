@@ -6,7 +6,7 @@ import sqlalchemy as sa
 
 from airflow_provider_delta.hooks.config import (DeltaConnectionConfig, database_url, is_absolute_uri,
                                                  join_uri, redact_options)
-from airflow_provider_delta.log.errors import InvalidArgumentError
+from airflow_provider_delta.log.base.errors import InvalidArgumentError
 
 SECRET = "s3cr3t/+=&?pa ss"
 

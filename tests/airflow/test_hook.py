@@ -14,9 +14,9 @@ from fsspec.implementations.memory import MemoryFileSystem
 from airflow_provider_delta.hooks import DeltaTableHook
 from airflow_provider_delta.hooks.manifest import MANIFEST_FORMAT, read_manifest
 from airflow_provider_delta.log import DeltaTable, SqlCommitOwner
-from airflow_provider_delta.log.commit_actions import AddFile
-from airflow_provider_delta.log.errors import InvalidArgumentError, TimestampOutOfRangeError
-from airflow_provider_delta.log.names import commit_path
+from airflow_provider_delta.log.base.commit_actions import AddFile
+from airflow_provider_delta.log.base.errors import InvalidArgumentError, TimestampOutOfRangeError
+from airflow_provider_delta.log.base.names import commit_path
 
 SECRET = "Sup3r-Secret-Value"
 
@@ -224,7 +224,7 @@ def test_vacuum_skips_manifests(make_table):
 
 
 def test_manifest_write_failure_is_a_storage_error_and_leaves_nothing(make_table, tmp_path):
-    from airflow_provider_delta.log.errors import StorageError
+    from airflow_provider_delta.log.base.errors import StorageError
     table = make_table(commits=1)
     blocker = tmp_path / "not-a-dir"
     blocker.write_text("a file where the manifest's folder should be")
@@ -248,7 +248,7 @@ def test_vacuum_job_reaches_the_log_and_the_report(make_table, caplog):
     # the hook used to drop `job` for vacuum: it probed the function's signature and found no such argument
     table = make_table()
     job = {"dag_id": "maint", "task_id": "vacuum", "run_id": "r1", "try_number": 1}
-    with caplog.at_level(logging.INFO, logger="airflow_provider_delta.log.vacuum"):
+    with caplog.at_level(logging.INFO, logger="airflow_provider_delta.log.maintenance.vacuum"):
         report = DeltaTableHook().vacuum(table.storage.root, job=job)
     assert report["job"] == job and report["dry_run"] is True
     assert any("maint" in r.getMessage() and "vacuum" in r.getMessage() for r in caplog.records)

@@ -15,7 +15,7 @@ import pytest
 
 from airflow_provider_delta.hooks.manifest import read_manifest
 from airflow_provider_delta.log import DeltaTable, SqlCommitOwner
-from airflow_provider_delta.log.names import commit_path
+from airflow_provider_delta.log.base.names import commit_path
 
 from airflow_test_support import AIRFLOW_BIN, HERE, airflow_env
 

@@ -12,8 +12,8 @@ from airflow.sdk import Asset
 from airflow_provider_delta.assets import to_asset
 from airflow_provider_delta.hooks.manifest import read_manifest
 from airflow_provider_delta.log import DeltaTable, SqlCommitOwner
-from airflow_provider_delta.log.errors import InvalidArgumentError, VersionNotFoundError
-from airflow_provider_delta.log.names import commit_path
+from airflow_provider_delta.log.base.errors import InvalidArgumentError, VersionNotFoundError
+from airflow_provider_delta.log.base.names import commit_path
 from airflow_provider_delta.operators import (DeltaBackfillOperator, DeltaCheckpointOperator,
                                               DeltaMetadataCleanupOperator, DeltaTimeTravelSnapshotOperator,
                                               DeltaVacuumOperator)

@@ -9,7 +9,7 @@ import time
 import pyarrow as pa
 import pytest
 
-from airflow_provider_delta.log.names import commit_path
+from airflow_provider_delta.log.base.names import commit_path
 from airflow_provider_delta.triggers import DeltaCommitTrigger
 
 ROW = pa.table({"id": [1], "day": ["2026-01-01"]})
@@ -101,6 +101,6 @@ def test_run_uses_the_connection_asynchronously(monkeypatch, make_table, tmp_pat
 
 @pytest.mark.parametrize("bad", [{"target_version": "abc"}, {"after_version": -5}])
 def test_invalid_bounds_fail_at_construction(bad):
-    from airflow_provider_delta.log.errors import InvalidArgumentError
+    from airflow_provider_delta.log.base.errors import InvalidArgumentError
     with pytest.raises(InvalidArgumentError):
         DeltaCommitTrigger(table_uri="/t", **bad)

@@ -47,7 +47,7 @@ def child(impl: str, path: str, parts: int | None) -> None:
     if impl == "ours":
         sys.path.insert(0, str(ROOT))
         from airflow_provider_delta.log import DeltaTable
-        from airflow_provider_delta.log.checkpoint import write_checkpoint
+        from airflow_provider_delta.log.maintenance.checkpoint import write_checkpoint
         table = DeltaTable(path)
         snap = table.snapshot()
         n_files = snap.files().num_rows

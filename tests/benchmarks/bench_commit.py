@@ -33,7 +33,7 @@ import deltalake
 from deltalake.transaction import AddAction
 
 from airflow_provider_delta.log import DeltaTable
-from airflow_provider_delta.log.commit_actions import AddFile
+from airflow_provider_delta.log.base.commit_actions import AddFile
 
 PROPS = {"delta.checkpointInterval": "1000000"}
 

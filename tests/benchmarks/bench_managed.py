@@ -21,7 +21,7 @@ import uuid
 import pyarrow as pa
 
 from airflow_provider_delta.log import DeltaTable, InMemoryCommitOwner, SqlCommitOwner
-from airflow_provider_delta.log.commit_actions import AddFile
+from airflow_provider_delta.log.base.commit_actions import AddFile
 
 POSTGRES_URL = os.environ.get("DELTA_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
 SCHEMA = pa.schema([("id", pa.int64())])

@@ -59,7 +59,7 @@ def child(impl: str, path: str, parts: int, cores: int, driver_memory: str) -> N
         sys.path.insert(0, str(ROOT))
         from airflow_provider_delta.log import DeltaTable
         if impl == "local":
-            from airflow_provider_delta.log.checkpoint import write_checkpoint
+            from airflow_provider_delta.log.maintenance.checkpoint import write_checkpoint
             write_checkpoint(DeltaTable(path), parts=parts)
         else:
             from pyspark.sql import SparkSession

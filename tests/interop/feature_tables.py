@@ -28,8 +28,8 @@ from typing import Callable
 import pyarrow as pa
 
 from airflow_provider_delta.log import DeltaTable, StagedCommitsCatalog
-from airflow_provider_delta.log.names import commit_path
-from airflow_provider_delta.log.schema import DELTA_METADATA_KEY
+from airflow_provider_delta.log.base.names import commit_path
+from airflow_provider_delta.log.base.schema import DELTA_METADATA_KEY
 
 DAY_MS = 86_400_000
 CHECKPOINT_EVERY_2 = "'delta.checkpointInterval' = '2'"

@@ -19,7 +19,7 @@ import pytest
 
 from interop_support import normalize_rows
 from airflow_provider_delta.log import DeltaTable
-from airflow_provider_delta.log.deletion_vectors import read_deletion_vector
+from airflow_provider_delta.log.read.deletion_vectors import read_deletion_vector
 from airflow_provider_delta.spark import read_snapshot
 
 pytestmark = pytest.mark.spark
@@ -138,7 +138,7 @@ def _file_bitmap(path: str, dv: dict) -> bytes:
 
 
 def _uuid_of(dv: dict) -> str:
-    from airflow_provider_delta.log.deletion_vectors import dv_file_path
+    from airflow_provider_delta.log.read.deletion_vectors import dv_file_path
     return dv_file_path(dv)[len("deletion_vector_"):-len(".bin")]
 
 

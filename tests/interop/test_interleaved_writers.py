@@ -28,7 +28,7 @@ OUR_WRITER = textwrap.dedent("""
     import json, os, sys, time
     import pyarrow as pa, pyarrow.parquet as pq
     from airflow_provider_delta.log import DeltaTable
-    from airflow_provider_delta.log.commit_actions import AddFile
+    from airflow_provider_delta.log.base.commit_actions import AddFile
 
     path, n, spark_done = sys.argv[1], int(sys.argv[2]), sys.argv[3]
     table = DeltaTable(path)

@@ -18,7 +18,7 @@ import pytest
 
 from interop_support import assert_same, compare_table, spark_latest_version
 from airflow_provider_delta.log import DeltaTable
-from airflow_provider_delta.log.commit_actions import AddFile
+from airflow_provider_delta.log.base.commit_actions import AddFile
 
 pytestmark = pytest.mark.spark
 

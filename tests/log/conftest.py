@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from airflow_provider_delta.log.commit_owner import CommitOwner, InMemoryCommitOwner, SqlCommitOwner
+from airflow_provider_delta.log.base.commit_owner import CommitOwner, InMemoryCommitOwner, SqlCommitOwner
 
 
 @pytest.fixture(params=["memory", "sqlite", "postgres"])

@@ -14,9 +14,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from airflow_provider_delta.log import DeltaTable
-from airflow_provider_delta.log import arrow_build as ab
-from airflow_provider_delta.log import arrow_kernels as ak
-from airflow_provider_delta.log.parquet_file import ParquetFile
+from airflow_provider_delta.log.base import arrow_build as ab
+from airflow_provider_delta.log.base import arrow_kernels as ak
+from airflow_provider_delta.log.base.parquet_file import ParquetFile
 
 STRINGS = pa.array(["a", None, "b%c", "", "a", "zz"])
 INTS = pa.array([3, None, -1, 7, 3, 0], pa.int64())

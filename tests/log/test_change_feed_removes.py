@@ -15,8 +15,8 @@ import pyarrow as pa
 import pytest
 
 from airflow_provider_delta.log import CorruptLogError, DeltaTable, RemoveFile
-from airflow_provider_delta.log.remove_details import complete_removes
-from airflow_provider_delta.log.replay import actions_from_dicts
+from airflow_provider_delta.log.read.remove_details import complete_removes
+from airflow_provider_delta.log.read.replay import actions_from_dicts
 
 CDF = {"delta.enableChangeDataFeed": "true"}
 SCHEMA = pa.schema([("id", pa.int64()), ("part", pa.string()), ("day", pa.int32())])

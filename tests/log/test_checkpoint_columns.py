@@ -11,8 +11,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from airflow_provider_delta.log import CorruptLogError, DeltaTable
-from airflow_provider_delta.log.checkpoint_reader import _file_columns
-from airflow_provider_delta.log.parquet_file import ParquetFile
+from airflow_provider_delta.log.read.checkpoint_reader import _file_columns
+from airflow_provider_delta.log.base.parquet_file import ParquetFile
 
 SCHEMA = pa.schema([("id", pa.int64()), ("p", pa.string())])
 

@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from airflow_provider_delta.log import DeltaTable, InvalidArgumentError
-from airflow_provider_delta.log.names import commit_path
+from airflow_provider_delta.log.base.names import commit_path
 
 SCHEMA = pa.schema([("id", pa.int64()), ("p", pa.string())])
 LOG = "_delta_log"

@@ -21,10 +21,10 @@ from deltalake import write_deltalake
 from deltalake.exceptions import DeltaProtocolError
 
 from airflow_provider_delta.log import DeltaTable
-from airflow_provider_delta.log import action_schemas
-from airflow_provider_delta.log import checkpoint as cpmod
-from airflow_provider_delta.log import checkpoint_rows as cprows
-from airflow_provider_delta.log.errors import (
+from airflow_provider_delta.log.base import action_schemas
+from airflow_provider_delta.log.maintenance import checkpoint as cpmod
+from airflow_provider_delta.log.maintenance import checkpoint_rows as cprows
+from airflow_provider_delta.log.base.errors import (
     InvalidArgumentError, InvalidTableStateError, UnsupportedFeatureError, VersionNotFoundError,
 )
 

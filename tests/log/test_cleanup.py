@@ -16,9 +16,9 @@ import pytest
 from deltalake import DeltaTable as RsTable
 
 from airflow_provider_delta.log import DeltaTable
-from airflow_provider_delta.log.checkpoint import write_checkpoint
-from airflow_provider_delta.log.errors import InvalidArgumentError, VersionNotFoundError
-from airflow_provider_delta.log.cleanup import cleanup_metadata, truncate_ms
+from airflow_provider_delta.log.maintenance.checkpoint import write_checkpoint
+from airflow_provider_delta.log.base.errors import InvalidArgumentError, VersionNotFoundError
+from airflow_provider_delta.log.maintenance.cleanup import cleanup_metadata, truncate_ms
 
 LOG = "_delta_log"
 DAY = 86_400_000

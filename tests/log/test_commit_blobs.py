@@ -14,9 +14,9 @@ import pyarrow as pa
 import pytest
 
 from airflow_provider_delta.log import DeltaTable, VersionNotFoundError
-from airflow_provider_delta.log.commit_reader import CommitBlobs, read_blobs
-from airflow_provider_delta.log.listing import list_backfilled
-from airflow_provider_delta.log.replay import parse_json_logs
+from airflow_provider_delta.log.read.commit_reader import CommitBlobs, read_blobs
+from airflow_provider_delta.log.read.listing import list_backfilled
+from airflow_provider_delta.log.read.replay import parse_json_logs
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ import pyarrow as pa
 import pytest
 
 from airflow_provider_delta.log import AddFile, CorruptLogError, DeltaTable
-from airflow_provider_delta.log.names import commit_path
+from airflow_provider_delta.log.base.names import commit_path
 
 DAMAGE = {
     "truncated last line": lambda good: good[:-15],

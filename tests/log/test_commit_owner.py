@@ -14,14 +14,14 @@ import uuid
 import pytest
 import sqlalchemy as sa
 
-from airflow_provider_delta.log.commit_owner import (
+from airflow_provider_delta.log.base.commit_owner import (
     Commit, CommitOwner, GetCommitsResponse, InMemoryCommitOwner, SqlCommitOwner, owner_from_conf)
-from airflow_provider_delta.log.commit_owner.conf import check_owner_conf, parse_owner_conf
-from airflow_provider_delta.log.errors import (
+from airflow_provider_delta.log.base.commit_owner.conf import check_owner_conf, parse_owner_conf
+from airflow_provider_delta.log.base.errors import (
     CommitFailedError, CorruptLogError, InvalidArgumentError, InvalidTableStateError, StorageError,
     UnsupportedFeatureError)
-from airflow_provider_delta.log.names import COMMITS_DIR, commit_path, parse_uuid_commit_name
-from airflow_provider_delta.log.storage import Storage
+from airflow_provider_delta.log.base.names import COMMITS_DIR, commit_path, parse_uuid_commit_name
+from airflow_provider_delta.log.base.storage import Storage
 
 
 # --------------------------------------------------------------------- fixtures

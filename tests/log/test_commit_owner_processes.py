@@ -17,11 +17,11 @@ import uuid
 import pytest
 import sqlalchemy as sa
 
-from airflow_provider_delta.log.commit_owner import SqlCommitOwner
-from airflow_provider_delta.log.commit_owner.sql_engine import engine_url, parse_url
-from airflow_provider_delta.log.errors import CommitFailedError
-from airflow_provider_delta.log.names import COMMITS_DIR, commit_path, parse_uuid_commit_name
-from airflow_provider_delta.log.storage import Storage
+from airflow_provider_delta.log.base.commit_owner import SqlCommitOwner
+from airflow_provider_delta.log.base.commit_owner.sql_engine import engine_url, parse_url
+from airflow_provider_delta.log.base.errors import CommitFailedError
+from airflow_provider_delta.log.base.names import COMMITS_DIR, commit_path, parse_uuid_commit_name
+from airflow_provider_delta.log.base.storage import Storage
 
 COMMITS_PER_PROCESS = int(os.environ.get("DELTA_STRESS_SIZE", "25"))
 PROCESSES = 4
@@ -91,7 +91,7 @@ def commit_worker(url, root, table_id, writer, count, batch, barrier, out_path):
 
 def die_before_backfill_worker(url, root, table_id):
     """Ratify version 1, then die where the backfill would start."""
-    from airflow_provider_delta.log.commit_owner.base import CommitOwner
+    from airflow_provider_delta.log.base.commit_owner.base import CommitOwner
     CommitOwner.backfill_commits = lambda *a, **k: os._exit(17)
     owner = SqlCommitOwner(url, backfill_batch_size=1)
     owner.commit(Storage(root), table_id, 1, payload(0, 1), 1)

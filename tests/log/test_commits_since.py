@@ -7,7 +7,7 @@ import pyarrow as pa
 import pytest
 
 from airflow_provider_delta.log import CommitsSince, DeltaTable, InMemoryCommitOwner, InvalidArgumentError
-from airflow_provider_delta.log.names import commit_path
+from airflow_provider_delta.log.base.names import commit_path
 
 SCHEMA = pa.schema([("id", pa.int64())])
 

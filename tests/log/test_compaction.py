@@ -10,7 +10,7 @@ import pytest
 from airflow_provider_delta.log import (
     DeltaTable, InMemoryCommitOwner, InvalidArgumentError, InvalidTableStateError,
 )
-from airflow_provider_delta.log.replay import parse_json_logs, reconcile
+from airflow_provider_delta.log.read.replay import parse_json_logs, reconcile
 
 LOG = "_delta_log"
 

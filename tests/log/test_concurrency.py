@@ -20,7 +20,7 @@ import pyarrow as pa
 import pytest
 
 from airflow_provider_delta.log import ConcurrentModificationError, DeltaTable
-from airflow_provider_delta.log.commit_actions import AddFile
+from airflow_provider_delta.log.base.commit_actions import AddFile
 
 COMMITS_PER_PROCESS = int(os.environ.get("DELTA_STRESS_SIZE", "10"))
 PROCESSES = 4
@@ -31,7 +31,7 @@ CTX = mp.get_context("spawn")
 def open_table(uri: str, owner_url: str | None) -> DeltaTable:
     if owner_url is None:
         return DeltaTable(uri)
-    from airflow_provider_delta.log.commit_owner import SqlCommitOwner
+    from airflow_provider_delta.log.base.commit_owner import SqlCommitOwner
     return DeltaTable(uri, commit_owner=SqlCommitOwner(owner_url))
 
 
@@ -109,7 +109,7 @@ def test_concurrent_blind_appends_land_exactly_once(tmp_path, managed):
     owner_url = f"sqlite:///{tmp_path}/owner.db" if managed else None
     owner = None
     if managed:
-        from airflow_provider_delta.log.commit_owner import SqlCommitOwner
+        from airflow_provider_delta.log.base.commit_owner import SqlCommitOwner
         owner = SqlCommitOwner(owner_url)
     DeltaTable.create(uri, pa.schema([("id", pa.int64())]), commit_owner=owner,
                       properties={"delta.enableInCommitTimestamps": "true"})

@@ -10,9 +10,9 @@ import pytest
 
 from airflow_provider_delta.log import (DeltaTable, InMemoryCommitOwner, InvalidArgumentError,
                                         TableAlreadyExistsError, UnsupportedFeatureError)
-from airflow_provider_delta.log.actions import Protocol
-from airflow_provider_delta.log.features import is_downgrade, protocol_with_features
-from airflow_provider_delta.log.schema import schema_string
+from airflow_provider_delta.log.base.actions import Protocol
+from airflow_provider_delta.log.base.features import is_downgrade, protocol_with_features
+from airflow_provider_delta.log.base.schema import schema_string
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("day", pa.date32())])
 

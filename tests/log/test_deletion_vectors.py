@@ -19,11 +19,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from airflow_provider_delta.log import CorruptLogError, DeltaTable, VersionNotFoundError
-from airflow_provider_delta.log.deletion_vectors import (
+from airflow_provider_delta.log.read.deletion_vectors import (
     RBA_MAGIC, decode_bitmap_array, dv_file_path, read_deletion_vector, z85_decode,
 )
-from airflow_provider_delta.log.errors import DeletionVectorError
-from airflow_provider_delta.log.storage import Storage
+from airflow_provider_delta.log.base.errors import DeletionVectorError
+from airflow_provider_delta.log.base.storage import Storage
 from corpus_expected import dir_state, sorted_rows
 
 # ----------------------------------------------------------------------------- an encoder for tests

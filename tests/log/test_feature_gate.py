@@ -18,8 +18,8 @@ import pytest
 
 from airflow_provider_delta.log import (AddFile, DeltaTable, InMemoryCommitOwner, StagedCommitsCatalog,
                                         UnsupportedFeatureError)
-from airflow_provider_delta.log.features import Operation, require
-from airflow_provider_delta.log.names import commit_path
+from airflow_provider_delta.log.base.features import Operation, require
+from airflow_provider_delta.log.base.names import commit_path
 
 SCHEMA = pa.schema([("id", pa.int64())])
 DAY_MS = 86_400_000

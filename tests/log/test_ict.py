@@ -9,9 +9,9 @@ import pyarrow as pa
 import pytest
 
 from airflow_provider_delta.log import DeltaTable, TimestampOutOfRangeError
-from airflow_provider_delta.log.actions import Protocol
-from airflow_provider_delta.log.commit_actions import AddFile
-from airflow_provider_delta.log.ict import (ENABLEMENT_TIMESTAMP_PROPERTY, ENABLEMENT_VERSION_PROPERTY,
+from airflow_provider_delta.log.base.actions import Protocol
+from airflow_provider_delta.log.base.commit_actions import AddFile
+from airflow_provider_delta.log.base.ict import (ENABLEMENT_TIMESTAMP_PROPERTY, ENABLEMENT_VERSION_PROPERTY,
                                             next_timestamp)
 
 SCHEMA = pa.schema([("id", pa.int64())])

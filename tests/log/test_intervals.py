@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from airflow_provider_delta.log.errors import InvalidArgumentError, InvalidTableStateError
-from airflow_provider_delta.log.intervals import (
+from airflow_provider_delta.log.base.errors import InvalidArgumentError, InvalidTableStateError
+from airflow_provider_delta.log.base.intervals import (
     deleted_file_retention_ms, log_retention_ms, parse_interval_ms, set_transaction_retention_ms,
 )
 

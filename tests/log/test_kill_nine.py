@@ -22,7 +22,7 @@ import pyarrow as pa
 import pytest
 
 from airflow_provider_delta.log import DeltaTable
-from airflow_provider_delta.log.commit_owner import SqlCommitOwner
+from airflow_provider_delta.log.base.commit_owner import SqlCommitOwner
 
 KILLS = int(os.environ.get("DELTA_KILLS", "2"))
 
@@ -30,7 +30,7 @@ CHILD = textwrap.dedent("""
     import os, sys
     import pyarrow as pa
     from airflow_provider_delta.log import DeltaTable
-    from airflow_provider_delta.log.commit_owner import SqlCommitOwner
+    from airflow_provider_delta.log.base.commit_owner import SqlCommitOwner
     uri, scenario, ledger, owner_url, start = sys.argv[1:6]
     owner = SqlCommitOwner(owner_url, backfill_batch_size=4) if owner_url != "-" else None
     table = DeltaTable(uri, commit_owner=owner)

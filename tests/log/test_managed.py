@@ -13,18 +13,18 @@ import pyarrow as pa
 import pytest
 
 from airflow_provider_delta.log import DeltaTable
-from airflow_provider_delta.log.actions import Metadata, Protocol
-from airflow_provider_delta.log.commit_actions import dumps_actions
-from airflow_provider_delta.log.commit_owner import InMemoryCommitOwner, SqlCommitOwner
-from airflow_provider_delta.log.errors import (
+from airflow_provider_delta.log.base.actions import Metadata, Protocol
+from airflow_provider_delta.log.base.commit_actions import dumps_actions
+from airflow_provider_delta.log.base.commit_owner import InMemoryCommitOwner, SqlCommitOwner
+from airflow_provider_delta.log.base.errors import (
     CommitFailedError, CorruptLogError, InvalidArgumentError, InvalidTableStateError)
-from airflow_provider_delta.log.features import MANAGED_COMMIT_FEATURE as MANAGED_FEATURE
-from airflow_provider_delta.log.features import MANAGED_OWNER_CONF_PROPERTY as OWNER_CONF_PROP
-from airflow_provider_delta.log.features import MANAGED_OWNER_PROPERTY as OWNER_PROP
-from airflow_provider_delta.log.managed import backfill, disable_managed_commits, enable_managed_commits
-from airflow_provider_delta.log.managed_state import owner_of, validate_managed_state
-from airflow_provider_delta.log.names import COMMITS_DIR, commit_path
-from airflow_provider_delta.log.storage import Storage
+from airflow_provider_delta.log.base.features import MANAGED_COMMIT_FEATURE as MANAGED_FEATURE
+from airflow_provider_delta.log.base.features import MANAGED_OWNER_CONF_PROPERTY as OWNER_CONF_PROP
+from airflow_provider_delta.log.base.features import MANAGED_OWNER_PROPERTY as OWNER_PROP
+from airflow_provider_delta.log.write.managed import backfill, disable_managed_commits, enable_managed_commits
+from airflow_provider_delta.log.read.managed_state import owner_of, validate_managed_state
+from airflow_provider_delta.log.base.names import COMMITS_DIR, commit_path
+from airflow_provider_delta.log.base.storage import Storage
 
 SCHEMA = pa.schema([("id", pa.int64())])
 SCHEMA_STRING = json.dumps({"type": "struct", "fields": [

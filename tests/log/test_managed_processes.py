@@ -13,7 +13,7 @@ import pyarrow as pa
 import pytest
 
 from airflow_provider_delta.log import DeltaTable
-from airflow_provider_delta.log.commit_owner import SqlCommitOwner
+from airflow_provider_delta.log.base.commit_owner import SqlCommitOwner
 
 WRITES_PER_PROCESS = max(1, int(os.environ.get("DELTA_STRESS_SIZE", "25")) // 5)
 PROCESSES = 3

@@ -17,7 +17,7 @@ from sqlalchemy.engine import make_url
 
 from airflow_provider_delta.log import (CommitFailedError, CommitOutcomeUnknownError, CommitOwnerUnavailableError,
                                         DeltaTable)
-from airflow_provider_delta.log.commit_owner import SqlCommitOwner
+from airflow_provider_delta.log.base.commit_owner import SqlCommitOwner
 
 SCHEMA = pa.schema([("id", pa.int64())])
 

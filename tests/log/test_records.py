@@ -7,9 +7,9 @@ import pickle
 
 import pytest
 
-from airflow_provider_delta.log.actions import Metadata, Protocol
-from airflow_provider_delta.log.listing import LogListing
-from airflow_provider_delta.log.records import FrozenRecordError, Record
+from airflow_provider_delta.log.base.actions import Metadata, Protocol
+from airflow_provider_delta.log.read.listing import LogListing
+from airflow_provider_delta.log.base.records import FrozenRecordError, Record
 
 
 class Point(Record):

@@ -13,7 +13,7 @@ import json
 import pyarrow as pa
 
 from airflow_provider_delta.log import AddFile, DeltaTable
-from airflow_provider_delta.log.replay import _any_byte, _parse_slow, parse_json_logs
+from airflow_provider_delta.log.read.replay import _any_byte, _parse_slow, parse_json_logs
 
 
 def _add(path: str, **extra) -> dict:

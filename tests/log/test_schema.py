@@ -20,13 +20,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from airflow_provider_delta.log.errors import (
+from airflow_provider_delta.log.base.errors import (
     CorruptLogError,
     DeltaError,
     InvalidArgumentError,
     UnsupportedFeatureError,
 )
-from airflow_provider_delta.log.schema import (
+from airflow_provider_delta.log.base.schema import (
     DELTA_METADATA_KEY,
     arrow_to_delta_type,
     arrow_to_schema,

@@ -7,8 +7,8 @@ import pyarrow as pa
 import pytest
 
 from airflow_provider_delta.log import DeltaTable, StorageError
-from airflow_provider_delta.log.commit_actions import AddFile
-from airflow_provider_delta.log.storage import CONDITIONAL_CREATE_PROTOCOLS, Storage
+from airflow_provider_delta.log.base.commit_actions import AddFile
+from airflow_provider_delta.log.base.storage import CONDITIONAL_CREATE_PROTOCOLS, Storage
 
 SCHEMA = pa.schema([("id", pa.int64())])
 

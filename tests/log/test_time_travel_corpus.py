@@ -17,7 +17,7 @@ import pytest
 from airflow_provider_delta.log import (
     DeltaTable, TimestampOutOfRangeError, VersionNotFoundError,
 )
-from airflow_provider_delta.log.timeutil import format_ms
+from airflow_provider_delta.log.base.timeutil import format_ms
 from corpus_expected import (
     CHECKPOINTS_VACUUMED_MTIMES, E6_MTIMES, E6_START, SIMPLE_TABLE_BEFORE_EARLIEST,
     SIMPLE_TABLE_MTIMES, SIMPLE_TABLE_QUERIES, column_values, commit_file, make_writable, pdt,

@@ -13,9 +13,9 @@ import pytest
 
 from airflow_provider_delta.log import (CommitFailedError, ConcurrentModificationError, DeltaTable,
                                         InvalidArgumentError, UnsupportedFeatureError)
-from airflow_provider_delta.log.actions import Metadata, Protocol
-from airflow_provider_delta.log.commit_actions import AddFile, RemoveFile
-from airflow_provider_delta.log.transaction import Transaction
+from airflow_provider_delta.log.base.actions import Metadata, Protocol
+from airflow_provider_delta.log.base.commit_actions import AddFile, RemoveFile
+from airflow_provider_delta.log.write.transaction import Transaction
 
 SCHEMA = pa.schema([("id", pa.int64()), ("p", pa.string())])
 
@@ -312,7 +312,7 @@ def test_remove_file_accepts_add_and_remove_actions(table):
 
 
 def test_layout_changes_need_all_data_replaced(table, tmp_path):
-    from airflow_provider_delta.log.schema import schema_string
+    from airflow_provider_delta.log.base.schema import schema_string
     meta = table.snapshot().metadata
     repartitioned = Metadata(meta.id, meta.schema_string, (), meta.configuration)
     with pytest.raises(InvalidArgumentError, match="partition columns cannot change"):

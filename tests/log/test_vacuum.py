@@ -13,8 +13,8 @@ from deltalake import DeltaTable as RsTable
 from deltalake import write_deltalake
 
 from airflow_provider_delta.log import DeltaTable
-from airflow_provider_delta.log.errors import InvalidArgumentError
-from airflow_provider_delta.log.vacuum import is_hidden_name, vacuum
+from airflow_provider_delta.log.base.errors import InvalidArgumentError
+from airflow_provider_delta.log.maintenance.vacuum import is_hidden_name, vacuum
 
 LOG = "_delta_log"
 HOUR = 3_600_000

@@ -12,7 +12,7 @@ import pytest
 
 from airflow_provider_delta.log import (ConcurrentModificationError, DeltaTable, InvalidArgumentError,
                                         UnsupportedFeatureError)
-from airflow_provider_delta.log.writer import escape_partition_name, partition_dir
+from airflow_provider_delta.log.write.writer import escape_partition_name, partition_dir
 
 FILE_NAME = re.compile(r"^part-\d{5}-[0-9a-f-]{36}\.c000\.snappy\.parquet$")
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from airflow_provider_delta.log.stats import collect_stats, truncate_max_string, truncate_min_string
+from airflow_provider_delta.log.base.stats import collect_stats, truncate_max_string, truncate_min_string
 
 
 def stats(table: pa.Table, conf: dict | None = None) -> dict:

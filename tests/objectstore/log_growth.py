@@ -15,8 +15,8 @@ import json
 import pyarrow as pa
 
 from airflow_provider_delta.log import DeltaTable
-from airflow_provider_delta.log.names import LAST_CHECKPOINT, commit_path
-from airflow_provider_delta.log.storage import Storage
+from airflow_provider_delta.log.base.names import LAST_CHECKPOINT, commit_path
+from airflow_provider_delta.log.base.storage import Storage
 
 SCHEMA = pa.schema([("id", pa.int64())])
 BASE_VERSIONS = 3          # create + 2 writes, checkpointed at version 2

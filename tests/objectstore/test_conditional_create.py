@@ -14,7 +14,7 @@ import pyarrow as pa
 import pytest
 
 from airflow_provider_delta.log import ConditionalCreateError, DeltaTable
-from airflow_provider_delta.log.storage import Storage
+from airflow_provider_delta.log.base.storage import Storage
 
 SCHEMA = pa.schema([("id", pa.int64())])
 

@@ -14,7 +14,7 @@ import pyarrow as pa
 import pytest
 
 from airflow_provider_delta.hooks.commits import CommitWatch
-from airflow_provider_delta.log.names import commit_path
+from airflow_provider_delta.log.base.names import commit_path
 from log_growth import SCHEMA, add_recent_checkpoint, commit_info_only, make_long_table
 
 LONG_LOCAL = int(os.environ.get("DELTA_POLL_LONG_VERSIONS", "100000"))

@@ -15,8 +15,8 @@ import pyarrow as pa
 import pytest
 
 from airflow_provider_delta.log import DeltaTable, SqlCommitOwner
-from airflow_provider_delta.log.listing import list_backfilled
-from airflow_provider_delta.log.storage import Storage
+from airflow_provider_delta.log.read.listing import list_backfilled
+from airflow_provider_delta.log.base.storage import Storage
 from objectstore_servers import AZURE_KEY, S3_SECRET
 
 SCHEMA = pa.schema([("id", pa.int64()), ("day", pa.string())])

@@ -27,8 +27,8 @@ import pytest
 
 from airflow_provider_delta.log import (CorruptLogError, DeltaTable, InvalidArgumentError, UnsupportedFeatureError,
                                         VersionNotFoundError, plan_checkpoint)
-from airflow_provider_delta.log import checkpoint_sources
-from airflow_provider_delta.log.checkpoint import write_checkpoint
+from airflow_provider_delta.log.maintenance import checkpoint_sources
+from airflow_provider_delta.log.maintenance.checkpoint import write_checkpoint
 from airflow_provider_delta.spark.checkpoint_engine import spark_checkpoint
 from task_context import task_context
 

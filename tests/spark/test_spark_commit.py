@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 
 from airflow_provider_delta.log import DeltaTable
-from airflow_provider_delta.log.errors import CommitFailedError, InvalidArgumentError
+from airflow_provider_delta.log.base.errors import CommitFailedError, InvalidArgumentError
 from airflow_provider_delta.log import Transaction
 from airflow_provider_delta.spark import commit as commit_module
 from airflow_provider_delta.spark import commit_dataframe

@@ -7,7 +7,7 @@ import pyarrow as pa
 import pytest
 
 from airflow_provider_delta.log import DeltaTable
-from airflow_provider_delta.log.errors import InvalidArgumentError
+from airflow_provider_delta.log.base.errors import InvalidArgumentError
 from airflow_provider_delta.spark.job import run
 from airflow_provider_delta.spark.job_args import JobSpec
 

@@ -16,7 +16,7 @@ import pyarrow as pa
 import pytest
 
 from airflow_provider_delta.log import DeltaTable
-from airflow_provider_delta.log.errors import CommitFailedError, InvalidArgumentError
+from airflow_provider_delta.log.base.errors import CommitFailedError, InvalidArgumentError
 from airflow_provider_delta.spark.job_args import SECRETS_ENV, JobSpec
 from task_context import LOGICAL, RUN_KEY, task_context
 

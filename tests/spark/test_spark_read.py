@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 
 from airflow_provider_delta.log import DeltaTable
-from airflow_provider_delta.log.errors import InvalidArgumentError
+from airflow_provider_delta.log.base.errors import InvalidArgumentError
 from airflow_provider_delta.spark import read_snapshot
 
 pytestmark = pytest.mark.spark

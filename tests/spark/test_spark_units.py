@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from airflow_provider_delta.log import DeltaTable
-from airflow_provider_delta.log.errors import InvalidArgumentError, UnsupportedFeatureError
+from airflow_provider_delta.log.base.errors import InvalidArgumentError, UnsupportedFeatureError
 from airflow_provider_delta.spark import exactly_once
 from airflow_provider_delta.spark.file_stats import footer_stats
 from airflow_provider_delta.spark.job_args import SECRETS_ENV, JobSpec, read_secrets

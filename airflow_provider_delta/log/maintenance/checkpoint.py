@@ -33,19 +33,19 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from . import arrow_build as ab
-from .action_schemas import CHECKPOINT_METADATA_TYPE, REMOVE_TYPE, SIDECAR_TYPE
-from .commit_actions import dumps_actions
+from ..base import arrow_build as ab
+from ..base.action_schemas import CHECKPOINT_METADATA_TYPE, REMOVE_TYPE, SIDECAR_TYPE
+from ..base.commit_actions import dumps_actions
 from .checkpoint_rows import (ROW_GROUP_ROWS, CheckpointLayout, action_batch, checkpoint_batches, checkpoint_layout,
                               non_file_rows, retained_txns_and_domains)
-from .errors import DeltaError, InvalidArgumentError, InvalidTableStateError, StorageError
-from .features import CHECKPOINT_INTERVAL_DEFAULT, CHECKPOINT_INTERVAL_PROPERTY, V2_CHECKPOINT_FEATURE, Operation
-from .listing import read_last_checkpoint
-from .names import (LAST_CHECKPOINT, LOG_DIR, SIDECARS_DIR, classic_checkpoint_path, commit_path,
+from ..base.errors import DeltaError, InvalidArgumentError, InvalidTableStateError, StorageError
+from ..base.features import CHECKPOINT_INTERVAL_DEFAULT, CHECKPOINT_INTERVAL_PROPERTY, V2_CHECKPOINT_FEATURE, Operation
+from ..read.listing import read_last_checkpoint
+from ..base.names import (LAST_CHECKPOINT, LOG_DIR, SIDECARS_DIR, classic_checkpoint_path, commit_path,
                     multipart_checkpoint_path, sidecar_path, v2_checkpoint_path)
-from .snapshot import Snapshot
-from .storage import temp_name
-from .table_log import TableLog
+from ..read.snapshot import Snapshot
+from ..base.storage import temp_name
+from ..read.table_log import TableLog
 
 log = logging.getLogger(__name__)
 

@@ -31,15 +31,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pj
 
-from . import arrow_build as ab
-from .action_schemas import (ADD_BASE_FIELDS, DOMAIN_TYPE, DV_TYPE, METADATA_TYPE, PROTOCOL_TYPE, REMOVE_TYPE,
+from ..base import arrow_build as ab
+from ..base.action_schemas import (ADD_BASE_FIELDS, DOMAIN_TYPE, DV_TYPE, METADATA_TYPE, PROTOCOL_TYPE, REMOVE_TYPE,
                              STR_MAP, TXN_TYPE)
-from .commit_actions import encode_path
-from .errors import InvalidTableStateError
-from .features import CHECKPOINT_STATS_AS_JSON_PROPERTY, CHECKPOINT_STATS_AS_STRUCT_PROPERTY, column_mapping_mode
-from .intervals import deleted_file_retention_ms, set_transaction_retention_ms
-from .schema import partition_values_to_arrow, physical_name, schema_to_arrow
-from .snapshot import Snapshot
+from ..base.commit_actions import encode_path
+from ..base.errors import InvalidTableStateError
+from ..base.features import CHECKPOINT_STATS_AS_JSON_PROPERTY, CHECKPOINT_STATS_AS_STRUCT_PROPERTY, column_mapping_mode
+from ..base.intervals import deleted_file_retention_ms, set_transaction_retention_ms
+from ..base.schema import partition_values_to_arrow, physical_name, schema_to_arrow
+from ..read.snapshot import Snapshot
 
 log = logging.getLogger(__name__)
 

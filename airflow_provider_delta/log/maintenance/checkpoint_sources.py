@@ -16,14 +16,14 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .actions import Metadata, Protocol
-from .checkpoint_reader import read_checkpoint
-from .commit_reader import read_blobs
-from .errors import CorruptLogError
-from .names import SIDECARS_DIR, LogFile
-from .protocol_metadata import load_protocol_metadata, newest_protocol_metadata
-from .segment import LogSegment
-from .storage import Storage
+from ..base.actions import Metadata, Protocol
+from ..read.checkpoint_reader import read_checkpoint
+from ..read.commit_reader import read_blobs
+from ..base.errors import CorruptLogError
+from ..base.names import SIDECARS_DIR, LogFile
+from ..read.protocol_metadata import load_protocol_metadata, newest_protocol_metadata
+from ..read.segment import LogSegment
+from ..base.storage import Storage
 
 #: Rows of checkpoint parquet read by one task (row groups are never split).
 ROWS_PER_SOURCE = 500_000

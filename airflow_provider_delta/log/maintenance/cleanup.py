@@ -34,18 +34,18 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from .checkpoint_reader import sidecar_names
-from .commit_timestamps import file_timestamps
-from .errors import InvalidArgumentError, TimestampOutOfRangeError
-from .features import EXPIRED_LOG_CLEANUP_PROPERTY, Operation, checkpoint_protection_boundary
-from .history import version_at
-from .intervals import log_retention_ms
-from .listing import LogListing, list_backfilled
-from .names import COMMITS_DIR, LOG_DIR, SIDECARS_DIR, STAGED_COMMITS_DIR, parse_uuid_commit_name
-from .snapshot import Snapshot
-from .storage import OWN_TEMP_FILE
-from .table_log import TableLog
-from .timeutil import format_ms, now_or
+from ..read.checkpoint_reader import sidecar_names
+from ..read.commit_timestamps import file_timestamps
+from ..base.errors import InvalidArgumentError, TimestampOutOfRangeError
+from ..base.features import EXPIRED_LOG_CLEANUP_PROPERTY, Operation, checkpoint_protection_boundary
+from ..read.history import version_at
+from ..base.intervals import log_retention_ms
+from ..read.listing import LogListing, list_backfilled
+from ..base.names import COMMITS_DIR, LOG_DIR, SIDECARS_DIR, STAGED_COMMITS_DIR, parse_uuid_commit_name
+from ..read.snapshot import Snapshot
+from ..base.storage import OWN_TEMP_FILE
+from ..read.table_log import TableLog
+from ..base.timeutil import format_ms, now_or
 
 log = logging.getLogger(__name__)
 

@@ -18,14 +18,14 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import unquote
 
-from .commit_actions import dumps_actions
-from .errors import InvalidArgumentError, InvalidTableStateError
-from .features import Operation
-from .names import LOG_DIR, commit_path, compaction_path
-from .commit_reader import parse_json_lines
-from .listing import list_backfilled
-from .segment import describe_range, first_gap
-from .table_log import TableLog
+from ..base.commit_actions import dumps_actions
+from ..base.errors import InvalidArgumentError, InvalidTableStateError
+from ..base.features import Operation
+from ..base.names import LOG_DIR, commit_path, compaction_path
+from ..read.commit_reader import parse_json_lines
+from ..read.listing import list_backfilled
+from ..read.segment import describe_range, first_gap
+from ..read.table_log import TableLog
 
 
 

@@ -35,23 +35,23 @@ from typing import Any, Iterable, Iterator
 
 import pyarrow as pa
 
-from .action_schemas import REMOVE_TYPE, empty_file_actions
-from .actions import Metadata, Protocol
+from ..base.action_schemas import REMOVE_TYPE, empty_file_actions
+from ..base.actions import Metadata, Protocol
 from .checkpoint import (_check_backfilled, _part_names, _PartWriter, _publish, _validate_parts, _wants_v2,
                          write_last_checkpoint, write_v2_manifest)
-from .checkpoint_reader import _read_json_checkpoint, read_parquet_part
+from ..read.checkpoint_reader import _read_json_checkpoint, read_parquet_part
 from .checkpoint_rows import SPARK_HASH_SEED, CheckpointLayout, _split_by_part, checkpoint_batches, checkpoint_layout
 from .checkpoint_sources import LogSource, RowGroups, protocol_metadata, segment_sources
-from .commit_reader import read_blobs
-from .errors import InvalidArgumentError, InvalidTableStateError
-from .features import Operation
-from .names import LOG_DIR, SIDECARS_DIR, sidecar_path, v2_checkpoint_path
-from .replay import parse_json_logs, reconcile
-from .segment import LogSegment, build_segment
-from .snapshot import Snapshot, _State
-from .storage import Storage
-from .table_log import TableLog
-from .timeutil import now_or
+from ..read.commit_reader import read_blobs
+from ..base.errors import InvalidArgumentError, InvalidTableStateError
+from ..base.features import Operation
+from ..base.names import LOG_DIR, SIDECARS_DIR, sidecar_path, v2_checkpoint_path
+from ..read.replay import parse_json_logs, reconcile
+from ..read.segment import LogSegment, build_segment
+from ..read.snapshot import Snapshot, _State
+from ..base.storage import Storage
+from ..read.table_log import TableLog
+from ..base.timeutil import now_or
 
 #: Default checkpoint actions per part (parts = estimated actions / this, at least 1): what one
 #: worker reconciles and writes at once, about 1 GB of Python memory.

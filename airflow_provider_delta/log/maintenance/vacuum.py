@@ -28,14 +28,14 @@ from urllib.parse import unquote, urlparse
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .deletion_vectors import dv_file_path
-from .errors import InvalidArgumentError
-from .features import UNIVERSAL_FORMATS_PROPERTY, Operation
-from .intervals import deleted_file_retention_ms
-from .names import LOG_DIR
-from .snapshot import Snapshot
-from .table_log import TableLog
-from .timeutil import format_ms, now_or
+from ..read.deletion_vectors import dv_file_path
+from ..base.errors import InvalidArgumentError
+from ..base.features import UNIVERSAL_FORMATS_PROPERTY, Operation
+from ..base.intervals import deleted_file_retention_ms
+from ..base.names import LOG_DIR
+from ..read.snapshot import Snapshot
+from ..read.table_log import TableLog
+from ..base.timeutil import format_ms, now_or
 
 log = logging.getLogger(__name__)
 

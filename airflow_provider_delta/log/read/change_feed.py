@@ -31,22 +31,22 @@ from typing import TYPE_CHECKING, Any, Iterable
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import arrow_build as ab
-from .action_schemas import FILE_COLUMNS, empty_file_actions
-from .actions import Metadata, Protocol
+from ..base import arrow_build as ab
+from ..base.action_schemas import FILE_COLUMNS, empty_file_actions
+from ..base.actions import Metadata, Protocol
 from .change_rows import CHANGE_TYPE, cdc_rows, file_action_rows
 from .column_mapping import partition_keys
 from .commit_reader import read_blobs
 from .commit_timestamps import commit_timestamp
-from .errors import (ChangeDataFeedNotEnabledError, DataFileNotFoundError, InvalidArgumentError,
+from ..base.errors import (ChangeDataFeedNotEnabledError, DataFileNotFoundError, InvalidArgumentError,
                      TimestampOutOfRangeError, VersionNotFoundError)
-from .features import CHANGE_DATA_FEED_PROPERTY, is_true
+from ..base.features import CHANGE_DATA_FEED_PROPERTY, is_true
 from .history import version_at
 from .protocol_metadata import newest_protocol_metadata, parse_protocol_metadata
 from .remove_details import complete_removes
 from .replay import actions_from_dicts, parse_json_logs
 from .snapshot import Snapshot
-from .timeutil import format_ms, to_epoch_ms
+from ..base.timeutil import format_ms, to_epoch_ms
 
 if TYPE_CHECKING:  # pragma: no cover
     from .table_log import TableLog

@@ -27,12 +27,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import arrow_build as ab
-from .action_schemas import FILE_COLUMNS
+from ..base import arrow_build as ab
+from ..base.action_schemas import FILE_COLUMNS
 from .deletion_vectors import read_deletion_vector
-from .errors import DeletionVectorError
+from ..base.errors import DeletionVectorError
 from .reader import Readable, read_files
-from .storage import Storage
+from ..base.storage import Storage
 
 CHANGE_TYPE = "_change_type"
 INSERT, DELETE = "insert", "delete"

@@ -14,17 +14,17 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from . import arrow_kernels as ak
-from .action_schemas import ADD_FIELDS, REMOVE_FIELDS, empty_file_actions
-from .errors import CorruptLogError
-from .names import SIDECARS_DIR, LogFile
-from .parquet_file import ParquetFile
-from .records import Record
+from ..base import arrow_kernels as ak
+from ..base.action_schemas import ADD_FIELDS, REMOVE_FIELDS, empty_file_actions
+from ..base.errors import CorruptLogError
+from ..base.names import SIDECARS_DIR, LogFile
+from ..base.parquet_file import ParquetFile
+from ..base.records import Record
 from .column_mapping import partition_keys_of
 from .replay import file_actions_from_struct, parse_json_logs
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .storage import Storage
+    from ..base.storage import Storage
 
 _METADATA_LINE = re.compile(rb'^\{\s*"metaData"\s*:.*$', re.M)
 _NON_FILE_COLUMNS = ("protocol", "metaData", "txn", "domainMetadata", "checkpointMetadata", "sidecar")

@@ -20,11 +20,11 @@ from typing import Any, Iterable
 
 import pyarrow as pa
 
-from . import arrow_build as ab
-from . import arrow_kernels as ak
-from .errors import UnsupportedFeatureError
-from .features import COLUMN_ID_KEY, PHYSICAL_NAME_KEY, column_mapping_mode
-from .schema import field_metadata, physical_name
+from ..base import arrow_build as ab
+from ..base import arrow_kernels as ak
+from ..base.errors import UnsupportedFeatureError
+from ..base.features import COLUMN_ID_KEY, PHYSICAL_NAME_KEY, column_mapping_mode
+from ..base.schema import field_metadata, physical_name
 
 #: Where pyarrow keeps a Parquet field id in an Arrow field's metadata.
 PARQUET_FIELD_ID_KEY = b"PARQUET:field_id"

@@ -9,10 +9,10 @@ from __future__ import annotations
 import json
 from typing import Any, Iterable, Iterator
 
-from .errors import CorruptLogError, VersionNotFoundError
+from ..base.errors import CorruptLogError, VersionNotFoundError
 from .listing import LogListing
-from .names import LogFile
-from .storage import Storage
+from ..base.names import LogFile
+from ..base.storage import Storage
 
 
 def read_commit_file(storage: Storage, lf: LogFile) -> bytes:

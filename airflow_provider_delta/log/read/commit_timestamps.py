@@ -12,13 +12,13 @@ import json
 import re
 from typing import Any
 
-from . import ict
-from .actions import Metadata, Protocol
+from ..base import ict
+from ..base.actions import Metadata, Protocol
 from .commit_reader import read_commit_file
-from .errors import CorruptLogError
+from ..base.errors import CorruptLogError
 from .listing import LogListing
-from .names import LogFile
-from .storage import Storage
+from ..base.names import LogFile
+from ..base.storage import Storage
 
 _COMMIT_INFO_LINE = re.compile(rb'^\{\s*"commitInfo"\s*:.*$', re.M)
 

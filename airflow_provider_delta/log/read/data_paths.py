@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import IO
 
-from .storage import Storage, normalize_uri
+from ..base.storage import Storage, normalize_uri
 
 
 def is_uri(path: str) -> bool:

@@ -29,8 +29,8 @@ from typing import Any
 import numpy as np
 
 from .data_paths import is_uri, read_path_bytes
-from .errors import DeletionVectorError
-from .storage import Storage
+from ..base.errors import DeletionVectorError
+from ..base.storage import Storage
 
 #: The RoaringBitmapArray magic number (portable 64-bit format), little-endian on disk.
 RBA_MAGIC = 1681511377

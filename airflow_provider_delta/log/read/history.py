@@ -18,14 +18,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import ict
+from ..base import ict
 from .commit_reader import read_commit_file
 from .commit_timestamps import commit_info_of, commit_timestamp, file_timestamps, read_ict
-from .errors import TimestampOutOfRangeError
+from ..base.errors import TimestampOutOfRangeError
 from .listing import LogListing
 from .snapshot import Snapshot
-from .storage import Storage
-from .timeutil import format_ms, to_epoch_ms
+from ..base.storage import Storage
+from ..base.timeutil import format_ms, to_epoch_ms
 
 
 def version_at(latest: Snapshot, timestamp: Any, allow_after_latest: bool = False) -> int:

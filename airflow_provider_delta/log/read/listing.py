@@ -14,12 +14,12 @@ from __future__ import annotations
 import json
 from typing import Any, Callable
 
-from .backoff import sleep_jittered
-from .commit_source import CommitSource
-from .errors import CorruptLogError
-from .names import LAST_CHECKPOINT, LOG_DIR, LogFile, commit_path, parse_log_name
-from .records import Record
-from .storage import FileInfo, Storage
+from ..base.backoff import sleep_jittered
+from ..base.commit_source import CommitSource
+from ..base.errors import CorruptLogError
+from ..base.names import LAST_CHECKPOINT, LOG_DIR, LogFile, commit_path, parse_log_name
+from ..base.records import Record
+from ..base.storage import FileInfo, Storage
 
 #: How often to re-list when the log changed again while we completed a listing, and the first
 #: back-off (doubling, randomized) between attempts.

@@ -9,11 +9,11 @@ conversions between filesystem and managed tables live in :mod:`.managed`.
 """
 from __future__ import annotations
 
-from . import ict
-from .actions import Metadata, Protocol
-from .commit_owner.conf import parse_owner_conf
-from .errors import InvalidTableStateError
-from .features import MANAGED_COMMIT_FEATURE, MANAGED_OWNER_CONF_PROPERTY, MANAGED_OWNER_PROPERTY
+from ..base import ict
+from ..base.actions import Metadata, Protocol
+from ..base.commit_owner.conf import parse_owner_conf
+from ..base.errors import InvalidTableStateError
+from ..base.features import MANAGED_COMMIT_FEATURE, MANAGED_OWNER_CONF_PROPERTY, MANAGED_OWNER_PROPERTY
 
 
 def validate_managed_state(protocol: Protocol, metadata: Metadata) -> bool:

@@ -12,10 +12,10 @@ from typing import Any
 
 from .commit_reader import read_listed_commit
 from .commit_timestamps import timestamp_from_actions
-from .errors import VersionNotFoundError
+from ..base.errors import VersionNotFoundError
 from .listing import LogListing
-from .records import Record
-from .storage import Storage
+from ..base.records import Record
+from ..base.storage import Storage
 
 
 class CommitRecord(Record):

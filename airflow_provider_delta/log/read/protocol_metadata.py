@@ -12,12 +12,12 @@ import json
 import re
 from typing import Any
 
-from .actions import Metadata, Protocol
+from ..base.actions import Metadata, Protocol
 from .checkpoint_reader import read_checkpoint
 from .commit_reader import CommitBlobs, read_blobs
-from .errors import CorruptLogError
+from ..base.errors import CorruptLogError
 from .segment import LogSegment
-from .storage import Storage
+from ..base.storage import Storage
 
 PROTOCOL_LINE = re.compile(rb'^\{\s*"protocol"\s*:.*$', re.M)
 METADATA_LINE = re.compile(rb'^\{\s*"metaData"\s*:.*$', re.M)

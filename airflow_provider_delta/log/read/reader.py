@@ -21,15 +21,15 @@ from typing import Any, Protocol
 import numpy as np
 import pyarrow as pa
 
-from . import arrow_build as ab
-from . import arrow_kernels as ak
+from ..base import arrow_build as ab
+from ..base import arrow_kernels as ak
 from .column_mapping import file_column, mapping_mode, stored_name
 from .data_paths import open_path
 from .deletion_vectors import deleted_mask, read_deletion_vector
-from .errors import CorruptLogError, DataFileNotFoundError, InvalidArgumentError
-from .parquet_file import ParquetFile
-from .schema import partition_values_to_arrow
-from .storage import Storage
+from ..base.errors import CorruptLogError, DataFileNotFoundError, InvalidArgumentError
+from ..base.parquet_file import ParquetFile
+from ..base.schema import partition_values_to_arrow
+from ..base.storage import Storage
 
 
 class Readable(Protocol):

@@ -17,8 +17,8 @@ from typing import Callable
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import arrow_build as ab
-from .errors import CorruptLogError
+from ..base import arrow_build as ab
+from ..base.errors import CorruptLogError
 from .replay import file_keys
 
 

@@ -25,14 +25,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.json as pj
 
-from . import arrow_build as ab
-from . import arrow_kernels as ak
-from .action_schemas import (ADD_FIELDS, DV_TYPE, FILE_ACTION_SCHEMA, FILE_ACTION_TYPES, REMOVE_FIELDS,
+from ..base import arrow_build as ab
+from ..base import arrow_kernels as ak
+from ..base.action_schemas import (ADD_FIELDS, DV_TYPE, FILE_ACTION_SCHEMA, FILE_ACTION_TYPES, REMOVE_FIELDS,
                              STR_MAP, empty_file_actions)
 from .column_mapping import partition_keys_of
 from .commit_reader import CommitBlobs, parse_json_lines
-from .errors import CorruptLogError
-from .records import Record
+from ..base.errors import CorruptLogError
+from ..base.records import Record
 
 
 class ParsedLog(Record):

@@ -13,11 +13,11 @@ protocol makes them optional, and ignoring them cannot change an answer.
 from __future__ import annotations
 
 
-from .errors import CorruptLogError, TableNotFoundError, VersionNotFoundError
+from ..base.errors import CorruptLogError, TableNotFoundError, VersionNotFoundError
 from .listing import LogListing, read_last_checkpoint
-from .names import LOG_DIR, LogFile
-from .records import Record
-from .storage import Storage
+from ..base.names import LOG_DIR, LogFile
+from ..base.records import Record
+from ..base.storage import Storage
 
 
 class LogSegment(Record):

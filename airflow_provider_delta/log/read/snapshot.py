@@ -19,28 +19,28 @@ from typing import Any
 
 import pyarrow as pa
 
-from . import arrow_build as ab
-from . import arrow_kernels as ak
-from . import ict
-from .action_schemas import FILE_ACTION_SCHEMA, FILE_COLUMNS, TOMBSTONE_COLUMNS
-from .actions import Metadata, Protocol
+from ..base import arrow_build as ab
+from ..base import arrow_kernels as ak
+from ..base import ict
+from ..base.action_schemas import FILE_ACTION_SCHEMA, FILE_COLUMNS, TOMBSTONE_COLUMNS
+from ..base.actions import Metadata, Protocol
 from .checkpoint_reader import read_checkpoint
 from .column_mapping import partition_keys, partition_keys_of
 from .commit_reader import CommitBlobs, read_blobs
-from .commit_source import CommitSource
+from ..base.commit_source import CommitSource
 from .commit_timestamps import commit_timestamp
-from .errors import CorruptLogError, VersionNotFoundError
-from .features import Operation, commits_are_coordinated, require
-from .intervals import deleted_file_retention_ms, set_transaction_retention_ms
+from ..base.errors import CorruptLogError, VersionNotFoundError
+from ..base.features import Operation, commits_are_coordinated, require
+from ..base.intervals import deleted_file_retention_ms, set_transaction_retention_ms
 from .listing import LogListing
 from .managed_state import validate_managed_state
 from .protocol_metadata import METADATA_LINE, load_protocol_metadata, newest_protocol_metadata, \
     parse_protocol_metadata
 from .reader import read_rows
 from .replay import parse_json_logs, reconcile, select_rows
-from .schema import schema_to_arrow
+from ..base.schema import schema_to_arrow
 from .segment import LogSegment, build_segment
-from .storage import Storage
+from ..base.storage import Storage
 
 
 

@@ -13,17 +13,17 @@ from __future__ import annotations
 from typing import Any
 
 from .commit_reader import parse_json_lines, read_listed_commit
-from .commit_source import CommitSource
-from .errors import InvalidArgumentError
-from .features import Operation, require
+from ..base.commit_source import CommitSource
+from ..base.errors import InvalidArgumentError
+from ..base.features import Operation, require
 from .history import history, version_at
 from .listing import LogListing, list_log
-from .names import commit_path
+from ..base.names import commit_path
 from .new_commits import CommitsSince, read_commits_since
 from .protocol_metadata import load_protocol_metadata
 from .segment import build_segment
 from .snapshot import Snapshot, load_snapshot
-from .storage import Storage
+from ..base.storage import Storage
 
 
 def version_arg(value: Any, name: str = "version") -> int:

@@ -12,8 +12,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import __version__
-from .commit_actions import AddFile, RemoveFile
+from ... import __version__
+from ..base.commit_actions import AddFile, RemoveFile
 
 ENGINE_NAME = "airflow-provider-delta"
 

@@ -26,22 +26,22 @@ from typing import Callable
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import arrow_build as ab
-from . import ict
-from .actions import Metadata, Protocol
-from .commit_actions import AddFile, DomainMetadata, RemoveFile, Txn
-from .column_mapping import partition_keys
-from .commit_owner.base import CommitOwner
+from ..base import arrow_build as ab
+from ..base import ict
+from ..base.actions import Metadata, Protocol
+from ..base.commit_actions import AddFile, DomainMetadata, RemoveFile, Txn
+from ..read.column_mapping import partition_keys
+from ..base.commit_owner.base import CommitOwner
 from .conflicts import ISOLATION_LEVELS, SNAPSHOT_ISOLATION, WRITE_SERIALIZABLE, ReadSet
-from .errors import InvalidArgumentError
-from .features import (APPEND_ONLY_PROPERTY, FEATURE_PROPERTY_PREFIX, ISOLATION_LEVEL_PROPERTY,
+from ..base.errors import InvalidArgumentError
+from ..base.features import (APPEND_ONLY_PROPERTY, FEATURE_PROPERTY_PREFIX, ISOLATION_LEVEL_PROPERTY,
                        MANAGED_OWNER_PROPERTY, MIN_READER_VERSION_PROPERTY, MIN_WRITER_VERSION_PROPERTY,
                        Operation, check_can_add_data, features_in_use, is_downgrade, is_true,
                        protocol_with_features, require)
 from .commit_route import require_owner
-from .schema import schema_to_arrow, validate_partition_columns
-from .snapshot import Snapshot
-from .table_log import TableLog
+from ..base.schema import schema_to_arrow, validate_partition_columns
+from ..read.snapshot import Snapshot
+from ..read.table_log import TableLog
 
 #: a logical file: its path and its deletion vector's unique id (None without one)
 FileKey = tuple[str, "str | None"]

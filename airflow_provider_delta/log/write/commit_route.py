@@ -7,11 +7,11 @@ source) is refused before anything is written.
 """
 from __future__ import annotations
 
-from .actions import Metadata, Protocol
-from .commit_owner.base import CommitOwner
-from .errors import InvalidArgumentError
-from .features import MANAGED_OWNER_CONF_PROPERTY, MANAGED_OWNER_PROPERTY
-from .managed_state import validate_managed_state
+from ..base.actions import Metadata, Protocol
+from ..base.commit_owner.base import CommitOwner
+from ..base.errors import InvalidArgumentError
+from ..base.features import MANAGED_OWNER_CONF_PROPERTY, MANAGED_OWNER_PROPERTY
+from ..read.managed_state import validate_managed_state
 
 
 def require_owner(uri: str, opened_with: object, protocol: Protocol, metadata: Metadata) -> CommitOwner | None:

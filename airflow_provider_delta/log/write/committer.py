@@ -17,18 +17,18 @@ import logging
 import time
 from typing import Any, Callable
 
-from . import ict
-from .backoff import sleep_jittered
-from .commit_actions import Txn, dumps_actions
-from .checkpoint import checkpoint_interval, maybe_auto_checkpoint
+from ..base import ict
+from ..base.backoff import sleep_jittered
+from ..base.commit_actions import Txn, dumps_actions
+from ..maintenance.checkpoint import checkpoint_interval, maybe_auto_checkpoint
 from .commit_info import CommitProvenance, build_commit_info, operation_metrics
 from .commit_plan import CommitPlan
 from .conflicts import WinningCommit, check_conflicts
-from .errors import (CommitFailedError, CommitOutcomeUnknownError, ConcurrentModificationError, DeltaError,
+from ..base.errors import (CommitFailedError, CommitOutcomeUnknownError, ConcurrentModificationError, DeltaError,
                      VersionNotFoundError)
-from .features import check_writable
-from .names import commit_path
-from .table_log import TableLog
+from ..base.features import check_writable
+from ..base.names import commit_path
+from ..read.table_log import TableLog
 
 log = logging.getLogger(__name__)
 

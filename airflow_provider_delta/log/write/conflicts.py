@@ -30,9 +30,9 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 from urllib.parse import unquote
 
-from .actions import Protocol
-from .errors import ConcurrentModificationError, DeltaError
-from .schema import serialize_partition_value
+from ..base.actions import Protocol
+from ..base.errors import ConcurrentModificationError, DeltaError
+from ..base.schema import serialize_partition_value
 
 SERIALIZABLE = "Serializable"
 WRITE_SERIALIZABLE = "WriteSerializable"

@@ -18,16 +18,16 @@ from typing import Any, Iterable
 
 import pyarrow as pa
 
-from . import ict
-from .actions import Metadata
-from .commit_owner.base import CommitOwner
-from .commit_owner.conf import dumps_owner_conf
-from .errors import ConcurrentModificationError, InvalidArgumentError, TableAlreadyExistsError
-from .features import (MANAGED_OWNER_CONF_PROPERTY, MANAGED_OWNER_PROPERTY, normalize_properties,
+from ..base import ict
+from ..base.actions import Metadata
+from ..base.commit_owner.base import CommitOwner
+from ..base.commit_owner.conf import dumps_owner_conf
+from ..base.errors import ConcurrentModificationError, InvalidArgumentError, TableAlreadyExistsError
+from ..base.features import (MANAGED_OWNER_CONF_PROPERTY, MANAGED_OWNER_PROPERTY, normalize_properties,
                        protocol_for_new_table)
-from .names import LOG_DIR, parse_log_name
-from .schema import arrow_to_schema, schema_string, schema_to_arrow, validate_partition_columns
-from .table_log import TableLog
+from ..base.names import LOG_DIR, parse_log_name
+from ..base.schema import arrow_to_schema, schema_string, schema_to_arrow, validate_partition_columns
+from ..read.table_log import TableLog
 from .transaction import Transaction
 
 

@@ -16,20 +16,20 @@ from __future__ import annotations
 import json
 from typing import Any, Callable
 
-from . import ict
-from .actions import Metadata, Protocol
-from .commit_actions import dumps_actions
+from ..base import ict
+from ..base.actions import Metadata, Protocol
+from ..base.commit_actions import dumps_actions
 from .commit_info import engine_info
-from .commit_owner.base import CommitOwner
-from .commit_owner.conf import check_owner_conf, dumps_owner_conf
-from .errors import CommitFailedError, CorruptLogError, InvalidArgumentError, InvalidTableStateError
-from .features import (MANAGED_COMMIT_FEATURE, MANAGED_OWNER_CONF_PROPERTY, MANAGED_OWNER_PROPERTY, Operation,
+from ..base.commit_owner.base import CommitOwner
+from ..base.commit_owner.conf import check_owner_conf, dumps_owner_conf
+from ..base.errors import CommitFailedError, CorruptLogError, InvalidArgumentError, InvalidTableStateError
+from ..base.features import (MANAGED_COMMIT_FEATURE, MANAGED_OWNER_CONF_PROPERTY, MANAGED_OWNER_PROPERTY, Operation,
                        protocol_with_features, require)
 from .commit_route import require_owner
-from .managed_state import validate_managed_state
-from .names import commit_path
-from .snapshot import Snapshot
-from .table_log import TableLog
+from ..read.managed_state import validate_managed_state
+from ..base.names import commit_path
+from ..read.snapshot import Snapshot
+from ..read.table_log import TableLog
 
 
 # --------------------------------------------------------------------- backfill

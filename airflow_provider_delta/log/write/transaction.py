@@ -22,20 +22,20 @@ from typing import Any, Callable, Iterable
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import arrow_build as ab
-from . import ict
-from .actions import Metadata, Protocol
-from .commit_actions import AddFile, DomainMetadata, RemoveFile, Txn
+from ..base import arrow_build as ab
+from ..base import ict
+from ..base.actions import Metadata, Protocol
+from ..base.commit_actions import AddFile, DomainMetadata, RemoveFile, Txn
 from .commit_info import CommitProvenance
 from .commit_plan import PendingChanges, plan_commit
 from .committer import Committer
 from .conflicts import ISOLATION_LEVELS
-from .errors import DeltaError, InvalidArgumentError
-from .features import FEATURE_PROPERTY_PREFIX, MIN_READER_VERSION_PROPERTY, MIN_WRITER_VERSION_PROPERTY
-from .names import LOG_DIR
-from .schema import schema_to_arrow, serialize_partition_value
-from .snapshot import Snapshot
-from .table_log import TableLog
+from ..base.errors import DeltaError, InvalidArgumentError
+from ..base.features import FEATURE_PROPERTY_PREFIX, MIN_READER_VERSION_PROPERTY, MIN_WRITER_VERSION_PROPERTY
+from ..base.names import LOG_DIR
+from ..base.schema import schema_to_arrow, serialize_partition_value
+from ..read.snapshot import Snapshot
+from ..read.table_log import TableLog
 
 log = logging.getLogger(__name__)
 

@@ -22,16 +22,16 @@ from typing import Any, Callable, Iterable
 
 import pyarrow as pa
 
-from . import ict
-from .arrow_build import empty_table
-from .actions import Metadata, Protocol
-from .errors import InvalidArgumentError, UnsupportedFeatureError
-from .features import (Operation, check_can_add_data, column_mapping_mode, normalize_properties,
+from ..base import ict
+from ..base.arrow_build import empty_table
+from ..base.actions import Metadata, Protocol
+from ..base.errors import InvalidArgumentError, UnsupportedFeatureError
+from ..base.features import (Operation, check_can_add_data, column_mapping_mode, normalize_properties,
                        protocol_for_new_table, require)
-from .schema import arrow_to_schema, schema_string, schema_to_arrow, validate_partition_columns
-from .schema_fit import conform_to_schema
-from .snapshot import Snapshot
-from .table_log import TableLog
+from ..base.schema import arrow_to_schema, schema_string, schema_to_arrow, validate_partition_columns
+from ..base.schema_fit import conform_to_schema
+from ..read.snapshot import Snapshot
+from ..read.table_log import TableLog
 from .transaction import Transaction
 
 MODES = ("append", "overwrite")

@@ -31,13 +31,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from . import arrow_build as ab
-from .commit_actions import AddFile
-from .errors import DeltaError, InvalidArgumentError, TableNotFoundError
-from .schema import serialize_partition_value
-from .schema_fit import conform_to_schema
-from .stats import collect_stats
-from .table_log import TableLog
+from ..base import arrow_build as ab
+from ..base.commit_actions import AddFile
+from ..base.errors import DeltaError, InvalidArgumentError, TableNotFoundError
+from ..base.schema import serialize_partition_value
+from ..base.schema_fit import conform_to_schema
+from ..base.stats import collect_stats
+from ..read.table_log import TableLog
 from .write_plan import check_mode, partition_arg, plan_write, write_transaction
 
 HIVE_NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
