@@ -16,6 +16,7 @@ from .base.errors import ConditionalCreateError
 from .base.features import column_mapping_mode
 from .base.errors import (
     ChangeDataFeedNotEnabledError, CommitFailedError, CommitOutcomeUnknownError, CommitOwnerUnavailableError, ConcurrentModificationError,
+    ConcurrentAppendError, ConcurrentDeleteReadError, ConcurrentDeleteDeleteError, MetadataChangedError, ProtocolChangedError, ConcurrentTransactionError,
     CorruptLogError, DataFileNotFoundError, DeltaError,
     InvalidArgumentError, InvalidTableStateError, StorageError, TableAlreadyExistsError,
     TableNotFoundError, TimestampOutOfRangeError, UnsupportedFeatureError, VersionNotFoundError,
@@ -48,7 +49,8 @@ __all__ = [
     "DeltaError", "TableNotFoundError", "TableAlreadyExistsError",
     "VersionNotFoundError", "TimestampOutOfRangeError", "UnsupportedFeatureError",
     "CorruptLogError", "DataFileNotFoundError", "InvalidTableStateError", "InvalidArgumentError", "StorageError", "ConditionalCreateError",
-    "CommitFailedError", "ConcurrentModificationError", "ChangeDataFeedNotEnabledError", "CommitOwnerUnavailableError", "CommitOutcomeUnknownError",
+    "CommitFailedError", "ConcurrentModificationError",
+    "ConcurrentAppendError", "ConcurrentDeleteReadError", "ConcurrentDeleteDeleteError", "MetadataChangedError", "ProtocolChangedError", "ConcurrentTransactionError", "ChangeDataFeedNotEnabledError", "CommitOwnerUnavailableError", "CommitOutcomeUnknownError",
 ]
 
 

@@ -50,7 +50,7 @@ def test_commit_info_is_first_and_complete(table):
     info = actions[0]["commitInfo"]
     assert info["operation"] == "MERGE"
     assert info["operationParameters"] == {"predicate": "id = 1", "n": "3", "flag": "true"}
-    assert info["readVersion"] == 1 and info["isolationLevel"] == "WriteSerializable"
+    assert info["readVersion"] == 1 and info["isolationLevel"] == "Serializable"   # Delta Spark's default (DeltaConfigs.ISOLATION_LEVEL)
     assert info["isBlindAppend"] is False
     assert info["operationMetrics"] == {"numFiles": "1", "numOutputBytes": "70", "numOutputRows": "7",
                                         "numRemovedFiles": "1", "numRemovedBytes": "100"}
