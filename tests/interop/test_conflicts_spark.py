@@ -275,6 +275,11 @@ CASES = {
         "attemptToResolveMetadataConflicts + resolveTimestampOrderingConflicts: enabling ICT",
         PARTITIONED, sql("ALTER TABLE {t} SET TBLPROPERTIES ('delta.enableInCommitTimestamps' = 'true')"),
         Loser(add_in=1), None),
+    "column_mapping_enablement_vs_blind_append": Case(
+        "attemptToResolveMetadataConflicts: enabling column mapping name mode is on the allow list",
+        PARTITIONED, sql("ALTER TABLE {t} SET TBLPROPERTIES ('delta.columnMapping.mode' = 'name', "
+                         "'delta.minReaderVersion' = '2', 'delta.minWriterVersion' = '5')"),
+        Loser(add_in=1), None),
     "txn_app_id": Case(
         "checkForUpdatedApplicationTransactionIdsThatCurrentTxnDependsOn",
         PARTITIONED, spark_txn_write("app-1", 1), Loser(app_id="app-1", add_in=1),

@@ -308,3 +308,70 @@ def test_conflict_errors_name_delta_sparks_exception_and_are_concurrent_modifica
     assert isinstance(e.value, ConcurrentAppendError)
     assert str(e.value).startswith("ConcurrentAppendException:")
     assert e.value.retryable is False and e.value.conflict is True and e.value.winning_version == b.version
+
+
+def test_a_winner_enabling_column_mapping_name_or_v2_checkpoints_lets_a_blind_append_through(table):
+    """The allow list of attemptToResolveMetadataConflicts: column mapping none -> name (with only
+    column mapping field metadata added) and checkpointPolicy v2."""
+    meta = table.snapshot().metadata.to_json()
+    schema = json.loads(meta["schemaString"])
+    for i, f in enumerate(schema["fields"], start=1):
+        f["metadata"] = {"delta.columnMapping.id": i, "delta.columnMapping.physicalName": f["name"]}
+    mapped = {**meta, "schemaString": json.dumps(schema),
+              "configuration": {"delta.columnMapping.mode": "name", "delta.columnMapping.maxColumnId": "3"}}
+    v2 = {**mapped, "configuration": {**mapped["configuration"], "delta.checkpointPolicy": "v2"}}
+    for protocol, metadata in (({"minReaderVersion": 2, "minWriterVersion": 5}, mapped),
+                               ({"minReaderVersion": 3, "minWriterVersion": 7,
+                                 "readerFeatures": ["columnMapping", "v2Checkpoint"],
+                                 "writerFeatures": ["appendOnly", "invariants", "checkConstraints", "changeDataFeed",
+                                                    "generatedColumns", "columnMapping", "v2Checkpoint"]}, v2)):
+        blind = pinned(table)
+        blind.add_file(add(f"p=a/x-{table.latest_version()}.parquet"))
+        winner = raw_commit(table, [{"protocol": protocol}, {"metaData": metadata}])
+        assert blind.commit() == winner + 1
+    assert table.snapshot().metadata.configuration["delta.checkpointPolicy"] == "v2"
+
+
+def test_column_mapping_enablement_that_also_renames_a_column_conflicts(table):
+    meta = table.snapshot().metadata.to_json()
+    schema = json.loads(meta["schemaString"])
+    for i, f in enumerate(schema["fields"], start=1):
+        f["metadata"] = {"delta.columnMapping.id": i, "delta.columnMapping.physicalName": f["name"]}
+    schema["fields"][0]["name"] = "renamed"
+    blind = pinned(table)
+    blind.add_file(add("p=a/x.parquet"))
+    raw_commit(table, [{"protocol": {"minReaderVersion": 2, "minWriterVersion": 5}},
+                       {"metaData": {**meta, "schemaString": json.dumps(schema),
+                                     "configuration": {"delta.columnMapping.mode": "name"}}}])
+    with pytest.raises(MetadataChangedError):
+        blind.commit()
+
+
+def test_partition_predicates_compare_values_typed_not_as_spelled(tmp_path):
+    """Delta Spark evaluates partition predicates on typed values: a winner's file whose timestamp
+    partition value is spelled differently still matches."""
+    schema = pa.schema([("id", pa.int64()), ("ts", pa.timestamp("us", tz="UTC"))])
+    table = DeltaTable.create(str(tmp_path / "t"), schema, partition_by=["ts"])
+    reader, writer = pinned(table), pinned(table)
+    import datetime as dt
+    reader.read_partitions({"ts": dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)})
+    reader.add_file(AddFile("ts=x/a.parquet", 1, {"ts": "2026-01-01 00:00:00"}, 1, True))
+    writer.mark_read(["nothing-yet"])             # not a blind append
+    writer.add_file(AddFile("ts=y/b.parquet", 1, {"ts": "2026-01-01 00:00:00.000000"}, 1, True))
+    writer.commit()
+    with pytest.raises(ConcurrentAppendError):
+        reader.commit()
+
+
+def test_a_commit_of_ours_that_drops_a_feature_is_refused(table):
+    """Delta Spark re-validates a feature drop against the winners; we never drop features."""
+    with table.transaction() as txn:
+        txn.set_properties({"delta.feature.domainMetadata": "supported"})
+    before = table.latest_version()
+    proto = table.snapshot().protocol.to_json()
+    from airflow_provider_delta.log import Protocol
+    with pytest.raises(InvalidArgumentError, match="can only be upgraded"):
+        with table.transaction() as txn:
+            txn.set_protocol(Protocol.from_json({**proto, "writerFeatures": [
+                f for f in proto["writerFeatures"] if f != "domainMetadata"]}))
+    assert table.latest_version() == before
