@@ -157,7 +157,7 @@ def open_our_loser(path: str, loser: Loser, actions: list[dict]) -> Callable[[],
         try:
             txn.commit()
         except ConcurrentModificationError as e:
-            return type(e).spark_name if hasattr(type(e), "spark_name") else type(e).__name__
+            return e.spark_name
         except Exception as e:
             return type(e).__name__
         return None

@@ -143,8 +143,11 @@ class CommitOutcomeUnknownError(CommitFailedError):
 class ConcurrentModificationError(CommitFailedError):
     """A concurrent commit changed what this transaction depended on.
 
-    ``winning_version`` names the commit that won and ``reason`` says what conflicted.
+    ``winning_version`` names the commit that won and ``reason`` says what conflicted;
+    ``spark_name`` is the Delta Spark exception of the same case (the subclasses below).
     """
+
+    spark_name = "DeltaConcurrentModificationException"
 
     def __init__(self, message: str, winning_version: int | None = None, reason: str = ""):
         super().__init__(message, retryable=False, conflict=True, version=winning_version)

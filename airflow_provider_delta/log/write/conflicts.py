@@ -146,7 +146,7 @@ def _path(action: dict[str, Any]) -> str:
     return unquote(action.get("path") or "")
 
 
-def _canonical(value: str | None, t: Any) -> str | None:
+def canonical_partition_value(value: str | None, t: Any) -> str | None:
     """A partition value in canonical form: other writers spell some values differently (e.g.
     timestamps with or without fractional seconds), and Delta Spark compares them typed."""
     if value in (None, ""):
@@ -161,7 +161,7 @@ def _canonical(value: str | None, t: Any) -> str | None:
 
 def _matches(action: dict[str, Any], predicate: dict[str, set[str | None]], types: dict[str, Any]) -> bool:
     values = action.get("partitionValues") or {}
-    return all(_canonical(values.get(key), types.get(key)) in allowed for key, allowed in predicate.items())
+    return all(canonical_partition_value(values.get(key), types.get(key)) in allowed for key, allowed in predicate.items())
 
 
 def _conflict(cls: type[ConcurrentModificationError], winner: WinningCommit, reason: str,

@@ -29,8 +29,9 @@ from ..base.commit_actions import AddFile, DomainMetadata, RemoveFile, Txn
 from .commit_info import CommitProvenance
 from .commit_plan import PendingChanges, dv_unique_id, plan_commit
 from .committer import Committer
+from .conflicts import canonical_partition_value
 from .isolation import ISOLATION_LEVELS
-from ..base.errors import DeltaError, InvalidArgumentError
+from ..base.errors import InvalidArgumentError
 from ..base.features import FEATURE_PROPERTY_PREFIX, MIN_READER_VERSION_PROPERTY, MIN_WRITER_VERSION_PROPERTY
 from ..base.names import LOG_DIR
 from ..base.schema import schema_to_arrow, serialize_partition_value
@@ -48,15 +49,6 @@ def _json_safe(value: Any, what: str) -> Any:
         return json.loads(json.dumps(value, default=str))
     except (TypeError, ValueError) as e:
         raise InvalidArgumentError(f"{what} must be JSON-serializable: {e}") from None
-
-
-def _canonical_value(value: str, t: pa.DataType | None) -> str | None:
-    if t is None:
-        return value
-    try:
-        return serialize_partition_value(value, t)
-    except DeltaError:
-        return value
 
 
 class Transaction:
@@ -176,7 +168,7 @@ class Transaction:
                 values = pc.if_else(pc.equal(values, ab.scalar("")), pa.nulls(1, pa.string())[0], values)
                 # compare canonical forms: other writers may spell the same value differently
                 raw = [u for u in pc.unique(values).to_pylist() if u is not None
-                       and _canonical_value(u, types.get(key)) in allowed]
+                       and canonical_partition_value(u, types.get(key)) in allowed]
                 m = pc.is_in(values, value_set=ab.array(raw, pa.string()))
                 if None in allowed:
                     m = pc.or_(m, pc.is_null(values))
