@@ -345,12 +345,13 @@ def test_we_conflict_exactly_when_delta_spark_does(spark, tmp_path, name):
 
     assert spark_outcome == case.expected, f"{case.rule}: Delta Spark gave {spark_outcome}"
     assert our_outcome == spark_outcome, f"{case.rule}: Delta Spark gave {spark_outcome}, we gave {our_outcome}"
+    rows = {}
     for path in (theirs, ours):
-        rows = _rows_spark(spark, path)
-        assert _rows_ours(path) == rows
-        assert _rows_deltalake(path) == rows
+        rows[path] = _rows_spark(spark, path)
+        assert _rows_ours(path) == rows[path]
+        assert _rows_deltalake(path) == rows[path]
     # the same rows on both copies: the losers did the same thing
-    assert _rows_spark(spark, theirs) == _rows_spark(spark, ours)
+    assert rows[theirs] == rows[ours]
 
 
 def test_after_ict_enablement_our_resolved_commit_carries_an_in_commit_timestamp(spark, tmp_path):
