@@ -37,7 +37,7 @@ from airflow.sdk import BaseHook
 from ..log import (AddFile, ChangeRange, DeltaTable, IncrementalStep, InvalidArgumentError, format_ms,
                     pending_changes, process_changes, to_epoch_ms)
 from .config import DeltaConnectionConfig, commit_owner_conn_id, is_absolute_uri, storage_conn_id, uri_protocol
-from .env_connections import unparsable_env_connection
+from .env_connections import env_variable, unparsable_env_connection
 from .manifest import build_manifest, default_manifest_uri, resolve_manifest_uri, write_json
 
 def _connection_fields(conn: Any, extra: dict[str, Any]) -> dict[str, Any]:
@@ -104,10 +104,16 @@ class DeltaTableHook(BaseHook):
         try:
             return self.get_connection(conn_id)
         except AirflowNotFoundException:
-            raise InvalidArgumentError(
-                unparsable_env_connection(conn_id) or f"Airflow connection {conn_id!r} is not defined"
-                + (" (relative table URIs without delta_conn_id use it as their base URI)"
-                   if conn_id == self.default_conn_name and not self.delta_conn_id else "")) from None
+            raise InvalidArgumentError(self._missing_connection(conn_id)) from None
+
+    def _missing_connection(self, conn_id: str) -> str:
+        """The one message for a connection that cannot be found, in tasks and in the triggerer alike."""
+        return unparsable_env_connection(conn_id) or (
+            f"Airflow connection {conn_id!r} is not defined: create it where every Airflow process sees it "
+            f"(the metadata database, a secrets backend, or {env_variable(conn_id)} in the environment of "
+            "the workers and the triggerer)"
+            + (" - relative table URIs without delta_conn_id use it as their base URI"
+               if conn_id == self.default_conn_name and not self.delta_conn_id else ""))
 
     async def aget_config(self, table_uri: str | None = None) -> DeltaConnectionConfig:
         """:meth:`get_config` for the event loop (the trigger): connections fetched asynchronously."""
@@ -128,8 +134,8 @@ class DeltaTableHook(BaseHook):
                 if sid := storage_conn_id(extra):
                     sconn = await self.aget_connection(sid)
                     storage_fields = _connection_fields(sconn, await sconn.aextra_dejson())
-            except AirflowNotFoundException as e:
-                raise InvalidArgumentError(unparsable_env_connection(conn_id) or str(e)) from None
+            except AirflowNotFoundException:
+                raise InvalidArgumentError(self._missing_connection(conn_id)) from None
             cfg = DeltaConnectionConfig.from_connection(conn_id, conn.host, conn.login, conn.password,
                                                         extra, owner_fields, storage_fields)
         self._configs[conn_id] = cfg

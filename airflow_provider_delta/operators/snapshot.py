@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Sequence
 
-from .base import DeltaBaseOperator, job_info, optional_int, optional_value
+from .arguments import flag, optional_int, optional_value
+from .base import DeltaBaseOperator, job_info
 
 if TYPE_CHECKING:  # pragma: no cover
     from airflow.sdk import Context
@@ -27,14 +28,16 @@ class DeltaTimeTravelSnapshotOperator(DeltaBaseOperator):
         relative one is below the table root). Default:
         ``<table root>/_delta_manifests/<dag_id>/<run_id>/v<version>.json``
     :param allow_after_latest: a timestamp after the latest commit pins the latest version
-        (default True; False raises TimestampOutOfRangeError as Delta Spark does)
+        (default True; False raises TimestampOutOfRangeError as Delta Spark does); a bool or
+        true/false/1/0/yes/no
     :param delta_conn_id: ``delta`` connection
 
     Returns (XCom ``return_value``) ``{"version", "timestamp", "manifest_uri", "num_files",
     "table_uri"}``; ``timestamp`` is the pinned commit's timestamp in epoch ms.
     """
 
-    template_fields: Sequence[str] = ("table_uri", "delta_conn_id", "version", "timestamp", "manifest_uri")
+    template_fields: Sequence[str] = ("table_uri", "delta_conn_id", "version", "timestamp", "manifest_uri",
+                                      "allow_after_latest")
     lineage_role = "input"      # it reads the pinned version; the manifest is not a table
 
     def __init__(self, *, table_uri: str, version: int | str | None = None, timestamp: Any = None,
@@ -48,10 +51,11 @@ class DeltaTimeTravelSnapshotOperator(DeltaBaseOperator):
     def execute(self, context: "Context") -> dict[str, Any]:
         version = optional_int(self.version, "version")
         timestamp = optional_value(self.timestamp)
+        allow_after_latest = flag(self.allow_after_latest, "allow_after_latest")
         result = self.hook.write_snapshot_manifest(
             self.table_uri, version=version, timestamp=timestamp,
             manifest_uri=optional_value(self.manifest_uri), job=job_info(context),
-            allow_after_latest=self.allow_after_latest)
+            allow_after_latest=allow_after_latest)
         self.log.info("Pinned %s at version %s (%s files): manifest %s", result["table_uri"],
                       result["version"], result["num_files"], result["manifest_uri"])
         self.emit_asset_events(context, {"version": result["version"], "timestamp": result["timestamp"],
