@@ -85,10 +85,21 @@ def optional_int(value: Any, name: str) -> int | None:
 
 def optional_positive_int(value: Any, name: str) -> int | None:
     """A positive integer, or None when not given."""
-    number = optional_int(value, name)
+    try:
+        number = as_version(value, name)
+    except InvalidArgumentError:
+        number = 0
     if number is not None and number < 1:
         raise DeltaArgumentError(f"{name} must be a positive integer, got {value!r}")
     return number
+
+
+def check_flags(**flags: Any) -> None:
+    """At construction: refuse flags given as plain values that mean nothing (templates wait for rendering),
+    so such a DAG fails to import instead of failing when it runs."""
+    for name, value in flags.items():
+        if not is_template(value):
+            flag(value, name)
 
 
 def optional_hours(value: Any, name: str) -> float | None:

@@ -18,7 +18,8 @@ from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 
 from ..log import InvalidTableStateError, plan_checkpoint
 from ..spark.job_args import SECRETS_ENV
-from .arguments import choice, flag, is_template, mapping, optional_int, optional_positive_int, optional_value
+from .arguments import (check_flags, choice, flag, is_template, mapping, optional_int, optional_positive_int,
+                        optional_value)
 from .base import DeltaBaseOperator
 from .maintenance import bounded_report
 from .spark_base import job_secrets, resolve_master
@@ -70,6 +71,7 @@ class DeltaCheckpointOperator(DeltaBaseOperator):
                  cleanup: bool = False, cleanup_dry_run: bool = True, engine: str = "local", spark_conn_id: str = "spark_default",
                  master: str | None = None, actions_per_part: int | None = None,
                  spark_submit_kwargs: dict[str, Any] | None = None, **kwargs: Any) -> None:
+        check_flags(cleanup=cleanup, cleanup_dry_run=cleanup_dry_run)
         if not is_template(engine):                 # checked here when it can be, again after rendering
             choice(engine, "engine", ENGINES)
         if not is_template(actions_per_part):

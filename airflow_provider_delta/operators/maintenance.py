@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Sequence
 
 from ..hooks.payloads import MAX_LISTED, capped
-from .arguments import flag, optional_hours
+from .arguments import check_flags, flag, optional_hours
 from .base import DeltaBaseOperator, job_info
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -96,6 +96,7 @@ class DeltaMetadataCleanupOperator(_DryRunLineage, DeltaBaseOperator):
 
     def __init__(self, *, table_uri: str, retention_hours: float | str | None = None, dry_run: bool = True,
                  **kwargs: Any) -> None:
+        check_flags(dry_run=dry_run)
         super().__init__(table_uri=table_uri, **kwargs)
         self.retention_hours = retention_hours
         self.dry_run = dry_run
@@ -138,6 +139,7 @@ class DeltaVacuumOperator(_DryRunLineage, DeltaBaseOperator):
 
     def __init__(self, *, table_uri: str, retention_hours: float | str | None = None, dry_run: bool = True,
                  enforce_retention: bool = True, **kwargs: Any) -> None:
+        check_flags(dry_run=dry_run, enforce_retention=enforce_retention)
         super().__init__(table_uri=table_uri, **kwargs)
         self.retention_hours = retention_hours
         self.dry_run = dry_run

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Sequence
 
-from .arguments import flag, optional_int, optional_value
+from .arguments import check_flags, flag, optional_int, optional_value
 from .base import DeltaBaseOperator, job_info
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -46,6 +46,7 @@ class DeltaTimeTravelSnapshotOperator(DeltaBaseOperator):
     def __init__(self, *, table_uri: str, version: int | str | None = None, timestamp: Any = None,
                  manifest_uri: str | None = None, allow_after_latest: bool = True, write_manifest: bool = True,
                  **kwargs: Any) -> None:
+        check_flags(allow_after_latest=allow_after_latest, write_manifest=write_manifest)
         super().__init__(table_uri=table_uri, **kwargs)
         self.version = version
         self.timestamp = timestamp

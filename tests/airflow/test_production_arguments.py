@@ -34,6 +34,14 @@ def data_files(table: DeltaTable) -> list[str]:
                   if "_delta_log" not in d and f.endswith(".parquet"))
 
 
+def rendered(cls, **kwargs):
+    """The task as Airflow runs it: built with templates, then each field set to what its template rendered."""
+    task = cls(task_id="t", **{k: ("{{ rendered }}" if k != "table_uri" else v) for k, v in kwargs.items()})
+    for key, value in kwargs.items():
+        setattr(task, key, value)
+    return task
+
+
 def table_with_garbage(make_table) -> DeltaTable:
     """A table whose overwrite left 4 unreferenced data files (what a zero-retention vacuum deletes)."""
     table = make_table(commits=2)
@@ -59,12 +67,12 @@ def test_anything_else_is_refused_naming_argument_and_value(value):
 
 
 # --------------------------------------------------------------- execute(context)
-@pytest.mark.parametrize("rendered", ["None", "", "maybe", None])
-def test_vacuum_with_an_unclear_dry_run_deletes_nothing(make_table, make_context, rendered):
+@pytest.mark.parametrize("value", ["None", "", "maybe", None])
+def test_vacuum_with_an_unclear_dry_run_deletes_nothing(make_table, make_context, value):
     table = table_with_garbage(make_table)
     before = data_files(table)
-    op = DeltaVacuumOperator(task_id="v", table_uri=table.storage.root, retention_hours=0, enforce_retention=False,
-                             dry_run=rendered)
+    op = rendered(DeltaVacuumOperator, table_uri=table.storage.root, retention_hours=0, enforce_retention=False,
+                  dry_run=value)
     with pytest.raises(DeltaArgumentError, match="dry_run"):
         op.execute(make_context())
     assert data_files(table) == before
@@ -78,8 +86,8 @@ def test_vacuum_flags_as_rendered_strings(make_table, make_context):
         DeltaVacuumOperator(task_id="v", table_uri=table.storage.root, retention_hours="0",
                             enforce_retention="True", dry_run="false").execute(make_context())
     with pytest.raises(DeltaArgumentError, match="enforce_retention must be true or false.*'None'"):
-        DeltaVacuumOperator(task_id="v", table_uri=table.storage.root, retention_hours="0",
-                            enforce_retention="None", dry_run="false").execute(make_context())
+        rendered(DeltaVacuumOperator, table_uri=table.storage.root, retention_hours="0",
+                 enforce_retention="None", dry_run="false").execute(make_context())
     assert data_files(table) == before
     out = DeltaVacuumOperator(task_id="v", table_uri=table.storage.root, retention_hours="0",
                               enforce_retention="FALSE", dry_run="YES").execute(make_context())
@@ -97,13 +105,14 @@ def test_other_bad_rendered_values_fail_without_retry_before_touching_anything(m
         (DeltaMetadataCleanupOperator, {"dry_run": "None"}, "dry_run must be true or false"),
         (DeltaCheckpointOperator, {"cleanup": "None"}, "cleanup must be true or false"),
         (DeltaCheckpointOperator, {"cleanup": True, "cleanup_dry_run": ""}, "cleanup_dry_run must be"),
-        (DeltaCheckpointOperator, {"engine": "{{ params.engine }}", "version": "v2"}, "table version"),
+        (DeltaCheckpointOperator, {"version": "v2"}, "table version"),
+        (DeltaCheckpointOperator, {"actions_per_part": "0"}, "actions_per_part must be a positive integer"),
         (DeltaTimeTravelSnapshotOperator, {"allow_after_latest": "None"}, "allow_after_latest must be"),
         (DeltaTimeTravelSnapshotOperator, {"write_manifest": "perhaps"}, "write_manifest must be"),
     ]
     for cls, kwargs, message in cases:
         with pytest.raises(DeltaArgumentError, match=message) as e:
-            cls(task_id="t", table_uri=table.storage.root, **kwargs).execute(make_context())
+            rendered(cls, table_uri=table.storage.root, **kwargs).execute(make_context())
         assert isinstance(e.value, AirflowFailException), cls
     assert sorted(os.listdir(table.storage.path("_delta_log"))) == log
     assert not os.path.exists(table.storage.path("_delta_manifests"))
@@ -112,8 +121,12 @@ def test_other_bad_rendered_values_fail_without_retry_before_touching_anything(m
     op.engine = "spork"
     with pytest.raises(DeltaArgumentError, match="engine must be one of local, spark"):
         op.execute(make_context())
-    with pytest.raises(DeltaArgumentError, match="engine must be one of"):
-        DeltaCheckpointOperator(task_id="t", table_uri=table.storage.root, engine="spork")
+    # values that are not templates are checked when the DAG is parsed
+    for cls, kwargs in ((DeltaCheckpointOperator, {"engine": "spork"}), (DeltaVacuumOperator, {"dry_run": "None"}),
+                        (DeltaMetadataCleanupOperator, {"dry_run": None}), (DeltaCheckpointOperator, {"cleanup": "x"}),
+                        (DeltaTimeTravelSnapshotOperator, {"write_manifest": ""})):
+        with pytest.raises(DeltaArgumentError):
+            cls(task_id="t", table_uri=table.storage.root, **kwargs)
 
 
 def test_every_argument_is_a_template_field():
@@ -294,3 +307,17 @@ def test_dag_sensor_right_after_the_writer_sees_its_commit(run_dag, make_table, 
     assert out["count"] == 1 and [c["version"] for c in out["commits"]] == [3]
     if dag_id.endswith("deferred"):
         assert "[DAG TEST] running trigger in line" in report.output or "deferr" in report.output.lower()
+
+
+def test_a_missing_connection_reads_the_same_in_a_task_and_in_the_triggerer(monkeypatch):
+    import asyncio
+    from airflow_provider_delta.hooks import DeltaTableHook
+    monkeypatch.delenv("AIRFLOW_CONN_NOWHERE", raising=False)
+    with pytest.raises(InvalidArgumentError) as sync:
+        DeltaTableHook(delta_conn_id="nowhere").get_table("orders")
+    with pytest.raises(InvalidArgumentError) as deferred:
+        asyncio.run(DeltaTableHook(delta_conn_id="nowhere").aget_config("orders"))
+    assert str(sync.value) == str(deferred.value)
+    assert str(sync.value).startswith("Airflow connection 'nowhere' is not defined: create it where every "
+                                      "Airflow process sees it")
+    assert "AIRFLOW_CONN_NOWHERE" in str(sync.value)
