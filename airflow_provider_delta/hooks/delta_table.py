@@ -28,6 +28,7 @@ Without a connection id, absolute paths and URLs (``/data/t``, ``file:///data/t`
 """
 from __future__ import annotations
 
+import errno
 import time
 from typing import Any
 
@@ -39,6 +40,11 @@ from ..log import (AddFile, ChangeRange, DeltaTable, IncrementalStep, InvalidArg
 from .config import DeltaConnectionConfig, commit_owner_conn_id, is_absolute_uri, storage_conn_id, uri_protocol
 from .env_connections import env_variable, unparsable_env_connection
 from .manifest import build_manifest, default_manifest_uri, resolve_manifest_uri, write_json
+
+def _not_writable(error: BaseException | None) -> bool:
+    """Whether a write failed for want of permission (or on a read-only file system), not for a fault."""
+    return isinstance(error, PermissionError) or (isinstance(error, OSError) and error.errno == errno.EROFS)
+
 
 def _connection_fields(conn: Any, extra: dict[str, Any]) -> dict[str, Any]:
     return {"conn_type": conn.conn_type, "host": conn.host, "login": conn.login,
@@ -325,7 +331,7 @@ class DeltaTableHook(BaseHook):
                 written = write_json(target, doc, cfg.storage_options_for(target)
                                      if uri_protocol(target) == uri_protocol(table.uri) else None)
             except StorageError as e:
-                if manifest_uri or not isinstance(e.__cause__, PermissionError):
+                if manifest_uri or not _not_writable(e.__cause__):
                     raise
                 self.log.warning("No snapshot manifest: this task may not write to the table folder (%s). The "
                                  "pinned version is in the result; pass manifest_uri=<a writable location> for a "
