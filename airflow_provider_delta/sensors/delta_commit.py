@@ -26,6 +26,7 @@ XCom) is exact and cheaper.
 from __future__ import annotations
 
 import datetime
+import time
 from typing import TYPE_CHECKING, Any, Sequence
 
 from airflow.sdk import BaseSensorOperator, PokeReturnValue, conf
@@ -146,6 +147,7 @@ class DeltaCommitSensor(DeltaTaskMixin, BaseSensorOperator):
     def _version_before(self, when: Any) -> int:
         """The newest version committed before ``when`` (-1: every commit the table has came at or after it)."""
         before = to_epoch_ms(when) - 1           # a commit in the same millisecond counts as after
+        before = min(before, int(time.time() * 1000))   # a scheduler clock ahead of this worker's
         try:
             return self.hook.resolve_version(self.table_uri, timestamp=before)
         except (TimestampOutOfRangeError, TableNotFoundError):

@@ -170,6 +170,20 @@ def test_sensor_counts_commits_made_since_the_run_started(make_table, make_conte
         DeltaCommitSensor(task_id="w", table_uri=table.storage.root, baseline="now")
 
 
+def test_a_run_start_ahead_of_this_workers_clock_counts_from_now(make_table, make_context):
+    """A scheduler whose clock runs ahead: the run 'started' in this worker's future; no error, and the
+    commits before now do not count."""
+    from datetime import datetime, timedelta, timezone
+    from types import SimpleNamespace
+    from airflow.sdk.exceptions import TaskDeferred
+    table = make_table(commits=2)
+    run = SimpleNamespace(start_date=datetime.now(timezone.utc) + timedelta(minutes=5))
+    with pytest.raises(TaskDeferred) as deferred:
+        DeltaCommitSensor(task_id="w", table_uri=table.storage.root, deferrable=True,
+                          timeout=30).execute(make_context(dag_run=run))
+    assert deferred.value.trigger.serialize()[1]["after_version"] == 2
+
+
 def test_a_deferred_sensor_keeps_the_run_start_baseline(make_table, make_context):
     import asyncio
     from datetime import datetime, timezone
