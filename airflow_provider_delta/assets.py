@@ -20,7 +20,6 @@ import urllib.parse
 from typing import Any
 from urllib.parse import SplitResult, urlsplit
 
-from .log import InvalidArgumentError
 
 SCHEME = "delta"
 #: storage schemes with a registered ``delta+<scheme>`` variant (any other works too,
@@ -75,12 +74,14 @@ def is_absolute_uri(uri: str) -> bool:
 def asset_uri_for_table(table_uri: str) -> str:
     """The canonical asset URI of the table at ``table_uri`` (an absolute path or URL).
 
-    A relative path is refused: resolved against the working directory it would name a
-    different table in each process (the DAG processor's, a worker's).
+    A relative path is refused (``ValueError``, as for any URI Airflow's asset handlers
+    refuse): resolved against the working directory it would name a different table in each
+    process (the DAG processor's, a worker's). This module imports nothing of the transaction
+    log: Airflow loads it with the provider's info in every process.
     """
     table_uri = str(table_uri).strip()
     if not is_absolute_uri(table_uri):
-        raise InvalidArgumentError(
+        raise ValueError(
             f"table_uri {table_uri!r} is relative: an asset needs the table's absolute path or URL "
             "(e.g. /data/orders or s3://bucket/orders: the delta connection's base URI joined with the "
             "relative path the tasks use)")
