@@ -22,9 +22,15 @@ def engine_info() -> str:
     return f"{ENGINE_NAME}/{__version__}"
 
 
-def param_value(value: Any) -> str | None:
-    """Delta Spark stores operation parameters as strings; structured values as JSON text."""
-    if value is None or isinstance(value, str):
+#: Operations whose commitInfo carries only their own metrics (Delta Spark's
+#: ``DeltaOperationMetrics.RESTORE`` / ``CLONE``), not the write metrics of the files they list.
+OWN_METRICS_OPERATIONS = frozenset({"RESTORE", "CLONE"})
+
+
+def param_value(value: Any) -> Any:
+    """An operation parameter as Delta Spark writes it: strings, numbers, booleans and null as
+    JSON values (``"version":1``), structured values (lists, maps) as JSON text."""
+    if value is None or isinstance(value, (str, bool, int, float)):
         return value
     return json.dumps(value, separators=(",", ":"), default=str)
 
@@ -52,9 +58,13 @@ class CommitProvenance:
     txn_id: str = ""
 
 
-def operation_metrics(adds: list[AddFile], removes: list[RemoveFile], extra: dict[str, Any]) -> dict[str, str]:
-    """Delta Spark's write metrics (as strings), plus the caller's."""
+def operation_metrics(adds: list[AddFile], removes: list[RemoveFile], extra: dict[str, Any],
+                      operation: str = "") -> dict[str, str]:
+    """Delta Spark's write metrics (as strings), plus the caller's; only the caller's for
+    operations with a metric set of their own (``OWN_METRICS_OPERATIONS``)."""
     m: dict[str, Any] = {}
+    if operation in OWN_METRICS_OPERATIONS:
+        return {k: str(v) for k, v in extra.items()}
     if adds:
         m["numFiles"] = len(adds)
         m["numOutputBytes"] = sum(a.size for a in adds)

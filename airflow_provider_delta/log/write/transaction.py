@@ -57,6 +57,11 @@ def _dv_id(dv: dict[str, Any] | None) -> str | None:
     return base if dv.get("offset") is None else f"{base}@{dv['offset']}"
 
 
+def file_key(path: str, dv: dict[str, Any] | None) -> tuple[str, str | None]:
+    """A logical file's identity in a transaction: its path and its deletion vector's uniqueId."""
+    return path, _dv_id(dv)
+
+
 def _canonical_value(value: str, t: pa.DataType | None) -> str | None:
     if t is None:
         return value
@@ -229,7 +234,7 @@ class Transaction:
         self._check_path(add.path)
         if isinstance(add.size, bool) or not isinstance(add.size, int) or add.size < 0:
             raise InvalidArgumentError(f"file {add.path!r}: size must be a non-negative integer")
-        key = (add.path, _dv_id(add.deletion_vector))
+        key = file_key(add.path, add.deletion_vector)
         if key in self._changes.adds:
             raise InvalidArgumentError(f"file {add.path!r} is added twice in one transaction")
         self._changes.adds[key] = add
@@ -251,7 +256,7 @@ class Transaction:
         else:
             raise InvalidArgumentError(f"remove_file takes a path, AddFile or RemoveFile, got {type(file).__name__}")
         self._check_path(path)
-        key = (path, _dv_id(dv))
+        key = file_key(path, dv)
         if key in self._changes.removes or (isinstance(entry, str) and any(k[0] == path for k in self._changes.removes)):
             raise InvalidArgumentError(f"file {path!r} is removed twice in one transaction")
         self._changes.removes[key] = entry
