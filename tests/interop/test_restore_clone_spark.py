@@ -8,7 +8,6 @@
 """
 from __future__ import annotations
 
-import os
 
 import deltalake
 import pyarrow as pa
@@ -18,15 +17,6 @@ from interop_support import assert_same, compare_table, normalize_rows
 from airflow_provider_delta.log import DeltaTable
 
 pytestmark = pytest.mark.spark
-
-
-def tree(root: str) -> dict[str, int]:
-    out = {}
-    for d, _, files in os.walk(root):
-        for f in files:
-            p = os.path.join(d, f)
-            out[os.path.relpath(p, root)] = os.path.getsize(p)
-    return out
 
 
 def deltalake_rows(uri: str, version: int | None = None) -> list:
@@ -71,17 +61,17 @@ def test_our_restore_and_delta_spark_interleaved(spark, tmp_path):
     assert ids(table, 7) == list(range(10))
 
 
-def test_our_clone_read_and_written_by_delta_spark(spark, tmp_path):
+def test_our_clone_read_and_written_by_delta_spark(spark, tmp_path, file_tree):
     src = str(tmp_path / "src")
     dv_table(spark, src)
-    before = tree(src)
+    before = file_tree(src)
     clone = DeltaTable(src).clone(str(tmp_path / "clone"), version=1)
     c = clone.uri
     spark.createDataFrame([(300, 1)], "id long, part long").write.format("delta").mode("append").save(c)
     spark.sql(f"DELETE FROM delta.`{c}` WHERE id IN (0, 300)")     # a new DV on a source file, written by the clone
     clone.write(pa.table({"id": pa.array([400], pa.int64()), "part": pa.array([0], pa.int64())}))
     assert_same(compare_table(spark, c), "our clone, written by Delta Spark and us")
-    assert tree(src) == before                                     # the source is untouched
+    assert file_tree(src) == before                                     # the source is untouched
     assert ids(clone) == [1, 2, 4, 5, 6, 7, 8, 9, 400]
     for v in range(clone.latest_version() + 1):
         assert deltalake_rows(clone.uri, v) == ours_rows(clone, v), f"deltalake at v{v}"

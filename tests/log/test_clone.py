@@ -25,16 +25,6 @@ def deltalake_rows(uri: str) -> list[dict]:
         "select * from t").read_all()).to_pylist()
 
 
-def tree(root: str) -> dict[str, int]:
-    """Every file below ``root`` with its size (what a test checks was not touched)."""
-    out = {}
-    for d, _, files in os.walk(root):
-        for f in files:
-            p = os.path.join(d, f)
-            out[os.path.relpath(p, root)] = os.path.getsize(p)
-    return out
-
-
 @pytest.fixture
 def source(tmp_path):
     t = DeltaTable.create(str(tmp_path / "src"), SCHEMA, partition_by=["p"], properties={"delta.appendOnly": "false"})
@@ -43,7 +33,7 @@ def source(tmp_path):
     return t
 
 
-def test_clone_lists_the_source_files_by_absolute_uri(source, tmp_path):
+def test_clone_lists_the_source_files_by_absolute_uri(source, tmp_path, file_tree):
     clone = source.clone(str(tmp_path / "clone"))
     assert clone.latest_version() == 0 and ids(clone) == [1, 2, 3]
     src_snap, snap = source.snapshot(), clone.snapshot()
@@ -61,7 +51,7 @@ def test_clone_lists_the_source_files_by_absolute_uri(source, tmp_path):
     assert entry["operationMetrics"] == {"sourceTableSize": str(size), "sourceNumOfFiles": "3",
                                          "numRemovedFiles": "0", "numCopiedFiles": "0",
                                          "removedFilesSize": "0", "copiedFilesSize": "0"}
-    assert tree(str(tmp_path / "clone")).keys() == {os.path.join("_delta_log", "00000000000000000000.json")}
+    assert file_tree(str(tmp_path / "clone")).keys() == {os.path.join("_delta_log", "00000000000000000000.json")}
     assert sorted(r["id"] for r in deltalake_rows(clone.uri)) == [1, 2, 3]
 
 
@@ -73,7 +63,7 @@ def test_clone_at_a_version_or_timestamp(source, tmp_path):
     assert not os.path.exists(tmp_path / "c3")
 
 
-def test_clone_needs_an_empty_target_and_writes_nothing_otherwise(source, tmp_path):
+def test_clone_needs_an_empty_target_and_writes_nothing_otherwise(source, tmp_path, file_tree):
     existing = DeltaTable.create(str(tmp_path / "existing"), SCHEMA)
     with pytest.raises(TableAlreadyExistsError):
         source.clone(existing.uri)
@@ -83,7 +73,7 @@ def test_clone_needs_an_empty_target_and_writes_nothing_otherwise(source, tmp_pa
     (busy / "notes.txt").write_text("keep me")
     with pytest.raises(InvalidArgumentError, match="not empty"):
         source.clone(str(busy))
-    assert tree(str(busy)) == {"notes.txt": 7}
+    assert file_tree(str(busy)) == {"notes.txt": 7}
     with pytest.raises(InvalidArgumentError, match="inside"):
         source.clone(os.path.join(source.storage.root, "sub"))
     assert not os.path.exists(os.path.join(source.storage.root, "sub"))
@@ -92,10 +82,10 @@ def test_clone_needs_an_empty_target_and_writes_nothing_otherwise(source, tmp_pa
     assert ids(source.clone(str(empty))) == [1, 2, 3]              # an empty directory is fine
 
 
-def test_writes_and_vacuum_of_the_clone_never_touch_the_source(source, tmp_path):
+def test_writes_and_vacuum_of_the_clone_never_touch_the_source(source, tmp_path, file_tree):
     clone = source.clone(str(tmp_path / "clone"))
     source.write(pa.table({"id": [10], "p": ["c"]}), mode="overwrite")       # the source changes
-    src_files = tree(source.storage.root)
+    src_files = file_tree(source.storage.root)
     src_log = sorted(os.listdir(os.path.join(source.storage.root, "_delta_log")))
     clone.write(pa.table({"id": [4], "p": ["a"]}))                        # v1: own file
     clone.write(pa.table({"id": [5], "p": ["z"]}), mode="overwrite")     # v2: removes source files and its own
@@ -103,7 +93,7 @@ def test_writes_and_vacuum_of_the_clone_never_touch_the_source(source, tmp_path)
     report = clone.vacuum(retention_hours=0, enforce_retention=False, dry_run=False)
     # vacuum deleted the clone's own removed file, nothing of the source
     assert report["num_files_deleted"] == 1 and report["files_deleted"][0].startswith("p=a/")
-    assert tree(source.storage.root) == src_files
+    assert file_tree(source.storage.root) == src_files
     assert sorted(os.listdir(os.path.join(source.storage.root, "_delta_log"))) == src_log
     assert ids(source) == [10] and ids(source, 2) == [1, 2, 3] and ids(clone) == [5]
     assert ids(clone, 0) == [1, 2, 3]                               # still readable: the source kept its files
