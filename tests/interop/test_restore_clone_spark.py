@@ -89,7 +89,7 @@ def test_delta_spark_shallow_clone_read_and_written_by_us(spark, tmp_path):
     mine = ours_clone.history()[0]
     assert mine["operationMetrics"] == entry["operationMetrics"]
     assert set(mine["operationParameters"]) == set(entry["operationParameters"])
-    assert ours_rows(ours_clone) == ours_rows(table)
+    assert ours_rows(ours_clone) == ours_rows(table) == deltalake_rows(target)
     table.write(pa.table({"id": pa.array([500], pa.int64()), "part": pa.array([1], pa.int64())}))   # v1
     assert table.restore(0) == 2                                                                     # v2
     assert_same(compare_table(spark, target), "Delta Spark's shallow clone, written by us")

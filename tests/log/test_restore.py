@@ -180,6 +180,8 @@ def test_concurrent_blind_append_is_kept_and_the_restore_retries(table):
     assert ids(table) == [1, 2, 3, 42]                        # the appended row stays (documented rule)
     assert table.history(1)[0]["readVersion"] == 3
     assert sorted(deltalake.DeltaTable(table.uri).to_pyarrow_table().column("id").to_pylist()) == [1, 2, 3, 42]
+    table.restore(2)                                          # run again, it sees the append and removes it
+    assert ids(table) == [1, 2, 3]
 
 
 @pytest.mark.parametrize("winner", ["overwrite", "delete", "metadata"])
