@@ -265,3 +265,58 @@ def test_kill_nine_during_restore_leaves_a_readable_table(table, kill):
     # the next writer commits normally
     assert fresh.restore(3) == latest + 1 and ids(fresh) == [9]
     json.dumps(fresh.history(1))
+
+
+# ------------------------------------------------------------------------ a real concurrent appender
+APPENDER = textwrap.dedent("""
+    import json, sys
+    import pyarrow as pa
+    from airflow_provider_delta.log import DeltaTable
+    table = DeltaTable(sys.argv[1])
+    table.auto_checkpoint = False
+    print("ready", flush=True)
+    sys.stdin.readline()
+    done = {}
+    for i in range(int(sys.argv[2])):
+        done[1000 + i] = table.write(pa.table({"id": [1000 + i], "p": ["a"]}))
+    print(json.dumps(done), flush=True)
+""")
+
+APPENDS = int(os.environ.get("DELTA_RESTORE_APPENDS", "20"))
+
+
+def test_restores_while_another_process_appends(table):
+    """A process appends (blind appends) while we restore back and forth. Every restore commit holds
+    exactly the restored version's rows plus those appended between its read and its commit, and an
+    appended row is gone at the end only if a restore that saw it removed it: nothing lost silently."""
+    table.auto_checkpoint = False
+    proc = subprocess.Popen([sys.executable, "-c", APPENDER, table.uri, str(APPENDS)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "ready", proc.stderr.read()
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+        restores = 0
+        while proc.poll() is None or restores < 2:
+            table.restore(1 if restores % 2 == 0 else 2)
+            restores += 1
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    appended = {int(k): v for k, v in json.loads(out.strip().splitlines()[-1]).items()}
+    fresh = DeltaTable(table.uri)
+    history = {h["version"]: h for h in fresh.history()}
+    restore_versions = [v for v, h in history.items() if h["operation"] == "RESTORE"]
+    assert len(restore_versions) == restores
+    base = {1: {1, 2}, 2: {1, 2, 3}}
+    for v in restore_versions:
+        h = history[v]
+        read = h["readVersion"]
+        between = {i for i, av in appended.items() if read < av < v}
+        assert set(ids(fresh, v)) == base[h["operationParameters"]["version"]] | between, f"restore at v{v}"
+    final = set(ids(fresh))
+    for i, av in appended.items():
+        seen_by_a_restore = any(history[v]["readVersion"] >= av for v in restore_versions)
+        assert (i in final) == (not seen_by_a_restore), f"row {i} appended at v{av}"
