@@ -21,7 +21,7 @@ import deltalake
 import pyarrow as pa
 import pytest
 
-from airflow_provider_delta.log import (ConcurrentModificationError, DataFileNotFoundError, DeltaTable,
+from airflow_provider_delta.log import (ConcurrentModificationError, DataFileNotFoundError, DeltaTable, InMemoryCommitOwner,
                                         InvalidArgumentError, TimestampOutOfRangeError, VersionNotFoundError)
 
 SCHEMA = pa.schema([("id", pa.int64()), ("p", pa.string())])
@@ -320,3 +320,28 @@ def test_restores_while_another_process_appends(table):
     for i, av in appended.items():
         seen_by_a_restore = any(history[v]["readVersion"] >= av for v in restore_versions)
         assert (i in final) == (not seen_by_a_restore), f"row {i} appended at v{av}"
+
+
+def test_restore_of_a_managed_commit_table_keeps_its_owner(tmp_path):
+    owner = InMemoryCommitOwner()
+    t = DeltaTable.create(str(tmp_path / "managed"), SCHEMA, commit_owner=owner)
+    t.write(pa.table({"id": [1], "p": ["a"]}))
+    with t.transaction(operation="SET TBLPROPERTIES") as txn:                       # v2: a metadata change
+        txn.set_properties({"delta.logRetentionDuration": "interval 60 days"})
+    t.write(pa.table({"id": [2], "p": ["a"]}))                                     # v3
+    assert t.restore(1) == 4
+    snap = t.snapshot()
+    assert snap.commits_are_coordinated and snap.in_commit_timestamps_enabled
+    assert "delta.logRetentionDuration" not in snap.configuration and ids(t) == [1]
+    assert ids(DeltaTable(t.uri, commit_owner=owner)) == [1]
+
+
+def test_restore_to_before_in_commit_timestamps_takes_that_versions_metadata(tmp_path):
+    t = DeltaTable.create(str(tmp_path / "ict"), SCHEMA)
+    t.write(pa.table({"id": [1], "p": ["a"]}))                                     # v1
+    t.enable_in_commit_timestamps()                                                # v2
+    t.restore(1)                                                                   # v3: v1's metadata
+    snap = t.snapshot()
+    assert not snap.in_commit_timestamps_enabled
+    assert snap.protocol.has_writer_feature("inCommitTimestamp")                  # the protocol keeps it
+    assert [t.snapshot(version=v).version for v in range(4)] == [0, 1, 2, 3]

@@ -39,9 +39,11 @@ schema), since appended files were written for the schema the restore replaces, 
 We write the ``metaData`` action only when the restored metadata differs from the current
 one (Delta Spark always writes it); an identical ``metaData`` changes nothing for readers but
 would make every concurrent append a conflict. Commit-coordination properties (a managed
-commit owner, and the in-commit timestamps it needs) are kept as they are now: a restore
-does not convert a table between filesystem and managed commits. Domain metadata stays as
-it is.
+commit owner, and on such a table the in-commit timestamps it needs) are kept as they are
+now: a restore does not convert a table between filesystem and managed commits. On other
+tables in-commit timestamps follow the restored metadata like any property (restoring a
+version from before they were enabled turns them off; the protocol keeps the feature).
+Domain metadata stays as it is.
 """
 from __future__ import annotations
 
@@ -67,8 +69,10 @@ RESTORE_OPERATION = "RESTORE"
 #: how many missing files the error names (Delta Spark stops at 100 as well)
 MISSING_FILES_SHOWN = 100
 #: properties that belong to how commits are made, not to the table's content: kept as they are
-_COORDINATION_PROPERTIES = (*COMMIT_COORDINATOR_PROPERTIES, MANAGED_OWNER_CONF_PROPERTY, ict.ENABLE_PROPERTY,
-                            ict.ENABLEMENT_VERSION_PROPERTY, ict.ENABLEMENT_TIMESTAMP_PROPERTY)
+_COORDINATION_PROPERTIES = (*COMMIT_COORDINATOR_PROPERTIES, MANAGED_OWNER_CONF_PROPERTY)
+#: in-commit timestamps, which a coordinated table needs: kept on such tables only; elsewhere they
+#: follow the restored version's metadata (Delta Spark's RESTORE makes no exception for them)
+_ICT_PROPERTIES = (ict.ENABLE_PROPERTY, ict.ENABLEMENT_VERSION_PROPERTY, ict.ENABLEMENT_TIMESTAMP_PROPERTY)
 
 
 @dataclass(frozen=True)
@@ -112,10 +116,11 @@ def merged_protocol(current: Protocol, restored: Protocol) -> Protocol:
                                   restored.min_writer_version)
 
 
-def restored_metadata(current: Metadata, restored: Metadata) -> Metadata:
+def restored_metadata(current: Snapshot, restored: Metadata) -> Metadata:
     """The restored version's metadata, with today's commit-coordination properties."""
-    keep = {k: current.configuration.get(k) for k in _COORDINATION_PROPERTIES
-            if k in current.configuration or k in restored.configuration}
+    names = _COORDINATION_PROPERTIES + (_ICT_PROPERTIES if current.commits_are_coordinated else ())
+    conf = current.metadata.configuration
+    keep = {k: conf.get(k) for k in names if k in conf or k in restored.configuration}
     return restored.with_configuration(keep) if keep else restored
 
 
@@ -186,7 +191,7 @@ def restore_table(table: TableLog, version: Any = None, timestamp: Any = None, *
     commit_kwargs.setdefault("operation_metrics", metrics)
     txn = Transaction(table, operation=RESTORE_OPERATION, read_version=latest.version, **commit_kwargs)
     txn.mark_read("all")
-    metadata = restored_metadata(latest.metadata, old.metadata)
+    metadata = restored_metadata(latest, old.metadata)
     if metadata.to_json() != latest.metadata.to_json():
         txn.set_metadata(metadata)
     protocol = merged_protocol(latest.protocol, old.protocol)
