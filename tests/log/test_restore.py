@@ -21,8 +21,9 @@ import deltalake
 import pyarrow as pa
 import pytest
 
-from airflow_provider_delta.log import (ConcurrentModificationError, DataFileNotFoundError, DeltaTable, InMemoryCommitOwner,
-                                        InvalidArgumentError, TimestampOutOfRangeError, VersionNotFoundError)
+from airflow_provider_delta.log import (ConcurrentModificationError, DataFileNotFoundError, DeltaTable,
+                                        InMemoryCommitOwner, InvalidArgumentError, Metadata, TimestampOutOfRangeError,
+                                        VersionNotFoundError, schema_string)
 
 SCHEMA = pa.schema([("id", pa.int64()), ("p", pa.string())])
 
@@ -345,3 +346,22 @@ def test_restore_to_before_in_commit_timestamps_takes_that_versions_metadata(tmp
     assert not snap.in_commit_timestamps_enabled
     assert snap.protocol.has_writer_feature("inCommitTimestamp")                  # the protocol keeps it
     assert [t.snapshot(version=v).version for v in range(4)] == [0, 1, 2, 3]
+
+
+def test_restore_to_before_an_added_column_keeps_the_older_files(tmp_path):
+    """v1's file stays live and the schema goes back to v1's: the layout rule of ordinary commits
+    (no column dropped while files hold it) does not apply, as every kept file predates the column."""
+    t = DeltaTable.create(str(tmp_path / "cols"), pa.schema([("id", pa.int64())]))
+    t.write(pa.table({"id": [1]}))                                                 # v1
+    m = t.snapshot().metadata
+    with t.transaction(operation="ADD COLUMNS") as txn:                            # v2: nullable column x
+        txn.set_metadata(Metadata(m.id, schema_string(pa.schema([("id", pa.int64()), ("x", pa.string())])),
+                                  m.partition_columns, m.configuration, created_time=m.created_time))
+    t.write(pa.table({"id": [2], "x": ["a"]}))                                    # v3
+    assert t.restore(1) == 4
+    assert t.snapshot().to_pyarrow().to_pylist() == [{"id": 1}]
+    assert deltalake.DeltaTable(t.uri).to_pyarrow_table().to_pylist() == [{"id": 1}]
+    with pytest.raises(InvalidArgumentError, match="dropped"):                    # an ordinary commit still may not
+        with t.transaction(operation="WRITE") as txn:
+            txn.set_metadata(Metadata(m.id, schema_string(pa.schema([("y", pa.int64())])), (), m.configuration,
+                                      created_time=m.created_time))

@@ -292,8 +292,13 @@ class Transaction:
         self._changes.domains[domain] = DomainMetadata(domain, configuration or "", removed)
         self._changes.read.domains.add(domain)
 
-    def set_metadata(self, metadata: Metadata) -> None:
-        """Replace the table metadata (schema, partitioning, properties) in this commit."""
+    def set_metadata(self, metadata: Metadata, *, of_restored_version: bool = False) -> None:
+        """Replace the table metadata (schema, partitioning, properties) in this commit.
+
+        ``of_restored_version``: the metadata is an earlier version's, committed together with
+        exactly that version's files (RESTORE). Every file it keeps was written under that
+        metadata, so the rule that a layout change needs all data rewritten does not apply.
+        """
         self._check_open()
         if not isinstance(metadata, Metadata):
             raise InvalidArgumentError(f"set_metadata takes a Metadata, got {type(metadata).__name__}")
@@ -306,6 +311,7 @@ class Transaction:
                                 metadata.name, metadata.description, metadata.format_provider,
                                 dict(metadata.format_options), metadata.created_time)
         self._changes.metadata = metadata
+        self._changes.metadata_of_restored_version = bool(of_restored_version)
         self._changes.read.changes_metadata = True
 
     def set_properties(self, properties: dict[str, Any]) -> None:
