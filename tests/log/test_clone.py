@@ -8,7 +8,7 @@ import deltalake
 import pyarrow as pa
 import pytest
 
-from airflow_provider_delta.log import (DeltaTable, InMemoryCommitOwner, InvalidArgumentError,
+from airflow_provider_delta.log import (DeltaTable, InMemoryCommitOwner, InvalidArgumentError, StagedCommitsCatalog,
                                         TableAlreadyExistsError, VersionNotFoundError)
 
 SCHEMA = pa.schema([("id", pa.int64()), ("p", pa.string())])
@@ -136,3 +136,19 @@ def test_clone_of_a_clone_keeps_the_original_absolute_paths(source, tmp_path):
         sorted(first.snapshot().files().column("path").to_pylist())
     shutil.rmtree(first.storage.root)                               # the first clone holds no data
     assert ids(second) == [1, 2, 3]
+
+
+def test_clone_of_a_catalog_managed_table_is_a_filesystem_table(corpus, tmp_path):
+    """The corpus' catalog-managed table, read through its catalog (staged commits): the clone drops
+    the catalogManaged feature and reads the same rows without any catalog."""
+    path = corpus / "delta-kernel-rs" / "catalog_managed_0"
+    names = sorted(os.listdir(path / "_delta_log" / "_staged_commits"))
+    source = DeltaTable(str(path), commit_owner=StagedCommitsCatalog({int(n[:20]): n for n in names},
+                                                                     max_ratified_version=2))
+    clone = source.clone(str(tmp_path / "plain"))
+    snap = DeltaTable(clone.uri).snapshot()
+    assert "catalogManaged" not in (snap.protocol.reader_features or ()) + (snap.protocol.writer_features or ())
+    assert not snap.commits_are_coordinated
+    rows = sorted((r["part1"], r["col1"]) for r in snap.to_pyarrow().to_pylist())
+    assert rows == [(x // 100, x) for x in range(200)]
+    assert clone.history()[0]["operationParameters"]["sourceVersion"] == 2
