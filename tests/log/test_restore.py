@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -365,3 +366,17 @@ def test_restore_to_before_an_added_column_keeps_the_older_files(tmp_path):
         with t.transaction(operation="WRITE") as txn:
             txn.set_metadata(Metadata(m.id, schema_string(pa.schema([("y", pa.int64())])), (), m.configuration,
                                       created_time=m.created_time))
+
+
+def test_same_files_and_rows_as_deltalakes_restore(table, tmp_path):
+    """deltalake's own restore of a copy of the same table ends at the same live files and rows."""
+    theirs = str(tmp_path / "theirs")
+    shutil.copytree(table.storage.root, theirs)
+    table.restore(2)
+    metrics = deltalake.DeltaTable(theirs).restore(2)
+    ours_files = set(table.snapshot().files().column("path").to_pylist())
+    assert ours_files == set(DeltaTable(theirs).snapshot().files().column("path").to_pylist())
+    assert ids(table) == ids(DeltaTable(theirs))
+    assert (metrics["numRestoredFile"], metrics["numRemovedFile"]) == (3, 1)
+    ours = table.history(1)[0]["operationMetrics"]
+    assert (ours["numRestoredFiles"], ours["numRemovedFiles"]) == ("3", "1")
