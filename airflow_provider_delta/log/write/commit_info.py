@@ -22,14 +22,10 @@ def engine_info() -> str:
     return f"{ENGINE_NAME}/{__version__}"
 
 
-#: Operations whose commitInfo carries only their own metrics (Delta Spark's
-#: ``DeltaOperationMetrics.RESTORE`` / ``CLONE``), not the write metrics of the files they list.
-OWN_METRICS_OPERATIONS = frozenset({"RESTORE", "CLONE"})
-
-
-def param_value(value: Any) -> Any:
-    """An operation parameter as Delta Spark writes it: strings, numbers, booleans and null as
-    JSON values (``"version":1``), structured values (lists, maps) as JSON text."""
+def param_value(value: Any) -> str | bool | int | float | None:
+    """Delta Spark writes each operation parameter as its JSON encoding: strings as strings,
+    booleans and numbers as JSON booleans and numbers (``"auto":false`` of OPTIMIZE, ``"version":1``
+    of RESTORE); structured values it encodes to JSON text first (``"zOrderBy":"[\"x\"]"``), as we do."""
     if value is None or isinstance(value, (str, bool, int, float)):
         return value
     return json.dumps(value, separators=(",", ":"), default=str)
@@ -58,10 +54,14 @@ class CommitProvenance:
     txn_id: str = ""
 
 
+#: Operations whose metrics are exactly the caller's: Delta Spark records only its own set for them
+#: (``DeltaOperationMetrics.OPTIMIZE``, ``RESTORE``, ``CLONE``), not the write metrics every data commit gets.
+OWN_METRICS_OPERATIONS = frozenset({"OPTIMIZE", "REORG", "RESTORE", "CLONE"})
+
+
 def operation_metrics(adds: list[AddFile], removes: list[RemoveFile], extra: dict[str, Any],
-                      operation: str = "") -> dict[str, str]:
-    """Delta Spark's write metrics (as strings), plus the caller's; only the caller's for
-    operations with a metric set of their own (``OWN_METRICS_OPERATIONS``)."""
+                      operation: str = "WRITE") -> dict[str, str]:
+    """Delta Spark's write metrics (as strings), plus the caller's."""
     m: dict[str, Any] = {}
     if operation in OWN_METRICS_OPERATIONS:
         return {k: str(v) for k, v in extra.items()}
