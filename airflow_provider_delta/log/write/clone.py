@@ -154,6 +154,7 @@ def clone_table(source: TableLog, target: TableLog, version: Any = None, timesta
                                                       "sourceVersion": snap.version})
     commit_kwargs.setdefault("operation_metrics", metrics)
     txn = Transaction(target, operation=CLONE_OPERATION, read_version=-1, **commit_kwargs)
+    txn.mark_read("all")          # it replaces the (empty) target: not a blind append, as Delta Spark records
     txn.set_protocol(cloned_protocol(snap.protocol))
     txn.set_metadata(metadata)
     txn.add_files(adds)
