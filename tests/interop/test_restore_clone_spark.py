@@ -78,9 +78,9 @@ def test_our_clone_read_and_written_by_delta_spark(spark, tmp_path, file_tree):
 
 
 def test_delta_spark_shallow_clone_read_and_written_by_us(spark, tmp_path):
-    src = str(tmp_path / "src")
+    src = str(tmp_path / "my tables" / "src")          # a path Delta Spark URL-encodes in the clone's log
     dv_table(spark, src)
-    target = str(tmp_path / "spark-clone")
+    target = str(tmp_path / "my tables" / "spark-clone")
     spark.sql(f"CREATE TABLE delta.`{target}` SHALLOW CLONE delta.`{src}` VERSION AS OF 1")
     table = DeltaTable(target)
     (entry,) = table.history()
