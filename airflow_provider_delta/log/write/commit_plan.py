@@ -70,6 +70,8 @@ class PendingChanges:
     txns: dict[str, Txn] = field(default_factory=dict)
     domains: dict[str, DomainMetadata] = field(default_factory=dict)
     metadata: Metadata | None = None
+    #: the metadata is an earlier version's, restored with exactly that version's files
+    metadata_of_restored_version: bool = False
     protocol: Protocol | None = None
     #: protocol requests found among the properties (``delta.minReaderVersion``, ``delta.feature.*``)
     protocol_requests: dict[str, str] = field(default_factory=dict)
@@ -164,7 +166,7 @@ def plan_commit(table: TableLog, snap: Snapshot | None, changes: PendingChanges,
         raise InvalidArgumentError("a managed-commit table needs in-commit timestamps; they cannot be "
                                    "turned off while a commit owner manages the table")
     removes = _resolve_removes(changes, snap, clock)
-    if changes.metadata is not None and old_metadata is not None:
+    if changes.metadata is not None and old_metadata is not None and not changes.metadata_of_restored_version:
         _check_layout_change(snap, old_metadata, metadata, removes)
     _validate_adds(changes, metadata)
     conf = metadata.configuration

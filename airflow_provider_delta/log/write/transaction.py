@@ -51,6 +51,11 @@ def _json_safe(value: Any, what: str) -> Any:
         raise InvalidArgumentError(f"{what} must be JSON-serializable: {e}") from None
 
 
+def file_key(path: str, dv: dict[str, Any] | None) -> tuple[str, str | None]:
+    """A logical file's identity in a transaction: its path and its deletion vector's uniqueId."""
+    return path, dv_unique_id(dv)
+
+
 class Transaction:
     """One optimistic commit. Use as a context manager (commits on a clean exit) or call :meth:`commit`.
 
@@ -227,7 +232,7 @@ class Transaction:
         self._check_path(add.path)
         if isinstance(add.size, bool) or not isinstance(add.size, int) or add.size < 0:
             raise InvalidArgumentError(f"file {add.path!r}: size must be a non-negative integer")
-        key = (add.path, dv_unique_id(add.deletion_vector))
+        key = file_key(add.path, add.deletion_vector)
         if key in self._changes.adds:
             raise InvalidArgumentError(f"file {add.path!r} is added twice in one transaction")
         self._changes.adds[key] = add
@@ -249,7 +254,7 @@ class Transaction:
         else:
             raise InvalidArgumentError(f"remove_file takes a path, AddFile or RemoveFile, got {type(file).__name__}")
         self._check_path(path)
-        key = (path, dv_unique_id(dv))
+        key = file_key(path, dv)
         if key in self._changes.removes or (isinstance(entry, str) and any(k[0] == path for k in self._changes.removes)):
             raise InvalidArgumentError(f"file {path!r} is removed twice in one transaction")
         self._changes.removes[key] = entry
@@ -285,8 +290,13 @@ class Transaction:
         self._changes.domains[domain] = DomainMetadata(domain, configuration or "", removed)
         self._changes.read.domains.add(domain)
 
-    def set_metadata(self, metadata: Metadata) -> None:
-        """Replace the table metadata (schema, partitioning, properties) in this commit."""
+    def set_metadata(self, metadata: Metadata, *, of_restored_version: bool = False) -> None:
+        """Replace the table metadata (schema, partitioning, properties) in this commit.
+
+        ``of_restored_version``: the metadata is an earlier version's, committed together with
+        exactly that version's files (RESTORE). Every file it keeps was written under that
+        metadata, so the rule that a layout change needs all data rewritten does not apply.
+        """
         self._check_open()
         if not isinstance(metadata, Metadata):
             raise InvalidArgumentError(f"set_metadata takes a Metadata, got {type(metadata).__name__}")
@@ -299,6 +309,7 @@ class Transaction:
                                 metadata.name, metadata.description, metadata.format_provider,
                                 dict(metadata.format_options), metadata.created_time)
         self._changes.metadata = metadata
+        self._changes.metadata_of_restored_version = bool(of_restored_version)
         self._changes.read.changes_metadata = True
 
     def set_properties(self, properties: dict[str, Any]) -> None:
