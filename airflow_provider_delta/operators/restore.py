@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Sequence
 
 from ..log import restore_table
-from .base import DeltaBaseOperator, job_info, optional_int, optional_value
+from .arguments import check_flags, flag, optional_int, optional_value
+from .base import DeltaBaseOperator, job_info
 
 if TYPE_CHECKING:  # pragma: no cover
     from airflow.sdk import Context
@@ -36,7 +37,7 @@ class DeltaRestoreOperator(DeltaBaseOperator):
     written (retrying the task restores on top of them).
     """
 
-    template_fields: Sequence[str] = ("table_uri", "delta_conn_id", "version", "timestamp")
+    template_fields: Sequence[str] = ("table_uri", "delta_conn_id", "version", "timestamp", "enforce_retention")
 
     def __init__(self, *, table_uri: str, version: int | str | None = None, timestamp: Any = None,
                  enforce_retention: bool = True, **kwargs: Any) -> None:
@@ -44,11 +45,14 @@ class DeltaRestoreOperator(DeltaBaseOperator):
         self.version = version
         self.timestamp = timestamp
         self.enforce_retention = enforce_retention
+        check_flags(enforce_retention=enforce_retention)
 
     def execute(self, context: "Context") -> dict[str, Any]:
+        enforce_retention = flag(self.enforce_retention, "enforce_retention", deletes=True)
+        version = optional_int(self.version, "version")
         table = self.hook.get_table(self.table_uri)
-        result = restore_table(table, optional_int(self.version, "version"), optional_value(self.timestamp),
-                               enforce_retention=bool(self.enforce_retention), job=job_info(context))
+        result = restore_table(table, version, optional_value(self.timestamp),
+                               enforce_retention=enforce_retention, job=job_info(context))
         out = {"table_uri": table.uri, "version": result.version, "restored_version": result.restored_version,
                "committed": result.committed, "metrics": dict(result.metrics)}
         if result.committed:
