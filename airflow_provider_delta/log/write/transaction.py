@@ -80,7 +80,8 @@ class Transaction:
                  operation_parameters: dict[str, Any] | None = None, isolation_level: str | None = None,
                  user_metadata: str | None = None, job: dict[str, Any] | None = None, max_retries: int | None = None,
                  read_version: int | None = None, clock: Callable[[], int] | None = None,
-                 operation_metrics: dict[str, Any] | None = None):
+                 operation_metrics: dict[str, Any] | None = None,
+                 enlist: Callable[["Transaction"], None] | None = None):
         if not isinstance(operation, str) or not operation.strip():
             raise InvalidArgumentError("operation must be a non-empty string, e.g. 'WRITE'")
         if isolation_level is not None and isolation_level not in ISOLATION_LEVELS:
@@ -116,6 +117,9 @@ class Transaction:
         self.attempts = 0
         #: True if a commit owner failed in a way that leaves the outcome unknown
         self.outcome_unknown = False
+        #: set for a participant of a multi-table transaction: :meth:`commit` validates and
+        #: hands the transaction to the group, which commits it with the other participants
+        self._enlist = enlist
 
     # ----------------------------------------------------------------- reading
     @property
@@ -351,6 +355,11 @@ class Transaction:
         InvalidArgumentError / UnsupportedFeatureError for invalid changes (nothing written).
         """
         self._check_open()
+        if self._enlist is not None:
+            self.validate()
+            self._enlist(self)
+            self._state = "enlisted"
+            return self.read_version + 1        # proposed; the group decides the final version
         self._state = "committing"
         try:
             plan = plan_commit(self.table, self.snapshot, self._changes, self.isolation_level, self.clock)
@@ -366,9 +375,24 @@ class Transaction:
         self.version = version
         return version
 
-    def _provenance(self) -> CommitProvenance:
+    def _provenance(self, tags: dict[str, str] | None = None) -> CommitProvenance:
         return CommitProvenance(self.operation, self.operation_parameters, self.user_metadata, self.job,
-                                self.operation_metrics, self.txn_id)
+                                self.operation_metrics, self.txn_id, dict(tags or {}))
+
+    def committer(self, tags: dict[str, str] | None = None) -> Committer:
+        """The validated plan of an enlisted transaction, ready to serialize (a group stages it).
+
+        The plan is made against the transaction's read snapshot, as :meth:`commit` makes it.
+        """
+        if self._state != "enlisted":
+            raise InvalidArgumentError(f"transaction is {self._state}; only an enlisted one is planned by its group")
+        plan = plan_commit(self.table, self.snapshot, self._changes, self.isolation_level, self.clock)
+        return Committer(self.table, plan, self._provenance(tags), self.clock, self.max_retries)
+
+    def settle(self, version: int | None) -> None:
+        """The group's outcome for an enlisted transaction: its version, or None (not committed)."""
+        self._state = "committed" if version is not None else "failed"
+        self.version = version
 
     def validate(self) -> None:
         """Check the changes gathered so far without committing (raises what :meth:`commit` would)."""
