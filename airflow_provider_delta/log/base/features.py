@@ -491,7 +491,8 @@ def require(protocol: Protocol, operation: Operation, where: str,
     if operation in (Operation.COMMIT, Operation.BACKFILL):
         unknown = sorted(f for f in writer if f not in WRITABLE_FEATURES and f not in served_writer_features)
     else:   # maintenance of published versions is allowed on tables whose commits a source serves
-        unknown = sorted(f for f in writer if f not in MAINTAINABLE_FEATURES and f not in served_reader_features)
+        unknown = sorted(f for f in writer if f not in MAINTAINABLE_FEATURES and f not in served_reader_features
+                         and f not in served_writer_features)
     if unknown:
         raise UnsupportedFeatureError(
             f"{where}: cannot {operation.value}: the table uses writer feature(s) {', '.join(unknown)}, whose "

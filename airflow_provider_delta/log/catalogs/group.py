@@ -126,6 +126,10 @@ class CatalogTransaction:
             raise
 
     def _enlist(self, txn: Transaction) -> None:
+        if txn.read_version < 0:
+            raise InvalidArgumentError(f"{txn.table.uri} has no table yet; create it first with "
+                                       "DeltaTable.create(uri, schema, catalog=...) (tables are created outside "
+                                       "multi-table transactions)")
         self._check_new(txn.table.uri)
         self._txns[txn.table.uri] = txn
 

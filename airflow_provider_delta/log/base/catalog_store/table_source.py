@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from ..catalog import CatalogCommits, StagedCommit
 from ..commit_owner.backfill import copy_in_order
 from ..errors import (CatalogUnavailableError, CommitFailedError, CommitOutcomeUnknownError, DeltaError,
-                      TableNotFoundError)
+                      InvalidTableStateError)
 from ..features import CATALOG_MANAGED_FEATURES, MULTI_TABLE_TRANSACTION_FEATURES
 from ..names import STAGED_COMMITS_DIR, parse_uuid_commit_name, uuid_commit_name
 from ..storage import Storage
@@ -87,7 +87,7 @@ class CatalogTableSource:
     def _view(self, table_id: str) -> TableView:
         view = self.store.views([table_id]).get(table_id)
         if view is None:
-            raise TableNotFoundError(
+            raise InvalidTableStateError(
                 f"{self.storage.uri} (table id {table_id}) is not registered in catalog {self.catalog_name}; "
                 "catalog-managed tables are created through their catalog (DeltaTable.create(..., catalog=...))")
         return view
@@ -163,7 +163,8 @@ class CatalogTableSource:
                         "publish them", self.storage.uri, type(e).__name__, e)
 
     # ------------------------------------------------------------- maintenance
-    def abandoned_staged_commits(self, table_id: str, names: list[str], older_than_ms: int) -> list[str]:
+    def abandoned_staged_commits(self, table_id: str, names: list[str], older_than_ms: int,
+                                 dry_run: bool = False) -> list[str]:
         """Which of these ``_staged_commits`` file names cleanup may delete.
 
         Deletable: a file for a version the catalog ratified with another file (rejected);
@@ -171,6 +172,7 @@ class CatalogTableSource:
         ``older_than_ms`` (the group is aborted first, so it can never be ratified later);
         any other unratified file older than that (tombstoned first, for the same reason).
         Ratified files stay until a checkpoint covers them (cleanup's own rule). On doubt, keep.
+        ``dry_run`` changes nothing in the catalog (no abort, no tombstone) and reports what would go.
         """
         parsed = {n: parse_uuid_commit_name(n) for n in names}
         parsed = {n: p[0] for n, p in parsed.items() if p is not None}
@@ -191,12 +193,14 @@ class CatalogTableSource:
                 continue
             g = group_files.get(name)
             if g is not None and g.state != ABORTED:
-                if not self.store.abort_group(g.group_id, older_than_ms):
-                    continue                   # still a live group (or ratified meanwhile): keep
+                if g.created_ms >= older_than_ms:
+                    continue                   # a live group (an audit may be running): keep
+                if not dry_run and not self.store.abort_group(g.group_id, older_than_ms):
+                    continue                   # ratified meanwhile: keep
             mtime = self._mtime(name)
             if g is None and (mtime is None or mtime >= older_than_ms):
                 continue                       # maybe a commit in flight: keep
-            if self.store.tombstone(table_id, v, name):
+            if dry_run or self.store.tombstone(table_id, v, name):
                 out.append(name)
         return out
 
