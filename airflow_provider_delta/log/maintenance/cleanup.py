@@ -191,7 +191,7 @@ STALE_TEMP_AGE_MS = 86_400_000
 def _stale_temp_files(table: TableLog, older_than_ms: int) -> list[str]:
     """Hidden temporary files of our own naming, left in the log folders by killed writers."""
     out = []
-    for d in (LOG_DIR, COMMITS_DIR, SIDECARS_DIR):
+    for d in (LOG_DIR, COMMITS_DIR, STAGED_COMMITS_DIR, SIDECARS_DIR):
         for e in table.storage.list_dir(d):
             if OWN_TEMP_FILE.match(e.name) and e.mtime_ms < older_than_ms:
                 out.append(table.storage.relative(e.path))
