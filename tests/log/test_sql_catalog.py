@@ -65,6 +65,8 @@ def test_enablement_reader_and_writer_feature_with_in_commit_timestamps(catalog,
     assert (p.min_reader_version, p.min_writer_version) == (3, 7)
     assert "catalogManaged" in p.reader_features and "catalogManaged" in p.writer_features
     assert {"inCommitTimestamp", "multiTableTransaction-dev"} <= set(p.writer_features)
+    # Delta Spark requires vacuumProtocolCheck of catalogManaged (CatalogOwnedTableFeature.requiredFeatures)
+    assert "vacuumProtocolCheck" in p.reader_features and "vacuumProtocolCheck" in p.writer_features
     assert t.snapshot().metadata.configuration["delta.enableInCommitTimestamps"] == "true"
 
 

@@ -34,8 +34,11 @@ from .transaction import Transaction
 
 
 #: What a table created through a catalog supports: catalog-managed commits (reader and writer
-#: feature), the in-commit timestamps they require, and taking part in multi-table transactions.
-CATALOG_TABLE_FEATURES = (CATALOG_MANAGED_FEATURE, ICT_FEATURE, MULTI_TABLE_TRANSACTION_FEATURE)
+#: feature) with the features Delta Spark requires of them (in-commit timestamps, which PROTOCOL.md
+#: requires too, and ``vacuumProtocolCheck``: CatalogOwnedTableFeature.requiredFeatures), and
+#: taking part in multi-table transactions.
+CATALOG_TABLE_FEATURES = (CATALOG_MANAGED_FEATURE, ICT_FEATURE, "vacuumProtocolCheck",
+                          MULTI_TABLE_TRANSACTION_FEATURE)
 
 
 def _normalize_schema(schema: Any) -> pa.Schema:
