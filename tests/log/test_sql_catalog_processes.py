@@ -19,6 +19,7 @@ import multiprocessing as mp
 import os
 import random
 import signal
+import threading
 import time
 import uuid
 
@@ -152,28 +153,36 @@ def die_at(url: str, uris: list[str], point: str, key: str) -> None:
     catalog = SqlCatalog(url)
     if point == "after_ratify":
         group_module.CatalogTransaction._publish_members = lambda self: _kill_me()
-    elif point == "mid_publish":
+    elif point == "mid_publish":      # the first table published, then killed (participants run in threads)
         real = table_source.CatalogTableSource.publish
+        first_done = threading.Event()
         calls = []
 
-        def publish_then_die(self, table_id, view=None):
-            if calls:
-                _kill_me()
+        def publish_then_die(self, table_id, view=None, **kwargs):
             calls.append(table_id)
-            return real(self, table_id, view)
+            if len(calls) > 1:
+                first_done.wait(30)
+                _kill_me()
+            result = real(self, table_id, view, **kwargs)
+            first_done.set()
+            return result
         table_source.CatalogTableSource.publish = publish_then_die
     tx = catalog.begin()
     tx.write(uris[0], rows(key))
     tx.write(uris[1], rows(key))
-    if point == "mid_stage":
+    if point == "mid_stage":          # one staged commit written, then killed
         real_write = table_source.write_staged
+        first_done = threading.Event()
         seen = []
 
         def write_then_die(*args, **kwargs):
-            if seen:
-                _kill_me()
             seen.append(1)
-            return real_write(*args, **kwargs)
+            if len(seen) > 1:
+                first_done.wait(30)
+                _kill_me()
+            result = real_write(*args, **kwargs)
+            first_done.set()
+            return result
         group_module.write_staged = write_then_die
     tx.stage()
     if point == "after_stage":
@@ -187,8 +196,8 @@ def finish_publish_and_die(url: str, uris: list[str]) -> None:
 
     real = table_source.CatalogTableSource.publish
 
-    def publish_once(self, table_id, view=None):
-        real(self, table_id, view)
+    def publish_once(self, table_id, view=None, **kwargs):
+        real(self, table_id, view, **kwargs)
         _kill_me()
     table_source.CatalogTableSource.publish = publish_once
     SqlCatalog(url, publish_grace_ms=0).snapshots(uris)

@@ -25,16 +25,17 @@ from __future__ import annotations
 
 import logging
 import uuid
-from typing import TYPE_CHECKING, Any
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any, Callable
 from urllib.parse import unquote
 
 from ..base import ict
-from ..base.catalog_store.records import ABORTED, OPEN, RATIFIED, STAGED, GroupMember
+from ..base.catalog_store.records import ABORTED, OPEN, RATIFIED, STAGED, GroupMember, TableRecord, TableView
 from ..base.catalog_store.store import StaleMembers
 from ..base.catalog_store.table_source import write_staged
 from ..base.commit_actions import dumps_actions
 from ..base.errors import DeltaError, GroupCommitError, InvalidArgumentError
-from ..base.names import STAGED_COMMITS_DIR
+from ..base.names import STAGED_COMMITS_DIR, commit_path
 from ..base.transaction_group import TRANSACTION_GROUP_ACTION, TRANSACTION_ID_TAG, transaction_group
 from ..read.commit_reader import parse_json_lines
 from ..read.table_log import TableLog
@@ -49,6 +50,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+#: At most this many participants' files are written at once.
+MAX_PARALLEL_WRITES = 8
 #: How many times a group is re-staged after losing a participant's version before giving up.
 MAX_RESTAGES = 50
 
@@ -89,8 +92,9 @@ class CatalogTransaction:
         self._txns: dict[str, Transaction] = {}
         self._written: dict[str, list[str]] = {}
         self.versions: dict[str, int] = {m.table_uri: m.version for m in members} if state == RATIFIED else {}
-        if group_id is None:
-            catalog.store.open_group(self.id)
+        #: whether the catalog has a row for the group (after stage(); a group committed in one go
+        #: with ``with``/``publish()`` is recorded by its ratification, one database write)
+        self._recorded = group_id is not None
 
     def __repr__(self) -> str:
         return f"CatalogTransaction({self.id!r}, state={self.state!r}, tables={sorted(self.tables)})"
@@ -148,6 +152,22 @@ class CatalogTransaction:
         """Write every participant's staged commit and record the group; nothing becomes visible."""
         if self.state == STAGED:
             return self
+        members = self._stage_files()
+        try:
+            if not self.catalog.store.stage_group(self.id, members):
+                raise GroupCommitError(f"transaction {self.id} was aborted before it was staged", self.id,
+                                       state=ABORTED)
+        except BaseException:
+            self._delete_staged(members)
+            raise
+        self._recorded = True
+        self.state = STAGED
+        return self
+
+    def _stage_files(self) -> tuple[GroupMember, ...]:
+        """Write every participant's staged commit (no catalog write); the members."""
+        if self._members:
+            return self._members
         if self.state != OPEN:
             raise GroupCommitError(f"transaction {self.id} is {self.state}; it cannot be staged", self.id,
                                    state=self.state)
@@ -158,23 +178,20 @@ class CatalogTransaction:
         proposed = {uri: c.plan.read_version + 1 for uri, c in committers.items()}
         ids = {uri: c.plan.table_id for uri, c in committers.items()}
         group = transaction_group(self.id, [(ids[u], v) for u, v in proposed.items()], self.catalog.name)
-        members: list[GroupMember] = []
-        try:
-            for uri, c in sorted(committers.items()):
-                ts = ict.next_timestamp(c.clock, c.plan.prev_timestamp)
-                staged = write_staged(tables[uri].storage, proposed[uri],
-                                      c.serialize(proposed[uri], ts, (group,)), ts)
-                members.append(GroupMember(ids[uri], uri, proposed[uri], staged.file_name, staged.file_size, ts))
-            if not self.catalog.store.stage_group(self.id, members):
-                raise GroupCommitError(f"transaction {self.id} was aborted (by abort() or by metadata cleanup "
-                                       "of an abandoned group) before it was staged", self.id, state=ABORTED)
-        except BaseException:
+        def stage_one(uri: str) -> GroupMember:
+            c = committers[uri]
+            ts = ict.next_timestamp(c.clock, c.plan.prev_timestamp)
+            staged = write_staged(tables[uri].storage, proposed[uri], c.serialize(proposed[uri], ts, (group,)), ts)
+            return GroupMember(ids[uri], uri, proposed[uri], staged.file_name, staged.file_size, ts)
+
+        results = _each(stage_one, sorted(committers))
+        members = [r for r in results if isinstance(r, GroupMember)]
+        failed = [r for r in results if not isinstance(r, GroupMember)]
+        if failed:
             self._delete_staged(members)
-            self._abort_quietly()
-            raise
+            raise failed[0]
         self._members = tuple(members)
-        self.state = STAGED
-        return self
+        return self._members
 
     # ------------------------------------------------------------ publishing
     def publish(self) -> dict[str, int]:
@@ -186,15 +203,15 @@ class CatalogTransaction:
         nothing of it is visible).
         """
         if self.state == OPEN:
-            self.stage()
+            self._stage_files()
         if self.state == RATIFIED:
             self._publish_members()
             return dict(self.versions)
-        if self.state != STAGED:
+        if self.state not in (OPEN, STAGED):
             raise GroupCommitError(f"transaction {self.id} is {self.state}", self.id, state=self.state)
         for _attempt in range(MAX_RESTAGES):
             try:
-                self._members = self.catalog.store.ratify_group(self.id)
+                self._members = self.catalog.store.ratify_group(self.id, None if self._recorded else self._members)
                 break
             except StaleMembers as e:
                 if e.state == RATIFIED:           # another process ratified it: same outcome
@@ -241,7 +258,7 @@ class CatalogTransaction:
                 storage = self.catalog.table_log(m.table_uri).storage
                 staged = write_staged(storage, version, dumps_actions(new_actions), ts)
                 members.append(GroupMember(m.table_id, m.table_uri, version, staged.file_name, staged.file_size, ts))
-            if not self.catalog.store.stage_group(self.id, members):
+            if self._recorded and not self.catalog.store.stage_group(self.id, members):
                 raise GroupCommitError(f"transaction {self.id} was aborted while it was re-staged", self.id,
                                        state=ABORTED)
         except BaseException:
@@ -251,8 +268,31 @@ class CatalogTransaction:
         self._retire(old)
 
     def _publish_members(self) -> None:
-        for m in self._members:
-            self.catalog.source(m.table_uri).publish_quietly(m.table_id)
+        """Publish every member (one catalog read and one write for the whole group); a failure is
+        only logged: the group is ratified, and any client finishes publishing."""
+        try:
+            views = {}
+            for m in self._members:     # the usual case: everything before the member is published
+                if self.catalog.table_log(m.table_uri).storage.exists(commit_path(m.version - 1)):
+                    views[m.table_id] = TableView(TableRecord(m.table_id, m.table_uri, m.version, m.version - 1),
+                                                  (m.staged(),))
+            others = [m.table_id for m in self._members if m.table_id not in views]
+            if others:
+                views.update(self.catalog.store.views(others))
+            def publish_one(m: GroupMember) -> int:
+                return self.catalog.source(m.table_uri).publish(m.table_id, views[m.table_id], record=False)
+
+            done = {}
+            for m, result in zip(self._members, _each(publish_one, list(self._members))):
+                if isinstance(result, BaseException):   # the others are still published
+                    log.warning("transaction %s is ratified, but publishing %s failed (%s: %s); the next "
+                                "client will publish it", self.id, m.table_uri, type(result).__name__, result)
+                else:
+                    done[m.table_id] = result
+            self.catalog.store.mark_published(done)
+        except Exception as e:  # noqa: BLE001 - see the docstring
+            log.warning("transaction %s is ratified, but publishing it did not finish (%s: %s); the next "
+                        "client will", self.id, type(e).__name__, e)
 
     # --------------------------------------------------------------- abort
     def abort(self) -> None:
@@ -261,7 +301,7 @@ class CatalogTransaction:
         if self.state == RATIFIED:
             raise GroupCommitError(f"transaction {self.id} is ratified; it cannot be aborted", self.id,
                                    state=RATIFIED)
-        if not self.catalog.store.abort_group(self.id):
+        if self._recorded and not self.catalog.store.abort_group(self.id):
             record = self.catalog.store.group(self.id)
             state = record.state if record is not None else "unknown"
             raise GroupCommitError(f"transaction {self.id} is {state}; it cannot be aborted", self.id, state=state)
@@ -277,18 +317,11 @@ class CatalogTransaction:
         record = self.catalog.store.group(self.id)
         return record.members if record is not None else ()
 
-    def _abort_quietly(self) -> None:
-        try:
-            self.catalog.store.abort_group(self.id)
-            self.state = ABORTED
-        except Exception as e:  # noqa: BLE001 - metadata cleanup aborts an abandoned group later
-            log.warning("could not mark transaction %s aborted (%s); metadata cleanup will", self.id, e)
-
     def _retire(self, members: tuple[GroupMember, ...]) -> None:
         """Staged commits replaced by a re-stage: tombstoned (never ratifiable), then deleted."""
         for m in members:
-            try:
-                if self.catalog.store.tombstone(m.table_id, m.version, m.file_name):
+            try:     # (an unrecorded group's files were known to nobody else: no tombstone needed)
+                if not self._recorded or self.catalog.store.tombstone(m.table_id, m.version, m.file_name):
                     self.catalog.table_log(m.table_uri).storage.delete(f"{STAGED_COMMITS_DIR}/{m.file_name}")
             except Exception as e:  # noqa: BLE001 - metadata cleanup removes it later
                 log.warning("could not remove replaced staged commit %s: %s", m.file_name, e)
@@ -321,3 +354,17 @@ class CatalogTransaction:
         self.publish()
         return False
 
+
+def _each(fn: Callable[[Any], Any], items: list[Any]) -> list[Any]:
+    """``fn`` of every item, the items' file writes overlapping (each table's staged or published
+    commit is a durable write of its own: fsync dominates a group commit); an item's exception is
+    returned in its place, so the caller sees every outcome."""
+    def guarded(item: Any) -> Any:
+        try:
+            return fn(item)
+        except BaseException as e:  # noqa: BLE001 - handed back to the caller
+            return e
+    if len(items) < 2:
+        return [guarded(i) for i in items]
+    with ThreadPoolExecutor(max_workers=min(len(items), MAX_PARALLEL_WRITES)) as pool:
+        return list(pool.map(guarded, items))

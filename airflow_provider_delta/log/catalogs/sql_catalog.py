@@ -45,6 +45,7 @@ class SqlCatalog:
         self.publish_grace_ms = int(publish_grace_ms)
         self.storage_options = dict(storage_options or {})
         self._init = (url, name, allow_maintenance, publish_grace_ms, storage_options, engine_kwargs)
+        self._logs: dict[str, TableLog] = {}
 
     def __repr__(self) -> str:
         return f"SqlCatalog({self.name!r})"
@@ -68,8 +69,13 @@ class SqlCatalog:
         return CatalogTableSource(self.store, storage, self.name, self.allow_maintenance, self.publish_grace_ms)
 
     def table_log(self, uri: str) -> TableLog:
-        """The read side of a catalog table (the write engine's view of it)."""
-        return TableLog(uri, self.storage_options, commit_owner=self.source(uri))
+        """The read side of a catalog table (the write engine's view of it), one per table per catalog
+        object so its latest snapshot is refreshed incrementally (not for use from several threads)."""
+        key = canonical_uri(uri)
+        log_ = self._logs.get(key)
+        if log_ is None:
+            log_ = self._logs[key] = TableLog(uri, self.storage_options, commit_owner=self.source(uri))
+        return log_
 
     def latest_versions(self, uris: Iterable[str]) -> dict[str, int]:
         """The latest ratified version of each table, at one catalog state."""

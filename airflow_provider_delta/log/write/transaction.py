@@ -27,7 +27,7 @@ from ..base import ict
 from ..base.actions import Metadata, Protocol
 from ..base.commit_actions import AddFile, DomainMetadata, RemoveFile, Txn
 from .commit_info import CommitProvenance
-from .commit_plan import PendingChanges, plan_commit
+from .commit_plan import CommitPlan, PendingChanges, plan_commit
 from .committer import Committer
 from .conflicts import ISOLATION_LEVELS
 from ..base.errors import DeltaError, InvalidArgumentError
@@ -120,6 +120,7 @@ class Transaction:
         #: set for a participant of a multi-table transaction: :meth:`commit` validates and
         #: hands the transaction to the group, which commits it with the other participants
         self._enlist = enlist
+        self._plan: CommitPlan | None = None
 
     # ----------------------------------------------------------------- reading
     @property
@@ -356,7 +357,8 @@ class Transaction:
         """
         self._check_open()
         if self._enlist is not None:
-            self.validate()
+            self._check_open()
+            self._plan = plan_commit(self.table, self.snapshot, self._changes, self.isolation_level, self.clock)
             self._enlist(self)
             self._state = "enlisted"
             return self.read_version + 1        # proposed; the group decides the final version
@@ -384,10 +386,9 @@ class Transaction:
 
         The plan is made against the transaction's read snapshot, as :meth:`commit` makes it.
         """
-        if self._state != "enlisted":
+        if self._state != "enlisted" or self._plan is None:
             raise InvalidArgumentError(f"transaction is {self._state}; only an enlisted one is planned by its group")
-        plan = plan_commit(self.table, self.snapshot, self._changes, self.isolation_level, self.clock)
-        return Committer(self.table, plan, self._provenance(tags), self.clock, self.max_retries)
+        return Committer(self.table, self._plan, self._provenance(tags), self.clock, self.max_retries)
 
     def settle(self, version: int | None) -> None:
         """The group's outcome for an enlisted transaction: its version, or None (not committed)."""

@@ -108,22 +108,33 @@ class CatalogStore:
         except sa.exc.IntegrityError:
             return False
 
-    def ratify_group(self, group_id: str) -> tuple[GroupMember, ...]:
-        """Ratify every member of a staged group at once; :class:`StaleMembers` (nothing changed) if not."""
+    def ratify_group(self, group_id: str, members: Sequence[GroupMember] | None = None) -> tuple[GroupMember, ...]:
+        """Ratify every member of a group at once; :class:`StaleMembers` (nothing changed) if not.
+
+        ``members=None``: the group's staged members (it must be ``staged``). Given members
+        record a group that was never staged as ``ratified`` in the same database transaction
+        (``with catalog.transaction()``: no audit, so no separate staging write).
+        """
         stale: dict[str, int] = {}
         try:
             with self.db.tx(write=True) as conn:
-                row = conn.execute(sa.select(groups).where(groups.c.group_id == group_id)).first()
-                if row is None or row.state != STAGED:
-                    raise StaleMembers({}, None if row is None else row.state)
-                members = loads_members(row.members)
-                # the members read must still be the group's (a concurrent re-stage replaces them)
-                moved = conn.execute(sa.update(groups).where(groups.c.group_id == group_id,
-                                                             groups.c.state == STAGED,
-                                                             groups.c.members == row.members)
-                                     .values(state=RATIFIED, updated_ms=now_ms())).rowcount
-                if moved != 1:
-                    raise StaleMembers({}, "changed")
+                if members is not None:
+                    members = tuple(members)
+                    conn.execute(sa.insert(groups).values(group_id=group_id, state=RATIFIED,
+                                                          members=dumps_members(members),
+                                                          created_ms=now_ms(), updated_ms=now_ms()))
+                else:
+                    row = conn.execute(sa.select(groups).where(groups.c.group_id == group_id)).first()
+                    if row is None or row.state != STAGED:
+                        raise StaleMembers({}, None if row is None else row.state)
+                    members = loads_members(row.members)
+                    # the members read must still be the group's (a concurrent re-stage replaces them)
+                    moved = conn.execute(sa.update(groups).where(groups.c.group_id == group_id,
+                                                                 groups.c.state == STAGED,
+                                                                 groups.c.members == row.members)
+                                         .values(state=RATIFIED, updated_ms=now_ms())).rowcount
+                    if moved != 1:
+                        raise StaleMembers({}, "changed")
                 for m in sorted(members, key=lambda m: m.table_id):
                     if not _ratify_in(conn, m.table_id, m.staged(), group_id):
                         rec = _table(conn, m.table_id)
@@ -134,12 +145,14 @@ class CatalogStore:
         except sa.exc.IntegrityError:
             raise StaleMembers({"?": -1}) from None
 
-    def mark_published(self, table_id: str, version: int) -> None:
+    def mark_published(self, versions: dict[str, int]) -> None:
+        """Record ``{table_id: version}`` as published through that version (never moves back)."""
         with self.db.retry_safe(), self.db.tx(write=True) as conn:
-            conn.execute(sa.update(tables).where(tables.c.table_id == table_id,
-                                                 tables.c.published_version < version,
-                                                 tables.c.latest_version >= version)
-                         .values(published_version=version, updated_ms=now_ms()))
+            for table_id, version in sorted(versions.items()):
+                conn.execute(sa.update(tables).where(tables.c.table_id == table_id,
+                                                     tables.c.published_version < version,
+                                                     tables.c.latest_version >= version)
+                             .values(published_version=version, updated_ms=now_ms()))
 
     def tombstone(self, table_id: str, version: int, file_name: str) -> bool:
         """Mark a staged file abandoned (True) unless it is ratified (False); then it may be deleted."""
@@ -156,11 +169,6 @@ class CatalogStore:
         return True
 
     # ------------------------------------------------------------------ groups
-    def open_group(self, group_id: str) -> None:
-        with self.db.retry_safe(), self.db.tx(write=True) as conn:
-            conn.execute(sa.insert(groups).values(group_id=group_id, state=OPEN, members="[]",
-                                                  created_ms=now_ms(), updated_ms=now_ms()))
-
     def group(self, group_id: str) -> GroupRecord | None:
         with self.db.retry_safe(), self.db.tx(write=False) as conn:
             r = conn.execute(sa.select(groups).where(groups.c.group_id == group_id)).first()
@@ -169,12 +177,19 @@ class CatalogStore:
         return GroupRecord(r.group_id, r.state, loads_members(r.members), int(r.created_ms))
 
     def stage_group(self, group_id: str, members: Sequence[GroupMember]) -> bool:
-        """Record the group's staged members (open or staged -> staged); False if it was aborted/ratified."""
+        """Record the group's staged members (new or staged -> staged); False if it was aborted/ratified."""
         with self.db.retry_safe(), self.db.tx(write=True) as conn:
-            return conn.execute(sa.update(groups).where(groups.c.group_id == group_id,
-                                                        groups.c.state.in_((OPEN, STAGED)))
-                                .values(state=STAGED, members=dumps_members(list(members)),
-                                        updated_ms=now_ms())).rowcount == 1
+            if conn.execute(sa.update(groups).where(groups.c.group_id == group_id,
+                                                    groups.c.state.in_((OPEN, STAGED)))
+                            .values(state=STAGED, members=dumps_members(list(members)),
+                                    updated_ms=now_ms())).rowcount == 1:
+                return True
+            if conn.execute(sa.select(groups.c.state).where(groups.c.group_id == group_id)).first() is not None:
+                return False
+            conn.execute(sa.insert(groups).values(group_id=group_id, state=STAGED,
+                                                  members=dumps_members(list(members)),
+                                                  created_ms=now_ms(), updated_ms=now_ms()))
+            return True
 
     def abort_group(self, group_id: str, older_than_ms: int | None = None) -> bool:
         """open/staged -> aborted (only if created before ``older_than_ms`` when given); False if

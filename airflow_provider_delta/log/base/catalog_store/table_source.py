@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ..catalog import CatalogCommits, StagedCommit
@@ -122,7 +123,11 @@ class CatalogTableSource:
             storage.delete(rel)            # never ratified: nobody can reference it
             raise CommitFailedError(f"version {version} of {storage.uri} was ratified for another commit; "
                                     "re-read and retry", retryable=True, conflict=True, version=version)
-        self.publish_quietly(table_id)
+        # everything before this commit was published when we read the catalog: publish just it
+        # (no second catalog read); otherwise the catalog's pending commits first, in order
+        view = TableView(replace(rec, latest_version=version), (staged,)) \
+            if rec.published_version == version - 1 else None
+        self.publish_quietly(table_id, view)
         return staged
 
     def _ratified_despite_error(self, table_id: str, staged: StagedCommit, error: Exception) -> bool:
@@ -142,16 +147,20 @@ class CatalogTableSource:
                                 f"{self.storage.uri}: {error}", retryable=True, version=staged.version) from error
 
     # -------------------------------------------------------------- publishing
-    def publish(self, table_id: str, view: TableView | None = None) -> int:
-        """Publish every ratified, unpublished commit in order; returns the highest published version."""
+    def publish(self, table_id: str, view: TableView | None = None, record: bool = True) -> int:
+        """Publish every ratified, unpublished commit in order; returns the highest published version.
+
+        ``record=False`` leaves telling the catalog to the caller (a group tells it once for all
+        its tables); a version published but not recorded is only published again, harmlessly.
+        """
         view = view or self._view(table_id)
         done = view.record.published_version
         try:
             for v in copy_in_order(self.storage, view.unpublished, view.record.published_version + 1):
                 done = v
         finally:
-            if done > view.record.published_version:
-                self.store.mark_published(table_id, done)
+            if record and done > view.record.published_version:
+                self.store.mark_published({table_id: done})
         return done
 
     def publish_quietly(self, table_id: str, view: TableView | None = None) -> None:
