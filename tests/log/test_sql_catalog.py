@@ -385,3 +385,30 @@ def test_cleanup_keeps_ratified_and_removes_rejected_staged_commits(catalog, tmp
     assert sorted(res["abandoned_staged"]) == sorted(f"{STAGED_COMMITS_DIR}/{s.file_name}" for s in (loser, stray))
     assert len(staged_names(a)) == 1             # the ratified one stays until a checkpoint covers it
     assert not catalog.store.ratify(a.snapshot().metadata.id, stray)   # tombstoned: never ratifiable
+
+
+def test_participants_staged_by_different_processes_into_one_group(catalog, url, tmp_path):
+    """The write-audit-publish form across Airflow tasks: one task records the group, each writer
+    task adds its table, the audit reads the staged view, the publish task ratifies all at once."""
+    a, b = make(catalog, tmp_path, "a", "b")
+    tx_id = catalog.begin().record().id
+    task_a, task_b = SqlCatalog(url), SqlCatalog(url)
+    ga = task_a.group(tx_id)
+    ga.write(a.uri, rows("g1"))
+    ga.stage()
+    gb = task_b.group(tx_id)
+    gb.write(b.uri, rows("g1", 2))
+    gb.stage()
+    with pytest.raises(GroupCommitError, match="already has a commit"):
+        g = SqlCatalog(url).group(tx_id)
+        g.write(b.uri, rows("again"))
+        g.stage()
+    assert catalog.latest_versions([a.uri, b.uri]) == {a.uri: 0, b.uri: 0}
+    assert DeltaTable(b.uri, catalog=catalog).snapshot(transaction=tx_id).to_pyarrow().num_rows == 2
+    DeltaTable(a.uri, catalog=catalog).write(rows("single"))       # lands between staging and publishing
+    assert SqlCatalog(url, publish_grace_ms=0).group(tx_id).publish() == {a.uri: 2, b.uri: 1}
+    groups = [[x["transactionGroup"] for x in commit_actions(t, v) if "transactionGroup" in x][0]
+              for t, v in ((a, 2), (b, 1))]
+    assert groups[0] == groups[1] and len(groups[0]["participants"]) == 2      # the final set in both
+    assert groups_in(DeltaTable(b.uri, catalog=catalog)) == ["g1"]
+    task_a.dispose(), task_b.dispose()

@@ -138,20 +138,35 @@ class CatalogTransaction:
         self._txns[txn.table.uri] = txn
 
     def _check_new(self, uri: str) -> None:
-        if uri in self._txns:
+        if uri in self._txns or any(m.table_uri == uri for m in self._members):
             raise InvalidArgumentError(f"{uri} already has a commit in transaction {self.id}; a table takes "
                                        "part in a multi-table transaction once")
 
     def _check_building(self) -> None:
-        if self.state != OPEN or self._members:
+        if self.state != OPEN or (self._members and not self._recorded):
             raise InvalidArgumentError(f"transaction {self.id} is {self.state}; participants are added before "
                                        "stage()")
 
     # --------------------------------------------------------------- staging
+    def record(self) -> "CatalogTransaction":
+        """Record the (empty) group in the catalog, so that tasks in other processes add their
+        participants to it (``catalog.group(id)``, ``tx.write(...)``, ``tx.stage()``): the
+        write-audit-publish form across Airflow tasks. The group stays ``open`` until published."""
+        if not self._recorded:
+            self.catalog.store.open_group(self.id)
+            self._recorded = True
+        return self
+
     def stage(self) -> "CatalogTransaction":
-        """Write every participant's staged commit and record the group; nothing becomes visible."""
+        """Write every participant's staged commit and record the group; nothing becomes visible.
+
+        On a recorded ``open`` group (see :meth:`record`) this adds this process's participants
+        to it; :meth:`publish` then rewrites every member with the final participant set.
+        """
         if self.state == STAGED:
             return self
+        if self._recorded and self.state == OPEN:
+            return self._stage_into_open_group()
         members = self._stage_files()
         try:
             if not self.catalog.store.stage_group(self.id, members):
@@ -164,9 +179,28 @@ class CatalogTransaction:
         self.state = STAGED
         return self
 
-    def _stage_files(self) -> tuple[GroupMember, ...]:
-        """Write every participant's staged commit (no catalog write); the members."""
-        if self._members:
+    def _stage_into_open_group(self) -> "CatalogTransaction":
+        known = self._members
+        fresh = self._stage_files(known)
+        if not fresh:
+            return self
+        members = self.catalog.store.add_members(self.id, fresh)
+        if members is None:
+            self._delete_staged(fresh)
+            record = self.catalog.store.group(self.id)
+            raise GroupCommitError(
+                f"transaction {self.id} is {record.state if record else 'unknown'} or already has a commit on one "
+                "of these tables; nothing was added", self.id, state=record.state if record else None)
+        self._members = members
+        self._txns.clear()
+        return self
+
+    def _stage_files(self, known: tuple[GroupMember, ...] = ()) -> tuple[GroupMember, ...]:
+        """Write every enlisted participant's staged commit (no catalog write); the new members.
+
+        ``known`` are members staged earlier (by other tasks): the provisional participant set
+        written now includes them; publishing writes the final one into every member."""
+        if self._members and not known:
             return self._members
         if self.state != OPEN:
             raise GroupCommitError(f"transaction {self.id} is {self.state}; it cannot be staged", self.id,
@@ -177,7 +211,8 @@ class CatalogTransaction:
         committers = {uri: t.committer({TRANSACTION_ID_TAG: self.id}) for uri, t in self._txns.items()}
         proposed = {uri: c.plan.read_version + 1 for uri, c in committers.items()}
         ids = {uri: c.plan.table_id for uri, c in committers.items()}
-        group = transaction_group(self.id, [(ids[u], v) for u, v in proposed.items()], self.catalog.name)
+        group = transaction_group(self.id, [(ids[u], v) for u, v in proposed.items()]
+                                  + [(m.table_id, m.version) for m in known], self.catalog.name)
         def stage_one(uri: str) -> GroupMember:
             c = committers[uri]
             ts = ict.next_timestamp(c.clock, c.plan.prev_timestamp)
@@ -190,6 +225,8 @@ class CatalogTransaction:
         if failed:
             self._delete_staged(members)
             raise failed[0]
+        if known:
+            return tuple(members)
         self._members = tuple(members)
         return self._members
 
@@ -202,7 +239,13 @@ class CatalogTransaction:
         commit landed since staging conflicts with a participant (the group is aborted;
         nothing of it is visible).
         """
-        if self.state == OPEN:
+        if self.state == OPEN and self._recorded:
+            self.stage()                 # this process's participants, if any
+            if not self._members:
+                raise InvalidArgumentError(f"transaction {self.id} has no participant")
+            self._restage()              # every member gets the final participant set; open -> staged
+            self.state = STAGED
+        elif self.state == OPEN:
             self._stage_files()
         if self.state == RATIFIED:
             self._publish_members()

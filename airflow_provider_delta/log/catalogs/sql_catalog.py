@@ -140,7 +140,7 @@ class SqlCatalog:
             raise InvalidArgumentError(
                 f"{table.uri} has no staged commit in transaction {transaction_id} (state {record.state}; "
                 f"participants {[m.table_uri for m in record.members]})")
-        if record.state not in ("staged", "ratified"):
+        if record.state not in ("open", "staged", "ratified"):
             raise GroupCommitError(f"transaction {transaction_id} is {record.state}", transaction_id,
                                    state=record.state)
         view = self.store.views([member.table_id])[member.table_id]

@@ -169,6 +169,28 @@ class CatalogStore:
         return True
 
     # ------------------------------------------------------------------ groups
+    def open_group(self, group_id: str) -> None:
+        """Record a new, empty group (``open``) so other processes can add members to it."""
+        with self.db.retry_safe(), self.db.tx(write=True) as conn:
+            conn.execute(sa.insert(groups).values(group_id=group_id, state=OPEN, members="[]",
+                                                  created_ms=now_ms(), updated_ms=now_ms()))
+
+    def add_members(self, group_id: str, members: Sequence[GroupMember]) -> tuple[GroupMember, ...] | None:
+        """Append members to an ``open`` group (participants staged by different tasks); the group's
+        members after it, or None if the group is not open or already has one of these tables."""
+        with self.db.retry_safe(), self.db.tx(write=True) as conn:
+            r = conn.execute(sa.select(groups).where(groups.c.group_id == group_id)).first()
+            if r is None or r.state != OPEN:
+                return None
+            old = loads_members(r.members)
+            if {m.table_id for m in old} & {m.table_id for m in members}:
+                return None
+            new = old + tuple(members)
+            moved = conn.execute(sa.update(groups).where(groups.c.group_id == group_id, groups.c.state == OPEN,
+                                                         groups.c.members == r.members)
+                                 .values(members=dumps_members(new), updated_ms=now_ms())).rowcount
+            return new if moved == 1 else None
+
     def group(self, group_id: str) -> GroupRecord | None:
         with self.db.retry_safe(), self.db.tx(write=False) as conn:
             r = conn.execute(sa.select(groups).where(groups.c.group_id == group_id)).first()
@@ -192,11 +214,11 @@ class CatalogStore:
             return True
 
     def abort_group(self, group_id: str, older_than_ms: int | None = None) -> bool:
-        """open/staged -> aborted (only if created before ``older_than_ms`` when given); False if
+        """open/staged -> aborted (only if created at or before ``older_than_ms`` when given); False if
         the group is ratified or unknown. An aborted group can never be ratified."""
         cond = [groups.c.group_id == group_id, groups.c.state.in_((OPEN, STAGED))]
         if older_than_ms is not None:
-            cond.append(groups.c.created_ms < older_than_ms)
+            cond.append(groups.c.created_ms <= older_than_ms)
         with self.db.retry_safe(), self.db.tx(write=True) as conn:
             if conn.execute(sa.update(groups).where(*cond).values(state=ABORTED, updated_ms=now_ms())).rowcount:
                 return True

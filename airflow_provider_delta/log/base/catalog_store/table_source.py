@@ -202,12 +202,12 @@ class CatalogTableSource:
                 continue
             g = group_files.get(name)
             if g is not None and g.state != ABORTED:
-                if g.created_ms >= older_than_ms:
+                if g.created_ms > older_than_ms:
                     continue                   # a live group (an audit may be running): keep
                 if not dry_run and not self.store.abort_group(g.group_id, older_than_ms):
                     continue                   # ratified meanwhile: keep
             mtime = self._mtime(name)
-            if g is None and (mtime is None or mtime >= older_than_ms):
+            if g is None and (mtime is None or mtime > older_than_ms):
                 continue                       # maybe a commit in flight: keep
             if dry_run or self.store.tombstone(table_id, v, name):
                 out.append(name)
