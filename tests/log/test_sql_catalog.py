@@ -399,10 +399,8 @@ def test_participants_staged_by_different_processes_into_one_group(catalog, url,
     gb = task_b.group(tx_id)
     gb.write(b.uri, rows("g1", 2))
     gb.stage()
-    with pytest.raises(GroupCommitError, match="already has a commit"):
-        g = SqlCatalog(url).group(tx_id)
-        g.write(b.uri, rows("again"))
-        g.stage()
+    with pytest.raises(InvalidArgumentError, match="once"):
+        SqlCatalog(url).group(tx_id).write(b.uri, rows("again"))
     assert catalog.latest_versions([a.uri, b.uri]) == {a.uri: 0, b.uri: 0}
     assert DeltaTable(b.uri, catalog=catalog).snapshot(transaction=tx_id).to_pyarrow().num_rows == 2
     DeltaTable(a.uri, catalog=catalog).write(rows("single"))       # lands between staging and publishing
