@@ -180,6 +180,8 @@ class CatalogTransaction:
         return self
 
     def _stage_into_open_group(self) -> "CatalogTransaction":
+        if not self._txns:
+            return self                  # this process added nothing
         known = self._members
         fresh = self._stage_files(known)
         if not fresh:
