@@ -4,10 +4,13 @@ from .base import DeltaBaseOperator
 from .checkpoint import DeltaCheckpointOperator
 from .maintenance import DeltaMetadataCleanupOperator, DeltaVacuumOperator
 from .snapshot import DeltaTimeTravelSnapshotOperator
+from .write_audit_publish import (DeltaAbortTransactionOperator, DeltaBeginTransactionOperator,
+                                  DeltaPublishTransactionOperator)
 
 __all__ = ["DeltaBaseOperator", "DeltaBackfillOperator", "DeltaCheckpointOperator",
            "DeltaTimeTravelSnapshotOperator", "DeltaMetadataCleanupOperator", "DeltaVacuumOperator",
-           "DeltaSparkSubmitOperator", "DeltaSparkApplicationOperator"]
+           "DeltaSparkSubmitOperator", "DeltaSparkApplicationOperator",
+           "DeltaBeginTransactionOperator", "DeltaPublishTransactionOperator", "DeltaAbortTransactionOperator"]
 
 
 def __getattr__(name: str):

@@ -77,6 +77,10 @@ class SqlCatalog:
             log_ = self._logs[key] = TableLog(uri, self.storage_options, commit_owner=self.source(uri))
         return log_
 
+    def manages(self, uri: str) -> bool:
+        """Whether ``uri`` is a table of this catalog (table discovery: ask before reading it)."""
+        return self.store.table_by_uri(canonical_uri(uri)) is not None
+
     def latest_versions(self, uris: Iterable[str]) -> dict[str, int]:
         """The latest ratified version of each table, at one catalog state."""
         views = self._views(uris)
