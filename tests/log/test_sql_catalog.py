@@ -46,6 +46,14 @@ def make(catalog, tmp_path, *names):
     return [DeltaTable.create(str(tmp_path / n), SCHEMA, catalog=catalog) for n in names]
 
 
+def staged_group(catalog, *tables, key: str = "g1"):
+    """A group that wrote one row ``key`` into each table and is staged (nothing visible)."""
+    tx = catalog.begin()
+    for t in tables:
+        tx.write(t.uri, rows(key))
+    return tx.stage()
+
+
 def groups_in(table: DeltaTable) -> list[str]:
     return sorted(set(table.snapshot().to_pyarrow(columns=["g"]).column("g").to_pylist()))
 
@@ -256,10 +264,7 @@ def test_staged_group_is_invisible_audited_reopened_and_published(catalog, url, 
 
 def test_abort_of_a_staged_group_from_another_process(catalog, url, tmp_path):
     a, b = make(catalog, tmp_path, "a", "b")
-    tx = catalog.begin()
-    tx.write(a.uri, rows("g1"))
-    tx.write(b.uri, rows("g1"))
-    tx.stage()
+    tx = staged_group(catalog, a, b)
     parquet_before = [n for n in os.listdir(a.storage.root) if n.endswith(".parquet")]
     assert parquet_before
     SqlCatalog(url).group(tx.id).abort()
@@ -274,10 +279,7 @@ def test_abort_of_a_staged_group_from_another_process(catalog, url, tmp_path):
 
 def test_a_stale_proposed_version_fails_the_whole_group_in_the_catalog(catalog, tmp_path):
     a, b = make(catalog, tmp_path, "a", "b")
-    tx = catalog.begin()
-    tx.write(a.uri, rows("g1"))
-    tx.write(b.uri, rows("g1"))
-    tx.stage()
+    tx = staged_group(catalog, a, b)
     DeltaTable(a.uri, catalog=catalog).write(rows("single"))          # takes a's version 1
     with pytest.raises(StaleMembers) as e:
         catalog.store.ratify_group(tx.id)
@@ -288,10 +290,7 @@ def test_a_stale_proposed_version_fails_the_whole_group_in_the_catalog(catalog, 
 
 def test_single_commit_between_stage_and_ratify_is_rebased(catalog, tmp_path):
     a, b = make(catalog, tmp_path, "a", "b")
-    tx = catalog.begin()
-    tx.write(a.uri, rows("g1"))
-    tx.write(b.uri, rows("g1"))
-    tx.stage()
+    tx = staged_group(catalog, a, b)
     DeltaTable(a.uri, catalog=catalog).write(rows("single"))
     assert tx.publish() == {a.uri: 2, b.uri: 1}
     assert groups_in(DeltaTable(a.uri, catalog=catalog)) == ["g1", "single"]
@@ -356,10 +355,7 @@ def test_snapshot_transaction_needs_the_catalog(catalog, tmp_path):
 # ------------------------------------------------------------------ recovery
 def test_cleanup_removes_orphans_of_never_ratified_groups(catalog, tmp_path):
     a, b = make(catalog, tmp_path, "a", "b")
-    tx = catalog.begin()
-    tx.write(a.uri, rows("g1"))
-    tx.write(b.uri, rows("g1"))
-    tx.stage()                                   # ...and the writer never comes back
+    tx = staged_group(catalog, a, b)                                   # ...and the writer never comes back
     live = catalog.begin()
     live.write(a.uri, rows("live"))
     kept = DeltaTable(a.uri, catalog=catalog).cleanup_metadata(orphan_age_ms=3_600_000)
