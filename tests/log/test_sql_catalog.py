@@ -406,3 +406,16 @@ def test_participants_staged_by_different_processes_into_one_group(catalog, url,
     assert groups[0] == groups[1] and len(groups[0]["participants"]) == 2      # the final set in both
     assert groups_in(DeltaTable(b.uri, catalog=catalog)) == ["g1"]
     task_a.dispose(), task_b.dispose()
+
+
+def test_vacuum_keeps_the_data_files_of_a_staged_group(catalog, tmp_path):
+    a, b = make(catalog, tmp_path, "a", "b")
+    a.write(rows("old"))
+    a.write(rows("new"), mode="overwrite")            # "old"'s file is now unreferenced
+    tx = staged_group(catalog, a, b)                   # the group's files are referenced by staged commits only
+    table = DeltaTable(a.uri, catalog=catalog)
+    future = 10 ** 13                                  # everything is older than the retention
+    res = table.vacuum(retention_hours=0, dry_run=False, enforce_retention=False, now_ms=future)
+    assert res["num_files_deleted"] == 1               # the overwritten file, not the staged group's
+    assert tx.publish() == {a.uri: 3, b.uri: 1}
+    assert groups_in(DeltaTable(a.uri, catalog=catalog)) == ["g1", "new"]     # its data is all there
