@@ -419,3 +419,14 @@ def test_vacuum_keeps_the_data_files_of_a_staged_group(catalog, tmp_path):
     assert res["num_files_deleted"] == 1               # the overwritten file, not the staged group's
     assert tx.publish() == {a.uri: 3, b.uri: 1}
     assert groups_in(DeltaTable(a.uri, catalog=catalog)) == ["g1", "new"]     # its data is all there
+
+
+def test_tables_are_one_table_whatever_the_spelling_of_their_location(catalog, tmp_path):
+    (a,) = make(catalog, tmp_path, "a")
+    plain_path = str(tmp_path / "a")
+    assert a.uri == "file://" + plain_path
+    with catalog.transaction() as tx:
+        tx.write(plain_path + "/", rows("g1"))
+    assert catalog.latest_versions([plain_path]) == {plain_path: 1}
+    assert catalog.snapshots([plain_path, a.uri])[plain_path].version == 1
+    assert DeltaTable(a.uri, catalog=catalog).snapshot().version == 1

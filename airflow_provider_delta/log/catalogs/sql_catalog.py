@@ -82,28 +82,28 @@ class SqlCatalog:
         return self.store.table_by_uri(canonical_uri(uri)) is not None
 
     def latest_versions(self, uris: Iterable[str]) -> dict[str, int]:
-        """The latest ratified version of each table, at one catalog state."""
-        views = self._views(uris)
-        return {uri: v.record.latest_version for uri, v in views.items()}
+        """The latest ratified version of each table, at one catalog state (keyed by the URIs as given)."""
+        given = list(uris)
+        views = self._views(given)
+        return {name: views[canonical_uri(name)].record.latest_version for name in given}
 
     def snapshots(self, uris: Iterable[str]) -> dict[str, Snapshot]:
         """The latest snapshot of every table at ONE catalog state (one database read).
 
         A multi-table transaction is in all of them or in none: what a reader of several
         tables uses. Ratified commits left unpublished past the grace period are published
-        first (any client finishes an interrupted publish).
+        first (any client finishes an interrupted publish). Keyed by the URIs as given.
         """
-        uris = [canonical_uri(u) for u in uris]
+        given = list(uris)
+        uris = [canonical_uri(u) for u in given]
         views = self._views(uris)
         stale = [u for u, v in views.items() if v.unpublished and v.pending_since_ms is not None]
         if stale:
             for u in stale:
                 self.source(u).get_commits(views[u].record.table_id)    # publishes what is overdue
             views = self._views(uris)
-        out = {}
-        for uri in uris:
-            out[uri] = TableLog(uri, self.storage_options, commit_owner=PinnedTableSource(views[uri])).snapshot()
-        return out
+        return {name: TableLog(uri, self.storage_options, commit_owner=PinnedTableSource(views[uri])).snapshot()
+                for name, uri in zip(given, uris)}
 
     def _views(self, uris: Iterable[str]):
         uris = [canonical_uri(u) for u in uris]
