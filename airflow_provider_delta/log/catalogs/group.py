@@ -215,6 +215,7 @@ class CatalogTransaction:
         ids = {uri: c.plan.table_id for uri, c in committers.items()}
         group = transaction_group(self.id, [(ids[u], v) for u, v in proposed.items()]
                                   + [(m.table_id, m.version) for m in known], self.catalog.name)
+
         def stage_one(uri: str) -> GroupMember:
             c = committers[uri]
             ts = ict.next_timestamp(c.clock, c.plan.prev_timestamp)
@@ -262,7 +263,10 @@ class CatalogTransaction:
                 if e.state == RATIFIED:           # another process ratified it: same outcome
                     self._members = self.catalog.store.group(self.id).members  # type: ignore[union-attr]
                     break
-                if e.state is not None and e.state != "changed":
+                if e.state == "changed":          # another process re-staged it meanwhile: take its members
+                    self._members = self.catalog.store.group(self.id).members  # type: ignore[union-attr]
+                    continue
+                if e.state is not None:
                     self.state = e.state
                     raise GroupCommitError(f"transaction {self.id} is {e.state}: it cannot be ratified",
                                            self.id, state=e.state) from None
