@@ -74,3 +74,31 @@ def delta_spark_jars() -> str:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return ",".join(str(p) for p in module.jar_paths())
+
+#: write-audit-publish (delta_write_audit_publish): two catalog-managed tables of a SqlCatalog in a
+#: SQLite file next to them, reached through the ``delta_wap`` connection's ``catalog`` extra
+WAP_CONN_ID = "delta_wap"
+WAP_ORDERS = os.path.join(BASE, "wap_orders")
+WAP_TOTALS = os.path.join(BASE, "wap_customer_totals")
+WAP_CATALOG_DB = os.path.join(BASE, "catalog.db")
+os.environ.setdefault(f"AIRFLOW_CONN_{WAP_CONN_ID.upper()}", json.dumps({
+    "conn_type": "delta", "extra": {"catalog": {"url": f"sqlite:///{WAP_CATALOG_DB}"}},
+}))
+
+
+def ensure_wap_tables() -> None:
+    """Create the two write-audit-publish tables in the catalog if they are not there yet."""
+    import pyarrow as pa
+
+    from airflow_provider_delta.hooks import DeltaTableHook
+    from airflow_provider_delta.log import DeltaTable, TableAlreadyExistsError
+
+    catalog = DeltaTableHook(WAP_CONN_ID).require_catalog()
+    schemas = {WAP_ORDERS: pa.schema([("day", pa.string()), ("customer", pa.string()), ("amount", pa.int64())]),
+               WAP_TOTALS: pa.schema([("day", pa.string()), ("customer", pa.string()), ("total", pa.int64())])}
+    for uri, schema in schemas.items():
+        if not catalog.manages(uri):
+            try:
+                DeltaTable.create(uri, schema, catalog=catalog)
+            except TableAlreadyExistsError:
+                pass      # the other writer task created it a moment ago

@@ -16,7 +16,9 @@ Connection fields (conn type ``delta``):
   ``gs``: ``project``/``token``; others: ``username``/``password``), or onto the keys
   named by the ``credential_keys`` extra (``{"login": "...", "password": "..."}``).
   They are never logged;
-* extras: ``storage_options`` (JSON object, passed to fsspec), ``commit_owner``
+* extras: ``catalog`` (``{"url": "sqlite:////data/catalog.db"}``: the ``SqlCatalog`` of
+  catalog-managed tables; a table it manages is opened through it, and multi-table
+  transactions go through it), ``storage_options`` (JSON object, passed to fsspec), ``commit_owner``
   (``{"type": "sql", "url": "..."}`` or ``{"type": "sql", "conn_id": "<db connection>"}``,
   other keys go to the owner, e.g. ``backfill_batch_size``; the flat
   ``commit_owner_conn_id`` field is a shortcut), ``single_writer`` (bool), ``storage_conn_id``
@@ -68,6 +70,7 @@ class DeltaTableHook(BaseHook):
         self.delta_conn_id = delta_conn_id or None
         self._configs: dict[str | None, DeltaConnectionConfig] = {}
         self._owners: dict[str | None, Any] = {}
+        self._catalogs: dict[str | None, Any] = {}
         self._tables: dict[str, DeltaTable] = {}
 
     def __repr__(self) -> str:
@@ -161,31 +164,82 @@ class DeltaTableHook(BaseHook):
             self._owners[cfg.conn_id] = cfg.commit_owner.build()
         return self._owners[cfg.conn_id]
 
+    def get_catalog(self, table_uri: str | None = None) -> Any:
+        """The connection's ``SqlCatalog`` (the ``catalog`` extra; one per hook), or None."""
+        cfg = self.get_config(table_uri)
+        if cfg.catalog_url is None:
+            return None
+        if cfg.conn_id not in self._catalogs:
+            from ..log import SqlCatalog     # SQLAlchemy: loaded only for connections with a catalog
+            self._catalogs[cfg.conn_id] = SqlCatalog(cfg.catalog_url, storage_options=cfg.storage_options)
+        return self._catalogs[cfg.conn_id]
+
+    def require_catalog(self, table_uri: str | None = None) -> Any:
+        catalog = self.get_catalog(table_uri)
+        if catalog is None:
+            raise InvalidArgumentError(
+                f"connection {self.get_config(table_uri).conn_id!r} has no catalog; set its 'catalog' extra "
+                "({\"url\": \"<SQLAlchemy URL>\"}) for catalog-managed tables and multi-table transactions")
+        return catalog
+
     def get_table(self, table_uri: str) -> DeltaTable:
-        """The table at ``table_uri`` with the connection's storage options and commit owner.
+        """The table at ``table_uri`` with the connection's storage options and commit owner (or its
+        catalog, when the connection's catalog manages the table).
 
         One object per URI and hook, so repeated reads refresh its snapshot incrementally.
         """
         cfg = self.get_config(table_uri)
         uri = cfg.resolve(table_uri)
         if uri not in self._tables:
-            self._tables[uri] = DeltaTable(uri, storage_options=cfg.storage_options_for(uri),
-                                           commit_owner=self.get_commit_owner(table_uri),
-                                           single_writer=cfg.single_writer)
+            catalog = self.get_catalog(table_uri)
+            if catalog is not None and catalog.manages(uri):
+                self._tables[uri] = DeltaTable(uri, storage_options=cfg.storage_options_for(uri), catalog=catalog)
+            else:
+                self._tables[uri] = DeltaTable(uri, storage_options=cfg.storage_options_for(uri),
+                                               commit_owner=self.get_commit_owner(table_uri),
+                                               single_writer=cfg.single_writer)
         return self._tables[uri]
+
+    # ------------------------------------------------------ multi-table transactions
+    def begin_transaction(self) -> str:
+        """A new multi-table transaction recorded in the connection's catalog; its id (for XCom)."""
+        return self.require_catalog().begin().record().id
+
+    def stage_write(self, transaction_id: str, table_uri: str, data: Any, mode: str = "append",
+                    **kwargs: Any) -> int:
+        """Write ``data`` into ``table_uri`` as the transaction's staged commit on it (nothing is
+        visible until the transaction is published); returns the proposed version."""
+        catalog = self.require_catalog(table_uri)
+        tx = catalog.group(transaction_id)
+        version = tx.write(self.resolve_uri(table_uri), data, mode=mode, **kwargs)
+        tx.stage()
+        return version
+
+    def publish_transaction(self, transaction_id: str) -> dict[str, int]:
+        """Group-ratify and publish a staged transaction; ``{table uri: version}``."""
+        return self.require_catalog().group(transaction_id).publish()
+
+    def abort_transaction(self, transaction_id: str) -> str:
+        """Abort a transaction that is not ratified (its staged commits and data files go); its state."""
+        tx = self.require_catalog().group(transaction_id)
+        tx.abort()
+        return tx.state
 
     # ----------------------------------------------------------------- reads
     def latest_version(self, table_uri: str) -> int:
         return self.get_table(table_uri).latest_version()
 
     def snapshot(self, table_uri: str, version: int | None = None, timestamp: Any = None,
-                 allow_after_latest: bool = False) -> Any:
+                 allow_after_latest: bool = False, transaction: str | None = None) -> Any:
         """The snapshot at ``version``, at ``timestamp`` (in-commit-timestamp rules), or the latest.
 
         A timestamp after the latest commit is an error, as in Delta Spark, unless
-        ``allow_after_latest`` (see :meth:`resolve_version`).
+        ``allow_after_latest`` (see :meth:`resolve_version`). ``transaction`` (a multi-table
+        transaction id of the connection's catalog) gives the table as that staged group leaves it.
         """
         table = self.get_table(table_uri)
+        if transaction:
+            return table.snapshot(transaction=transaction)
         if timestamp is not None:
             version = self.resolve_version(table_uri, version, timestamp, allow_after_latest)
         return table.snapshot(version=version)

@@ -15,7 +15,7 @@ from .base.errors import DeletionVectorError
 from .base.errors import ConditionalCreateError
 from .base.features import column_mapping_mode
 from .base.errors import (
-    ChangeDataFeedNotEnabledError, CommitFailedError, CommitOutcomeUnknownError, CommitOwnerUnavailableError, ConcurrentModificationError,
+    CatalogUnavailableError, ChangeDataFeedNotEnabledError, CommitFailedError, GroupCommitError, CommitOutcomeUnknownError, CommitOwnerUnavailableError, ConcurrentModificationError,
     ConcurrentAppendError, ConcurrentDeleteReadError, ConcurrentDeleteDeleteError, MetadataChangedError, ProtocolChangedError, ConcurrentTransactionError,
     CorruptLogError, DataFileNotFoundError, DeltaError,
     InvalidArgumentError, InvalidTableStateError, StorageError, TableAlreadyExistsError,
@@ -34,6 +34,7 @@ from .base.timeutil import format_ms, to_epoch_ms
 __all__ = [
     "DeltaTable", "Snapshot", "Transaction", "AddFile", "RemoveFile", "Metadata", "Protocol", "DomainMetadata",
     "CommitOwner", "InMemoryCommitOwner", "SqlCommitOwner", "CommitSource", "StagedCommitsCatalog",
+    "SqlCatalog", "CatalogTransaction", "GroupCommitError", "CatalogUnavailableError",
     "CommitRecord", "CommitsSince", "to_epoch_ms", "format_ms",
     # for engines that write a checkpoint with parallel workers (spark/checkpoint_engine.py)
     "plan_checkpoint", "CheckpointPlan",
@@ -74,6 +75,10 @@ def __getattr__(name: str):
     elif name in ("AddFile", "RemoveFile", "DomainMetadata"):
         from .base import commit_actions as module
         value = getattr(module, name)
+    elif name == "SqlCatalog":
+        from .catalogs.sql_catalog import SqlCatalog as value
+    elif name == "CatalogTransaction":
+        from .catalogs.group import CatalogTransaction as value
     elif name == "StagedCommitsCatalog":
         from .base.catalog import StagedCommitsCatalog as value
     elif name == "Transaction":

@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Iterable
 
 from . import operations as ops
+from .base.errors import InvalidArgumentError
 from .base.storage import normalize_uri
 from .read.table_log import TableLog
 
@@ -24,6 +25,8 @@ if TYPE_CHECKING:
 
     from .base.commit_owner.base import CommitOwner
     from .base.commit_source import CommitSource
+    from .catalogs.sql_catalog import SqlCatalog
+    from .read.snapshot import Snapshot
     from .write.transaction import Transaction
 
 
@@ -38,15 +41,44 @@ class DeltaTable(TableLog):
     """
 
     # ----------------------------------------------------------------- writes
+    def __init__(self, uri: str, storage_options: dict[str, Any] | None = None,
+                 commit_owner: CommitSource | None = None, single_writer: bool = False,
+                 conditional_put: bool | None = None, catalog: "SqlCatalog | None" = None):
+        if catalog is not None:
+            if commit_owner is not None:
+                raise InvalidArgumentError("pass commit_owner or catalog, not both")
+            commit_owner = catalog.source(uri, storage_options)
+        super().__init__(uri, storage_options, commit_owner, single_writer, conditional_put)
+        #: the catalog of a catalog-managed table (None otherwise)
+        self.catalog = catalog
+
+    def snapshot(self, version: int | None = None, timestamp: Any = None, allow_after_latest: bool = False,
+                 transaction: str | None = None) -> "Snapshot":
+        """The table at ``version``, ``timestamp`` or the latest; with ``transaction`` (a multi-table
+        transaction id of the table's catalog) the table as that staged group leaves it: the audit view."""
+        if transaction is None:
+            return super().snapshot(version, timestamp, allow_after_latest)
+        if version is not None or timestamp is not None:
+            raise InvalidArgumentError("pass transaction alone, not with version or timestamp")
+        if self.catalog is None:
+            raise InvalidArgumentError("snapshot(transaction=...) needs the table opened with its catalog: "
+                                       "DeltaTable(uri, catalog=...)")
+        return self.catalog.group_snapshot(self, transaction)
+
     @classmethod
     def create(cls, uri: str, schema: "pa.Schema", partition_by: Iterable[str] = (),
                properties: dict[str, str] | None = None, name: str | None = None,
                description: str | None = None, commit_owner: CommitSource | None = None,
                storage_options: dict[str, Any] | None = None, single_writer: bool = False,
-               conditional_put: bool | None = None, **commit_kwargs: Any) -> "DeltaTable":
-        """Create a new table (version 0); fails with TableAlreadyExistsError if one exists."""
+               conditional_put: bool | None = None, catalog: "SqlCatalog | None" = None,
+               **commit_kwargs: Any) -> "DeltaTable":
+        """Create a new table (version 0); fails with TableAlreadyExistsError if one exists.
+
+        With ``catalog`` the table is catalog-managed (``catalogManaged``, in-commit timestamps,
+        ``multiTableTransaction-dev``) and registered in that catalog.
+        """
         table = cls(uri, storage_options=storage_options, commit_owner=commit_owner,
-                    single_writer=single_writer, conditional_put=conditional_put)
+                    single_writer=single_writer, conditional_put=conditional_put, catalog=catalog)
         ops.create.create_table(table, schema, partition_by=partition_by, properties=properties, name=name,
                                 description=description, **commit_kwargs)
         return table

@@ -6,11 +6,14 @@ from .clone import DeltaCloneOperator
 from .maintenance import DeltaMetadataCleanupOperator, DeltaVacuumOperator
 from .restore import DeltaRestoreOperator
 from .snapshot import DeltaTimeTravelSnapshotOperator
+from .write_audit_publish import (DeltaAbortTransactionOperator, DeltaBeginTransactionOperator,
+                                  DeltaPublishTransactionOperator)
 
 __all__ = ["DeltaBaseOperator", "DeltaBackfillOperator", "DeltaCheckpointOperator",
            "DeltaTimeTravelSnapshotOperator", "DeltaMetadataCleanupOperator", "DeltaVacuumOperator",
            "DeltaRestoreOperator", "DeltaCloneOperator",
-           "DeltaSparkSubmitOperator", "DeltaSparkApplicationOperator"]
+           "DeltaSparkSubmitOperator", "DeltaSparkApplicationOperator",
+           "DeltaBeginTransactionOperator", "DeltaPublishTransactionOperator", "DeltaAbortTransactionOperator"]
 
 
 def __getattr__(name: str):

@@ -197,3 +197,24 @@ class ConcurrentTransactionError(ConcurrentModificationError):
     changed concurrently (Delta Spark's ConcurrentTransactionException)."""
 
     spark_name = "ConcurrentTransactionException"
+
+
+class CatalogUnavailableError(CommitOwnerUnavailableError):
+    """The catalog's database cannot be reached; nothing was ratified or changed, retry later."""
+
+
+class GroupCommitError(CommitFailedError):
+    """A multi-table transaction was not ratified: no participant changed.
+
+    ``stale`` maps each participant table (its URI) whose proposed version was taken by
+    another commit to that table's latest version then; ``state`` is the group's state
+    when it could not be ratified (``aborted``, ``ratified``, ...) or None. A group
+    refused only for stale versions is ``retryable`` (re-stage at fresh versions).
+    """
+
+    def __init__(self, message: str, group_id: str, stale: dict[str, int] | None = None,
+                 state: str | None = None, retryable: bool = False):
+        super().__init__(message, retryable=retryable, conflict=bool(stale))
+        self.group_id = group_id
+        self.stale = dict(stale or {})
+        self.state = state

@@ -46,7 +46,11 @@ MANAGED_COMMIT_FEATURE = "managedCommit"
 #: V2 checkpoints (UUID-named, ``checkpointMetadata``, sidecars); forbids multi-part checkpoints.
 V2_CHECKPOINT_FEATURE = "v2Checkpoint"
 #: Delta 4.x catalog-managed tables (``_staged_commits``).
-CATALOG_MANAGED_FEATURES = frozenset({"catalogManaged", "catalogOwned-preview"})
+CATALOG_MANAGED_FEATURE = "catalogManaged"
+CATALOG_MANAGED_FEATURES = frozenset({CATALOG_MANAGED_FEATURE, "catalogOwned-preview"})
+#: The multi-table transactions RFC (delta-io/delta#7437), writer feature under its experimental name.
+MULTI_TABLE_TRANSACTION_FEATURE = "multiTableTransaction-dev"
+MULTI_TABLE_TRANSACTION_FEATURES = frozenset({MULTI_TABLE_TRANSACTION_FEATURE, "multiTableTransaction"})
 #: Every name under which a protocol says "commits go through a coordinator, not put-if-absent":
 #: the RFC's, Delta 3.3's preview (coordinated commits) and Delta 4.x catalog-managed tables.
 COMMIT_COORDINATION_FEATURES = frozenset({MANAGED_COMMIT_FEATURE, "managedCommit-preview",
@@ -461,14 +465,16 @@ _CATALOG_RESTRICTED = frozenset({Operation.CLEANUP, Operation.VACUUM})
 
 
 def require(protocol: Protocol, operation: Operation, where: str,
-            served_reader_features: frozenset[str] = frozenset(), catalog_allows_maintenance: bool = False) -> None:
+            served_reader_features: frozenset[str] = frozenset(), catalog_allows_maintenance: bool = False,
+            served_writer_features: frozenset[str] = frozenset()) -> None:
     """The gate: raise :class:`UnsupportedFeatureError` unless ``operation`` may run on ``protocol``.
 
     Every operation of the package asks here before it reads anything for writing or
     touches storage. Listing versions needs nothing; everything else needs a reader
     protocol we honour (``served_reader_features`` are reader features the caller's
     commit source serves, e.g. ``catalogManaged``). Commits need every writer feature to
-    be one we can commit to; maintenance needs every writer feature to be one whose
+    be one we can commit to, or one the commit source honours (``served_writer_features``:
+    ``catalogManaged`` and ``multiTableTransaction-dev`` through our SQL catalog); maintenance needs every writer feature to be one whose
     rules maintenance keeps (``vacuumProtocolCheck`` asks exactly this of vacuum).
     Catalog-managed tables refuse cleanup and vacuum unless the catalog allows them.
     """
@@ -483,9 +489,10 @@ def require(protocol: Protocol, operation: Operation, where: str,
             f"this package supports up to {MAX_WRITER_VERSION}", feature=f"writerVersion{protocol.min_writer_version}")
     _reader, writer = supported_features(protocol)
     if operation in (Operation.COMMIT, Operation.BACKFILL):
-        unknown = sorted(f for f in writer if f not in WRITABLE_FEATURES)
+        unknown = sorted(f for f in writer if f not in WRITABLE_FEATURES and f not in served_writer_features)
     else:   # maintenance of published versions is allowed on tables whose commits a source serves
-        unknown = sorted(f for f in writer if f not in MAINTAINABLE_FEATURES and f not in served_reader_features)
+        unknown = sorted(f for f in writer if f not in MAINTAINABLE_FEATURES and f not in served_reader_features
+                         and f not in served_writer_features)
     if unknown:
         raise UnsupportedFeatureError(
             f"{where}: cannot {operation.value}: the table uses writer feature(s) {', '.join(unknown)}, whose "

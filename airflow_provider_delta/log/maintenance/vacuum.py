@@ -29,10 +29,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..read.deletion_vectors import dv_file_path
-from ..base.errors import InvalidArgumentError
+from ..base.errors import DeltaError, InvalidArgumentError
 from ..base.features import UNIVERSAL_FORMATS_PROPERTY, Operation
 from ..base.intervals import deleted_file_retention_ms
-from ..base.names import LOG_DIR
+from ..base.names import LOG_DIR, STAGED_COMMITS_DIR, parse_uuid_commit_name
+from ..read.commit_reader import parse_json_lines
 from ..read.snapshot import Snapshot
 from ..read.table_log import TableLog
 from ..base.timeutil import format_ms, now_or
@@ -191,6 +192,28 @@ def _valid_paths(table: TableLog, snapshot: Snapshot, delete_before: int) -> pa.
     return pa.concat_arrays([p.cast(pa.string()) for p in parts])
 
 
+def _staged_data_paths(table: TableLog, snapshot: Snapshot) -> list[str] | None:
+    """Data files that staged commits after ``snapshot`` add (catalog-managed tables): a staged or
+    in-flight commit or multi-table transaction may still be ratified and then reference them, so
+    vacuum keeps them (cleanup removes abandoned staged commits first). None: a staged commit could
+    not be read, so vacuum deletes nothing (fail safe)."""
+    paths: list[str] = []
+    for e in table.storage.list_dir(STAGED_COMMITS_DIR):
+        parsed = parse_uuid_commit_name(e.name)
+        if parsed is None or parsed[0] <= snapshot.version:
+            continue
+        rel = f"{STAGED_COMMITS_DIR}/{e.name}"
+        try:
+            actions = parse_json_lines(table.storage.read_bytes(rel), rel)
+        except FileNotFoundError:
+            continue                  # went meanwhile (rejected, aborted or cleaned up)
+        except DeltaError as err:
+            log.warning("vacuum of %s deletes nothing: staged commit %s cannot be read (%s)", table.uri, rel, err)
+            return None
+        paths += [unquote(a["add"]["path"]) for a in actions if a.get("add") is not None]
+    return paths
+
+
 def vacuum(table: TableLog, retention_hours: float | None = None, dry_run: bool = True,
            enforce_retention: bool = True, now_ms: int | None = None,
            job: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -230,7 +253,10 @@ def vacuum(table: TableLog, retention_hours: float | None = None, dry_run: bool 
     else:
         listed, dirs = _walk_remote(table, hidden), []
     valid = _valid_paths(table, snapshot, delete_before)
-    candidates = [f for f in listed if f.mtime_ms < delete_before]
+    staged = _staged_data_paths(table, snapshot)
+    if staged:
+        valid = pa.concat_arrays([valid, _normalize_dots(pa.array(staged, pa.string()))])
+    candidates = [f for f in listed if f.mtime_ms < delete_before] if staged is not None else []
     to_delete: list[_Listed] = []
     if candidates:
         cand = pa.array([f.rel for f in candidates], pa.string())

@@ -52,6 +52,8 @@ class CommitProvenance:
     job: dict[str, Any] | None = None
     operation_metrics: dict[str, Any] = field(default_factory=dict)
     txn_id: str = ""
+    #: ``commitInfo.tags`` (string map), e.g. the multi-table transaction id of a group's commit
+    tags: dict[str, str] = field(default_factory=dict)
 
 
 #: Operations whose metrics are exactly the caller's: Delta Spark records only its own set for them
@@ -101,4 +103,6 @@ def build_commit_info(provenance: CommitProvenance, commit_ts: int, in_commit_ti
         info["job"] = provenance.job
     info["engineInfo"] = engine_info()
     info["txnId"] = provenance.txn_id
+    if provenance.tags:
+        info["tags"] = dict(provenance.tags)
     return info

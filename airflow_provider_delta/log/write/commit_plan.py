@@ -33,15 +33,15 @@ from ..base import ict
 from ..base.actions import Metadata, Protocol
 from ..base.commit_actions import AddFile, DomainMetadata, RemoveFile, Txn
 from ..read.column_mapping import partition_keys
-from ..base.commit_owner.base import CommitOwner
 from .conflicts import ReadSet
 from .isolation import check_isolation_property, isolation_level_to_use, table_isolation_level
 from ..base.errors import InvalidArgumentError
 from ..base.features import (APPEND_ONLY_PROPERTY, FEATURE_PROPERTY_PREFIX,
                        MANAGED_OWNER_PROPERTY, MIN_READER_VERSION_PROPERTY, MIN_WRITER_VERSION_PROPERTY,
                        Operation, check_can_add_data, features_in_use, is_downgrade, is_true,
-                       protocol_with_features, require)
-from .commit_route import require_owner
+                       protocol_with_features)
+from ..base.commit_source import CommitCoordinator, require_through
+from .commit_route import is_catalog_managed, require_owner
 from ..base.schema import schema_to_arrow, validate_partition_columns
 from ..read.snapshot import Snapshot
 from ..read.table_log import TableLog
@@ -99,8 +99,8 @@ class CommitPlan:
     enabling: bool
     isolation_level: str
     blind_append: bool
-    #: the commit owner to commit through (None: put-if-absent into _delta_log)
-    owner: CommitOwner | None
+    #: the commit owner or catalog to commit through (None: put-if-absent into _delta_log)
+    owner: CommitCoordinator | None
     table_id: str
     #: the read version's commit timestamp (the floor of the next in-commit timestamp)
     prev_timestamp: int | None
@@ -117,7 +117,8 @@ def plan_commit(table: TableLog, snap: Snapshot | None, changes: PendingChanges,
     table forbids; nothing is written.
     """
     if snap is not None:
-        require(snap.protocol, Operation.COMMIT, f"{table.uri} at version {snap.version}")  # the gate first
+        require_through(table.commit_owner, snap.protocol, Operation.COMMIT,
+                        f"{table.uri} at version {snap.version}")  # the gate first
         snap.check_commits()      # never commit on top of a log a full read rejects
         _ = snap.schema           # ...nor on a schema that does not parse (raises CorruptLogError)
     old_protocol = snap.protocol if snap is not None else None
@@ -144,7 +145,7 @@ def plan_commit(table: TableLog, snap: Snapshot | None, changes: PendingChanges,
         raise InvalidArgumentError(f"{MIN_READER_VERSION_PROPERTY}/{MIN_WRITER_VERSION_PROPERTY} must be "
                                    "integers") from None
     protocol = protocol_with_features(base, features, min_reader=min_r, min_writer=min_w)
-    require(protocol, Operation.COMMIT, f"{table.uri}, the protocol this commit writes")
+    require_through(table.commit_owner, protocol, Operation.COMMIT, f"{table.uri}, the protocol this commit writes")
     protocol_changed = old_protocol is None or protocol != old_protocol
     changes.read.changes_protocol = protocol_changed
     changes.read.changes_metadata = changes.metadata is not None
@@ -162,6 +163,9 @@ def plan_commit(table: TableLog, snap: Snapshot | None, changes: PendingChanges,
                 (ict.ENABLEMENT_VERSION_PROPERTY, ict.ENABLEMENT_TIMESTAMP_PROPERTY)}
         metadata = metadata.with_configuration(keep)
 
+    if is_catalog_managed(protocol) and not ict_after:
+        raise InvalidArgumentError("a catalog-managed table needs in-commit timestamps (PROTOCOL.md, writer "
+                                   "requirements for catalog-managed tables); they cannot be turned off")
     if MANAGED_OWNER_PROPERTY in metadata.configuration and not ict_after:
         raise InvalidArgumentError("a managed-commit table needs in-commit timestamps; they cannot be "
                                    "turned off while a commit owner manages the table")

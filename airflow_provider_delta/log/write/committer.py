@@ -88,26 +88,35 @@ class Committer:
                     version=version)
             retries += 1
             sleep_jittered(min(BACKOFF_FIRST_S * 2 ** min(retries, 20), BACKOFF_MOST_S))
-            # Read the winners one by one from the version we lost until the first missing one
-            # (as Delta Spark does), rather than trusting a directory listing to be complete.
-            w = version
-            while True:
-                try:
-                    actions = self.table.read_commit(w)
-                except VersionNotFoundError:
-                    break
-                check_conflicts(plan.read_set, WinningCommit.from_actions(w, actions), can_write=check_writable)
-                if not self._ict_after and ict.is_enabled(plan.read_set.protocol, plan.read_set.metadata):
-                    # the winner turned in-commit timestamps on and the checks let us continue on its
-                    # metadata: from now on this commit carries one too (ConflictChecker's
-                    # resolveTimestampOrderingConflicts)
-                    self._ict_before = self._ict_after = True
-                if self._ict_after:
-                    prev_ict = ict.timestamp_of(actions) if self._ict_before else None
-                    if prev_ict is None:
-                        prev_ict = self._commit_file_mtime(w)
-                w += 1
-            version = w
+            version, prev_ict = self.catch_up(version, prev_ict)
+
+    def catch_up(self, version: int, prev_ict: int | None) -> tuple[int, int | None]:
+        """After losing ``version``: check each winner from it on for conflicts with the plan
+        (raises ConcurrentModificationError); returns the next free version and the in-commit
+        timestamp floor after the winners.
+
+        Reads the winners one by one until the first missing one (as Delta Spark does), rather
+        than trusting a directory listing to be complete.
+        """
+        plan = self.plan
+        w = version
+        while True:
+            try:
+                actions = self.table.read_commit(w)
+            except VersionNotFoundError:
+                break
+            check_conflicts(plan.read_set, WinningCommit.from_actions(w, actions), can_write=check_writable)
+            if not self._ict_after and ict.is_enabled(plan.read_set.protocol, plan.read_set.metadata):
+                # the winner turned in-commit timestamps on and the checks let us continue on its
+                # metadata: from now on this commit carries one too (ConflictChecker's
+                # resolveTimestampOrderingConflicts)
+                self._ict_before = self._ict_after = True
+            if self._ict_after:
+                prev_ict = ict.timestamp_of(actions) if self._ict_before else None
+                if prev_ict is None:
+                    prev_ict = self._commit_file_mtime(w)
+            w += 1
+        return w, prev_ict
 
     def _out_of_retries(self, retries: int, deadline: float) -> bool:
         if self.max_retries is not None:
@@ -143,7 +152,11 @@ class Committer:
                 retryable=False, version=version) from e
 
     def _serialize(self, version: int, commit_ts: int) -> bytes:
-        """The commit file for one attempt (commitInfo first)."""
+        return self.serialize(version, commit_ts)
+
+    def serialize(self, version: int, commit_ts: int, extra_actions: tuple[dict[str, Any], ...] = ()) -> bytes:
+        """The commit file of the plan as ``version`` (commitInfo first; ``extra_actions`` after
+        protocol and metadata, e.g. a multi-table transaction's ``transactionGroup``)."""
         plan = self.plan
         info = build_commit_info(self.provenance, commit_ts, self._ict_after, plan.read_version,
                                  plan.isolation_level, plan.blind_append,
@@ -157,6 +170,7 @@ class Committer:
             if plan.enabling:
                 metadata = ict.with_enablement(metadata, version, commit_ts)
             actions.append({"metaData": metadata.to_json()})
+        actions.extend(extra_actions)
         now = int(self.clock())
         for t in plan.txns:
             actions.append(Txn(t.app_id, t.version, now).to_json())

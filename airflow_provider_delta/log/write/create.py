@@ -20,15 +20,25 @@ import pyarrow as pa
 
 from ..base import ict
 from ..base.actions import Metadata
+from ..base.catalog_store.table_source import CatalogTableSource
 from ..base.commit_owner.base import CommitOwner
 from ..base.commit_owner.conf import dumps_owner_conf
 from ..base.errors import ConcurrentModificationError, InvalidArgumentError, TableAlreadyExistsError
-from ..base.features import (MANAGED_OWNER_CONF_PROPERTY, MANAGED_OWNER_PROPERTY, normalize_properties,
-                       protocol_for_new_table)
+from ..base.features import (CATALOG_MANAGED_FEATURE, ICT_FEATURE, MANAGED_OWNER_CONF_PROPERTY,
+                             MANAGED_OWNER_PROPERTY, MULTI_TABLE_TRANSACTION_FEATURE, normalize_properties,
+                             protocol_for_new_table, protocol_with_features)
 from ..base.names import LOG_DIR, parse_log_name
 from ..base.schema import arrow_to_schema, schema_string, schema_to_arrow, validate_partition_columns
 from ..read.table_log import TableLog
 from .transaction import Transaction
+
+
+#: What a table created through a catalog supports: catalog-managed commits (reader and writer
+#: feature) with the features Delta Spark requires of them (in-commit timestamps, which PROTOCOL.md
+#: requires too, and ``vacuumProtocolCheck``: CatalogOwnedTableFeature.requiredFeatures), and
+#: taking part in multi-table transactions.
+CATALOG_TABLE_FEATURES = (CATALOG_MANAGED_FEATURE, ICT_FEATURE, "vacuumProtocolCheck",
+                          MULTI_TABLE_TRANSACTION_FEATURE)
 
 
 def _normalize_schema(schema: Any) -> pa.Schema:
@@ -75,17 +85,22 @@ def create_table(table: TableLog, schema: Any, partition_by: Iterable[str] = (),
     a managed-commit table.
     """
     commit_owner = table.commit_owner
+    catalog = commit_owner if isinstance(commit_owner, CatalogTableSource) else None
     arrow_schema = _normalize_schema(schema)
     schema_json = arrow_to_schema(arrow_schema)       # validates column names and types
     cols = validate_partition_columns(arrow_schema, partition_by)
     props = normalize_properties(properties)
-    if commit_owner is not None:
+    if catalog is not None:
+        props[ict.ENABLE_PROPERTY] = "true"     # catalog-managed tables need in-commit timestamps
+    elif commit_owner is not None:
         props.update(owner_properties(commit_owner))
         props[ict.ENABLE_PROPERTY] = "true"
     elif props.get(MANAGED_OWNER_PROPERTY):
         raise InvalidArgumentError(f"{MANAGED_OWNER_PROPERTY} is set by passing commit_owner=..., "
                                    "not as a property")
     protocol, stored = protocol_for_new_table(schema_json, props)
+    if catalog is not None:
+        protocol = protocol_with_features(protocol, CATALOG_TABLE_FEATURES)
     metadata = Metadata(id=str(uuid.uuid4()), schema_string=schema_string(arrow_schema),
                         partition_columns=cols, configuration=stored, name=name,
                         description=description,
@@ -111,6 +126,7 @@ def commit_new_table(table: TableLog, txn: Transaction, metadata: Metadata) -> i
     it afterwards; a creator that loses the race gets TableAlreadyExistsError.
     """
     commit_owner = table.commit_owner
+    catalog = commit_owner if isinstance(commit_owner, CatalogTableSource) else None
     txn.validate()
     proposed = isinstance(commit_owner, CommitOwner)
     if proposed:
@@ -128,4 +144,8 @@ def commit_new_table(table: TableLog, txn: Transaction, metadata: Metadata) -> i
         raise
     if isinstance(commit_owner, CommitOwner):
         commit_owner.register_table(metadata.id, table.uri, 0)
+    if catalog is not None:
+        # version 0 is published directly (put-if-absent decides between racing creators), and
+        # the catalog takes the table over from there (PROTOCOL.md, creating catalog-managed tables)
+        catalog.register(metadata.id)
     return 0

@@ -25,9 +25,11 @@ The rules are Delta Spark's ``RestoreTableCommand``:
 What we decide where Delta Spark does not help: Delta Spark commits a restore with
 ``commitLarge``, which fails on *any* concurrent commit. We commit through the ordinary
 committer with the restore's read set (it read the whole table), so a lost race is
-checked like any other commit: concurrent *blind appends* are let through under the
-table's default ``WriteSerializable`` isolation, and the rows they appended **stay in the
-table** after the restore (the restore is serialized before the append, which
+checked like any other commit: concurrent *blind appends* are let through, and the rows
+they appended **stay in the table** after the restore. For that a restore commits at
+``WriteSerializable`` unless the table sets ``delta.isolationLevel`` (a table without the
+property is ``Serializable`` for every other commit, as in Delta Spark, where a read-all
+commit such as this one would fail on any concurrent append) (the restore is serialized before the append, which
 WriteSerializable permits for blind appends; dropping them would silently undo a commit
 whose writer was told it succeeded). Anything else conflicts and fails with
 :class:`ConcurrentModificationError`, nothing written: a concurrent delete, update, merge or
@@ -55,7 +57,7 @@ from ..base import ict
 from ..base.actions import Metadata, Protocol
 from ..base.commit_actions import AddFile
 from ..base.errors import DataFileNotFoundError, InvalidArgumentError, VersionNotFoundError
-from ..base.features import (COMMIT_COORDINATOR_PROPERTIES, MANAGED_OWNER_CONF_PROPERTY, Operation,
+from ..base.features import (COMMIT_COORDINATOR_PROPERTIES, ISOLATION_LEVEL_PROPERTY, MANAGED_OWNER_CONF_PROPERTY, Operation,
                              protocol_with_features, supported_features)
 from ..base.intervals import deleted_file_retention_ms
 from ..base.timeutil import format_ms, now_or, to_epoch_ms
@@ -63,6 +65,7 @@ from ..read.data_paths import path_exists
 from ..read.deletion_vectors import dv_file_path
 from ..read.snapshot import Snapshot
 from ..read.table_log import TableLog, version_arg
+from .isolation import WRITE_SERIALIZABLE
 from .transaction import Transaction, file_key
 
 RESTORE_OPERATION = "RESTORE"
@@ -189,6 +192,8 @@ def restore_table(table: TableLog, version: Any = None, timestamp: Any = None, *
               "timestamp": None if timestamp is None else spark_timestamp_text(to_epoch_ms(timestamp))}
     commit_kwargs.setdefault("operation_parameters", params)
     commit_kwargs.setdefault("operation_metrics", metrics)
+    if ISOLATION_LEVEL_PROPERTY not in latest.metadata.configuration:
+        commit_kwargs.setdefault("isolation_level", WRITE_SERIALIZABLE)   # see the module docstring
     txn = Transaction(table, operation=RESTORE_OPERATION, read_version=latest.version, **commit_kwargs)
     txn.mark_read("all")
     metadata = restored_metadata(latest, old.metadata)

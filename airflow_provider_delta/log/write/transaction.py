@@ -27,7 +27,7 @@ from ..base import ict
 from ..base.actions import Metadata, Protocol
 from ..base.commit_actions import AddFile, DomainMetadata, RemoveFile, Txn
 from .commit_info import CommitProvenance
-from .commit_plan import PendingChanges, dv_unique_id, plan_commit
+from .commit_plan import CommitPlan, PendingChanges, dv_unique_id, plan_commit
 from .committer import Committer
 from .conflicts import canonical_partition_value
 from .isolation import ISOLATION_LEVELS
@@ -70,7 +70,8 @@ class Transaction:
                  operation_parameters: dict[str, Any] | None = None, isolation_level: str | None = None,
                  user_metadata: str | None = None, job: dict[str, Any] | None = None, max_retries: int | None = None,
                  read_version: int | None = None, clock: Callable[[], int] | None = None,
-                 operation_metrics: dict[str, Any] | None = None):
+                 operation_metrics: dict[str, Any] | None = None,
+                 enlist: Callable[["Transaction"], None] | None = None):
         if not isinstance(operation, str) or not operation.strip():
             raise InvalidArgumentError("operation must be a non-empty string, e.g. 'WRITE'")
         if isolation_level is not None and isolation_level not in ISOLATION_LEVELS:
@@ -106,6 +107,10 @@ class Transaction:
         self.attempts = 0
         #: True if a commit owner failed in a way that leaves the outcome unknown
         self.outcome_unknown = False
+        #: set for a participant of a multi-table transaction: :meth:`commit` validates and
+        #: hands the transaction to the group, which commits it with the other participants
+        self._enlist = enlist
+        self._plan: CommitPlan | None = None
 
     # ----------------------------------------------------------------- reading
     @property
@@ -360,6 +365,12 @@ class Transaction:
         InvalidArgumentError / UnsupportedFeatureError for invalid changes (nothing written).
         """
         self._check_open()
+        if self._enlist is not None:
+            self._check_open()
+            self._plan = plan_commit(self.table, self.snapshot, self._changes, self.isolation_level, self.clock)
+            self._enlist(self)
+            self._state = "enlisted"
+            return self.read_version + 1        # proposed; the group decides the final version
         self._state = "committing"
         try:
             plan = plan_commit(self.table, self.snapshot, self._changes, self.isolation_level, self.clock,
@@ -376,9 +387,23 @@ class Transaction:
         self.version = version
         return version
 
-    def _provenance(self) -> CommitProvenance:
+    def _provenance(self, tags: dict[str, str] | None = None) -> CommitProvenance:
         return CommitProvenance(self.operation, self.operation_parameters, self.user_metadata, self.job,
-                                self.operation_metrics, self.txn_id)
+                                self.operation_metrics, self.txn_id, dict(tags or {}))
+
+    def committer(self, tags: dict[str, str] | None = None) -> Committer:
+        """The validated plan of an enlisted transaction, ready to serialize (a group stages it).
+
+        The plan is made against the transaction's read snapshot, as :meth:`commit` makes it.
+        """
+        if self._state != "enlisted" or self._plan is None:
+            raise InvalidArgumentError(f"transaction is {self._state}; only an enlisted one is planned by its group")
+        return Committer(self.table, self._plan, self._provenance(tags), self.clock, self.max_retries)
+
+    def settle(self, version: int | None) -> None:
+        """The group's outcome for an enlisted transaction: its version, or None (not committed)."""
+        self._state = "committed" if version is not None else "failed"
+        self.version = version
 
     def validate(self) -> None:
         """Check the changes gathered so far without committing (raises what :meth:`commit` would)."""

@@ -27,7 +27,8 @@ from ..base.arrow_build import empty_table
 from ..base.actions import Metadata, Protocol
 from ..base.errors import InvalidArgumentError, UnsupportedFeatureError
 from ..base.features import (Operation, check_can_add_data, column_mapping_mode, normalize_properties,
-                       protocol_for_new_table, require)
+                       protocol_for_new_table)
+from ..base.commit_source import require_through
 from ..base.schema import arrow_to_schema, schema_string, schema_to_arrow, validate_partition_columns
 from ..base.schema_fit import conform_to_schema
 from ..read.snapshot import Snapshot
@@ -113,7 +114,7 @@ def plan_write(uri: str, snap: Snapshot | None, data_schema: pa.Schema, mode: st
             raise InvalidArgumentError(
                 f"{uri} is partitioned by {list(cols)}, not {list(partition_by)}; "
                 "use mode='overwrite' with overwrite_schema=True to change partitioning")
-        require(snap.protocol, Operation.COMMIT, f"{uri} at version {snap.version}")
+        require_through(snap.log.commit_source, snap.protocol, Operation.COMMIT, f"{uri} at version {snap.version}")
         check_can_add_data(snap.protocol, snap.metadata)
         conform_to_schema(empty_table(data_schema), snap.schema)   # raises on a mismatch
         plan = WritePlan(uri, mode, snap.schema, snap.metadata.schema_string, cols,

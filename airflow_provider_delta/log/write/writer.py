@@ -135,6 +135,25 @@ def write_table(table: TableLog, data: Any, mode: str = "append", partition_by: 
     ``name`` and ``description``. ``txn_kwargs`` go to the :class:`Transaction`
     (``user_metadata``, ``clock``, ``max_retries``, ``isolation_level``...).
     """
+    txn, written = prepare_write(table, data, mode, partition_by, job, properties=properties,
+                                 overwrite_schema=overwrite_schema, max_rows_per_file=max_rows_per_file,
+                                 name=name, description=description, **txn_kwargs)
+    try:
+        return txn.commit()
+    except BaseException:
+        if not txn.outcome_unknown:
+            delete_quietly(table, written)
+        raise
+
+
+def prepare_write(table: TableLog, data: Any, mode: str = "append", partition_by: Iterable[str] | None = None,
+                  job: dict[str, Any] | None = None, *, properties: dict[str, Any] | None = None,
+                  overwrite_schema: bool = False, max_rows_per_file: int | None = None,
+                  name: str | None = None, description: str | None = None,
+                  **txn_kwargs: Any) -> tuple[Transaction, list[str]]:
+    """Everything :func:`write_table` does before committing: validate, write the data files,
+    and return the transaction holding them with the files' paths (delete those if the
+    transaction is never committed). A multi-table transaction commits it with its group."""
     if isinstance(data, pa.RecordBatch):
         data = pa.Table.from_batches([data])
     if not isinstance(data, pa.Table):
@@ -155,14 +174,13 @@ def write_table(table: TableLog, data: Any, mode: str = "append", partition_by: 
     try:
         txn.add_files(_write_files(table, data, plan.schema, plan.partition_columns, plan.configuration,
                                    max_rows_per_file, written))
-        return txn.commit()
     except BaseException:
-        if not txn.outcome_unknown:
-            _delete_quietly(table, written)
+        delete_quietly(table, written)
         raise
+    return txn, written
 
 
-def _delete_quietly(table: TableLog, paths: list[str]) -> None:
+def delete_quietly(table: TableLog, paths: list[str]) -> None:
     for rel in paths:
         try:
             table.storage.delete(rel)
