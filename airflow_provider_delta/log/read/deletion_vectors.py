@@ -25,6 +25,7 @@ import struct
 import uuid
 import zlib
 from typing import Any
+from urllib.parse import unquote
 
 import numpy as np
 
@@ -93,7 +94,7 @@ def dv_file_path(descriptor: dict[str, Any]) -> str | None:
     storage_type = descriptor.get("storageType")
     value = descriptor.get("pathOrInlineDv") or ""
     if storage_type == "p":
-        return value
+        return unquote(value)           # an absolute URI, percent-encoded like every log path
     if storage_type != "u":
         return None
     if len(value) < _UUID_Z85_LEN:
