@@ -71,6 +71,8 @@ COLUMN_MAPPING_MODE_DEFAULT = "none"
 PHYSICAL_NAME_KEY = "delta.columnMapping.physicalName"
 #: Per-field metadata key of a column's id under column mapping (the Parquet field id in mode ``id``).
 COLUMN_ID_KEY = "delta.columnMapping.id"
+#: The highest column id ever assigned (internal: writers keep it, users do not set it).
+COLUMN_MAPPING_MAX_ID_PROPERTY = "delta.columnMapping.maxColumnId"
 APPEND_ONLY_PROPERTY = "delta.appendOnly"
 CHANGE_DATA_FEED_PROPERTY = "delta.enableChangeDataFeed"
 DELETION_VECTORS_PROPERTY = "delta.enableDeletionVectors"

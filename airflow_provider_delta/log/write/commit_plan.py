@@ -38,6 +38,7 @@ from ..base.features import (APPEND_ONLY_PROPERTY, FEATURE_PROPERTY_PREFIX, ISOL
                        MANAGED_OWNER_PROPERTY, MIN_READER_VERSION_PROPERTY, MIN_WRITER_VERSION_PROPERTY,
                        Operation, check_can_add_data, features_in_use, is_downgrade, is_true,
                        protocol_with_features, require)
+from .column_mapping_ids import assign_column_mapping
 from .commit_route import require_owner
 from ..base.schema import schema_to_arrow, validate_partition_columns
 from ..read.snapshot import Snapshot
@@ -114,6 +115,7 @@ def plan_commit(table: TableLog, snap: Snapshot | None, changes: PendingChanges,
     assert metadata is not None
     if changes.metadata is not None:
         _validate_metadata(metadata, old_metadata)
+        metadata = assign_column_mapping(old_metadata, metadata)
 
     base = changes.protocol or old_protocol or Protocol(1, 2)
     if changes.protocol is not None and old_protocol is not None and is_downgrade(old_protocol, changes.protocol):

@@ -1,0 +1,154 @@
+"""Turning column mapping on assigns ids and physical names, as Delta Spark does (issue 22).
+
+``set_properties({"delta.columnMapping.mode": "name"})`` used to commit protocol (2,5)
+with bare fields, a table deltalake and Delta Spark refuse. Delta Spark's
+``DeltaColumnMapping`` gives every field (nested ones too) an id in pre-order, keeps the
+current name as the physical name (existing files hold the column under it), and sets
+``delta.columnMapping.maxColumnId``; it refuses ``id`` mode and every other mode change
+on an existing table.
+"""
+from __future__ import annotations
+
+import json
+
+import pyarrow as pa
+import pytest
+from deltalake import DeltaTable as RsTable
+
+from airflow_provider_delta.log import DeltaTable
+from airflow_provider_delta.log.base.actions import Metadata
+from airflow_provider_delta.log.base.errors import InvalidArgumentError, UnsupportedFeatureError
+
+SCHEMA = pa.schema([
+    ("id", pa.int64()),
+    ("s", pa.struct([("a", pa.int32()), ("b", pa.string())])),
+    ("l", pa.list_(pa.struct([("x", pa.int64())]))),
+    ("m", pa.map_(pa.string(), pa.struct([("y", pa.float64())]))),
+    ("p", pa.string()),
+])
+DATA = pa.table({
+    "id": [1, 2], "s": [{"a": 1, "b": "u"}, {"a": 2, "b": "v"}], "l": [[{"x": 1}], []],
+    "m": [[("k", {"y": 1.5})], []], "p": ["a", "b"],
+}, schema=SCHEMA)
+
+
+def _fields(metadata: Metadata) -> list[tuple[str, dict]]:
+    """(path, metadata) of every field, pre-order."""
+    out: list[tuple[str, dict]] = []
+
+    def walk(t, prefix):
+        if isinstance(t, dict) and t.get("type") == "struct":
+            for f in t["fields"]:
+                out.append((prefix + f["name"], f.get("metadata") or {}))
+                walk(f["type"], prefix + f["name"] + ".")
+        elif isinstance(t, dict) and t.get("type") == "array":
+            walk(t["elementType"], prefix + "element.")
+        elif isinstance(t, dict) and t.get("type") == "map":
+            walk(t["keyType"], prefix + "key.")
+            walk(t["valueType"], prefix + "value.")
+
+    walk(json.loads(metadata.schema_string), "")
+    return out
+
+
+@pytest.fixture
+def table(tmp_path) -> DeltaTable:
+    t = DeltaTable.create(str(tmp_path / "cm"), SCHEMA, partition_by=["p"])
+    t.write(DATA)
+    return t
+
+
+def _enable(table: DeltaTable, mode: str = "name") -> int:
+    with table.transaction(operation="SET TBLPROPERTIES") as txn:
+        txn.set_properties({"delta.columnMapping.mode": mode})
+    return txn.version
+
+
+def test_enabling_name_mode_assigns_ids_in_pre_order_and_keeps_names_physical(table):
+    before = table.snapshot().to_pyarrow().sort_by("id")
+    _enable(table)
+    snap = table.snapshot()
+    assert (snap.protocol.min_reader_version, snap.protocol.min_writer_version) == (2, 5)
+    fields = _fields(snap.metadata)
+    assert [p for p, _ in fields] == ["id", "s", "s.a", "s.b", "l", "l.element.x", "m", "m.value.y", "p"]
+    assert [m["delta.columnMapping.id"] for _, m in fields] == list(range(1, 10))
+    assert [m["delta.columnMapping.physicalName"] for _, m in fields] == \
+        ["id", "s", "a", "b", "l", "x", "m", "y", "p"]
+    assert snap.metadata.configuration["delta.columnMapping.maxColumnId"] == "9"
+    assert snap.to_pyarrow().sort_by("id").equals(before)
+    rs = RsTable(table.storage.root).to_pyarrow_table().sort_by("id")
+    assert rs.column("s").to_pylist() == before.column("s").to_pylist()
+    assert rs.column("p").to_pylist() == ["a", "b"]
+
+
+def test_columns_added_later_get_the_next_id_and_a_fresh_physical_name(table):
+    _enable(table)
+    snap = table.snapshot()
+    schema = json.loads(snap.metadata.schema_string)
+    schema["fields"].append({"name": "extra", "type": "long", "nullable": True, "metadata": {}})
+    with table.transaction(operation="ADD COLUMNS") as txn:
+        txn.set_metadata(Metadata(snap.metadata.id, json.dumps(schema), snap.metadata.partition_columns,
+                                  dict(snap.metadata.configuration)))
+    meta = dict(_fields(table.snapshot().metadata))["extra"]
+    assert meta["delta.columnMapping.id"] == 10
+    assert meta["delta.columnMapping.physicalName"].startswith("col-")
+    assert table.snapshot().metadata.configuration["delta.columnMapping.maxColumnId"] == "10"
+
+
+def test_max_column_id_never_goes_down(table):
+    _enable(table)
+    with table.transaction() as txn:
+        txn.set_properties({"delta.columnMapping.maxColumnId": "2"})
+    assert table.snapshot().metadata.configuration["delta.columnMapping.maxColumnId"] == "9"
+
+
+@pytest.mark.parametrize("first,then", [(None, "id"), ("name", "none"), ("name", "id")])
+def test_mode_changes_delta_spark_refuses_are_refused_and_nothing_is_written(table, first, then):
+    if first:
+        _enable(table, first)
+    version = table.latest_version()
+    with pytest.raises(UnsupportedFeatureError) as e:
+        _enable(table, then)
+    assert e.value.feature == "columnMapping"
+    assert table.latest_version() == version
+
+
+def test_enabling_while_adding_a_column_is_refused(table):
+    snap = table.snapshot()
+    schema = json.loads(snap.metadata.schema_string)
+    schema["fields"].append({"name": "extra", "type": "long", "nullable": True, "metadata": {}})
+    version = table.latest_version()
+    with pytest.raises(UnsupportedFeatureError, match="separate commits"):
+        with table.transaction() as txn:
+            txn.set_metadata(Metadata(snap.metadata.id, json.dumps(schema), snap.metadata.partition_columns,
+                                      {**snap.metadata.configuration, "delta.columnMapping.mode": "name"}))
+    assert table.latest_version() == version
+
+
+def test_enabling_on_a_schema_that_already_has_mapping_metadata_is_refused(table):
+    snap = table.snapshot()
+    schema = json.loads(snap.metadata.schema_string)
+    schema["fields"][0]["metadata"] = {"delta.columnMapping.id": 5}
+    with table.transaction() as txn:
+        txn.set_metadata(Metadata(snap.metadata.id, json.dumps(schema), snap.metadata.partition_columns,
+                                  dict(snap.metadata.configuration)))
+    with pytest.raises(UnsupportedFeatureError, match="already carries column mapping metadata"):
+        _enable(table)
+
+
+def test_duplicate_ids_in_a_mapped_schema_are_refused(table):
+    _enable(table)
+    snap = table.snapshot()
+    schema = json.loads(snap.metadata.schema_string)
+    schema["fields"][1]["metadata"]["delta.columnMapping.id"] = 1
+    version = table.latest_version()
+    with pytest.raises(InvalidArgumentError, match="column id 1 is assigned twice"):
+        with table.transaction() as txn:
+            txn.set_metadata(Metadata(snap.metadata.id, json.dumps(schema), snap.metadata.partition_columns,
+                                      dict(snap.metadata.configuration)))
+    assert table.latest_version() == version
+
+
+def test_unknown_mode_is_refused(table):
+    with pytest.raises(UnsupportedFeatureError):
+        _enable(table, "bogus")
