@@ -10,9 +10,13 @@ write, so bad input fails with a typed error and nothing on disk:
   one this package may write (:mod:`.features`);
 - in-commit timestamps: turned on or off, their enablement provenance kept or
   dropped (:mod:`.ict`); managed-commit tables keep them on;
+- column mapping: ids and physical names assigned, mode changes checked
+  (:mod:`.column_mapping_ids`);
 - files: removes resolved against the live files of the read version, partition
   values of adds match the table, layout changes (partitioning, incompatible
-  schema) only together with a full rewrite, append-only tables keep their data;
+  schema) only together with a full rewrite; actions a feature governs (deletion
+  vectors, domains, row tracking fields) only where the protocol written declares
+  it, and append-only as read (:mod:`..base.feature_actions`);
 - isolation: the table's level, or snapshot isolation when the commit only
   rearranges data; the commit owner to commit through (:mod:`.managed_state`).
 
@@ -34,9 +38,11 @@ from ..read.column_mapping import partition_keys
 from ..base.commit_owner.base import CommitOwner
 from .conflicts import ISOLATION_LEVELS, SNAPSHOT_ISOLATION, WRITE_SERIALIZABLE, ReadSet
 from ..base.errors import InvalidArgumentError
-from ..base.features import (APPEND_ONLY_PROPERTY, FEATURE_PROPERTY_PREFIX, ISOLATION_LEVEL_PROPERTY,
+from ..base.feature_actions import (check_append_only, check_deletion_vectors, check_domains,
+                                    check_row_tracking_fields, dv_unique_id)
+from ..base.features import (FEATURE_PROPERTY_PREFIX, ISOLATION_LEVEL_PROPERTY,
                        MANAGED_OWNER_PROPERTY, MIN_READER_VERSION_PROPERTY, MIN_WRITER_VERSION_PROPERTY,
-                       Operation, check_can_add_data, features_in_use, is_downgrade, is_true,
+                       Operation, check_can_add_data, features_in_use, is_downgrade,
                        protocol_with_features, require)
 from .column_mapping_ids import assign_column_mapping
 from .commit_route import require_owner
@@ -158,12 +164,12 @@ def plan_commit(table: TableLog, snap: Snapshot | None, changes: PendingChanges,
         _check_layout_change(snap, old_metadata, metadata, removes)
     _validate_adds(changes, metadata)
     conf = metadata.configuration
-    if is_true(conf, APPEND_ONLY_PROPERTY) and any(
-            r.data_change for r in removes):
-        raise InvalidArgumentError(
-            "this table is append-only (delta.appendOnly=true): files cannot be removed with "
-            "dataChange=true; unset the property first if you really mean to delete data")
-    if any(a.data_change for a in changes.adds.values()):
+    check_append_only(old_metadata, removes)
+    adds = list(changes.adds.values())
+    check_domains(protocol, changes.domains.values())
+    check_row_tracking_fields(protocol, adds)
+    check_deletion_vectors(protocol, metadata, adds, _live_logical_files(snap, adds))
+    if any(a.data_change for a in adds):
         check_can_add_data(protocol, metadata)
 
     level = isolation_level or conf.get(ISOLATION_LEVEL_PROPERTY) or WRITE_SERIALIZABLE
@@ -293,6 +299,17 @@ def _resolve_removes(changes: PendingChanges, snap: Snapshot | None, clock: Call
                             row.get("size"), None, tags, dv)
         out.append(rm)
     return out
+
+def _live_logical_files(snap: Snapshot | None, adds: list[AddFile]) -> set[FileKey]:
+    """(path, DV unique id) of the read snapshot's live files among the paths of adds with a DV."""
+    paths = sorted({a.path for a in adds if a.deletion_vector})
+    if snap is None or not paths:
+        return set()
+    files = snap.files()
+    live = files.filter(pc.is_in(files["path"], value_set=ab.array(paths, pa.string())))
+    return {(r["path"], dv_unique_id(r["deletion_vector"]))
+            for r in live.select(["path", "deletion_vector"]).to_pylist()}
+
 
 def _is_blind_append(changes: PendingChanges, removes: list[RemoveFile]) -> bool:
     return not removes and all(a.data_change for a in changes.adds.values()) and not changes.read.read_anything

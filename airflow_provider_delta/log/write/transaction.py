@@ -31,6 +31,7 @@ from .commit_plan import PendingChanges, plan_commit
 from .committer import Committer
 from .conflicts import ISOLATION_LEVELS
 from ..base.errors import DeltaError, InvalidArgumentError
+from ..base.feature_actions import dv_unique_id
 from ..base.features import FEATURE_PROPERTY_PREFIX, MIN_READER_VERSION_PROPERTY, MIN_WRITER_VERSION_PROPERTY
 from ..base.names import LOG_DIR
 from ..base.schema import schema_to_arrow, serialize_partition_value
@@ -47,14 +48,6 @@ def _json_safe(value: Any, what: str) -> Any:
         return json.loads(json.dumps(value, default=str))
     except (TypeError, ValueError) as e:
         raise InvalidArgumentError(f"{what} must be JSON-serializable: {e}") from None
-
-
-def _dv_id(dv: dict[str, Any] | None) -> str | None:
-    """The deletion vector's uniqueId (part of a logical file's key)."""
-    if not dv:
-        return None
-    base = f"{dv.get('storageType')}{dv.get('pathOrInlineDv')}"
-    return base if dv.get("offset") is None else f"{base}@{dv['offset']}"
 
 
 def _canonical_value(value: str, t: pa.DataType | None) -> str | None:
@@ -229,7 +222,7 @@ class Transaction:
         self._check_path(add.path)
         if isinstance(add.size, bool) or not isinstance(add.size, int) or add.size < 0:
             raise InvalidArgumentError(f"file {add.path!r}: size must be a non-negative integer")
-        key = (add.path, _dv_id(add.deletion_vector))
+        key = (add.path, dv_unique_id(add.deletion_vector))
         if key in self._changes.adds:
             raise InvalidArgumentError(f"file {add.path!r} is added twice in one transaction")
         self._changes.adds[key] = add
@@ -251,7 +244,7 @@ class Transaction:
         else:
             raise InvalidArgumentError(f"remove_file takes a path, AddFile or RemoveFile, got {type(file).__name__}")
         self._check_path(path)
-        key = (path, _dv_id(dv))
+        key = (path, dv_unique_id(dv))
         if key in self._changes.removes or (isinstance(entry, str) and any(k[0] == path for k in self._changes.removes)):
             raise InvalidArgumentError(f"file {path!r} is removed twice in one transaction")
         self._changes.removes[key] = entry
