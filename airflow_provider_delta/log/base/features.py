@@ -353,13 +353,13 @@ def check_writable(protocol: Protocol) -> None:
 def check_can_add_data(protocol: Protocol, metadata: Metadata) -> None:
     """Refuse data-adding commits when an active feature demands checks we cannot run.
 
-    CHECK constraints, column invariants, generated and identity columns are SQL
-    expressions over the rows; the protocol requires writers to enforce them, and
-    this package does not evaluate SQL, so it must not add rows to such tables.
+    CHECK constraints, column invariants, generated, identity and default columns are SQL
+    expressions over the rows (or values writers must generate); the protocol requires writers
+    to enforce them, and this package does not evaluate SQL, so it must not add rows to such tables.
     """
     _reader, writer = supported_features(protocol)
     active = features_in_use(metadata.schema_string, metadata.configuration)
-    for f in ("checkConstraints", "invariants", "generatedColumns", "identityColumns"):
+    for f in ("checkConstraints", "invariants", "generatedColumns", "identityColumns", "allowColumnDefaults"):
         if f in active and f in writer:
             raise UnsupportedFeatureError(
                 f"table has active feature {f!r} (SQL expressions every new row must satisfy); this package "

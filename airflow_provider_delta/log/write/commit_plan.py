@@ -44,6 +44,7 @@ from ..base.features import (FEATURE_PROPERTY_PREFIX, ISOLATION_LEVEL_PROPERTY,
                        MANAGED_OWNER_PROPERTY, MIN_READER_VERSION_PROPERTY, MIN_WRITER_VERSION_PROPERTY,
                        Operation, check_can_add_data, features_in_use, is_downgrade,
                        protocol_with_features, require)
+from .column_expressions import check_new_columns_have_no_default, drop_unsupported_expressions
 from .column_mapping_ids import assign_column_mapping
 from .commit_route import require_owner
 from ..base.schema import schema_to_arrow, validate_partition_columns
@@ -121,6 +122,9 @@ def plan_commit(table: TableLog, snap: Snapshot | None, changes: PendingChanges,
     assert metadata is not None
     if changes.metadata is not None:
         _validate_metadata(metadata, old_metadata)
+        if old_protocol is not None and old_metadata is not None:
+            metadata = drop_unsupported_expressions(old_protocol, metadata)
+            check_new_columns_have_no_default(old_metadata, metadata)
         metadata = assign_column_mapping(old_metadata, metadata)
 
     base = changes.protocol or old_protocol or Protocol(1, 2)

@@ -267,6 +267,11 @@ class Transaction:
             raise InvalidArgumentError("app_id must be a non-empty string")
         if isinstance(version, bool) or not isinstance(version, int):
             raise InvalidArgumentError(f"txn version must be an integer, got {version!r}")
+        earlier = self._changes.txns.get(app_id)
+        if earlier is not None and earlier.version != version:
+            # Delta Spark's checkForSetTransactionConflictAndDedup: one commit, one version per app id
+            raise InvalidArgumentError(f"application transaction {app_id!r} is set to {earlier.version} and "
+                                       f"{version} in one transaction; a commit records one version per app id")
         self._changes.txns[app_id] = Txn(app_id, version, None)
         self._changes.read.read_app_ids.add(app_id)
 
