@@ -216,3 +216,14 @@ def test_check_constraint_added_by_a_concurrent_commit_fails_the_append(tmp_path
     assert table.latest_version() == version
 
 
+
+
+def test_upgrading_an_existing_table_to_catalog_managed_is_refused(tmp_path):
+    """Delta Spark: "Upgrading to CatalogOwned table is not yet supported" (updateMetadataInternal)."""
+    table = _table(tmp_path)
+    version = table.latest_version()
+    with pytest.raises(UnsupportedFeatureError) as e:
+        with table.transaction() as txn:
+            txn.set_properties({"delta.feature.catalogManaged": "supported"})
+    assert e.value.feature == "catalogManaged"
+    assert table.latest_version() == version
