@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable as RsTable
+from column_mapping_files import PLAIN_DATA, PLAIN_SCHEMA, field_mapping
 from dv_encoding import bitmap_array, z85_encode
 
 from interop_support import spark_read
@@ -32,38 +33,7 @@ from airflow_provider_delta.log.maintenance.vacuum import vacuum
 
 pytestmark = pytest.mark.spark
 
-SCHEMA = pa.schema([
-    ("id", pa.int64()),
-    ("s", pa.struct([("a", pa.int32()), ("b", pa.string())])),
-    ("l", pa.list_(pa.struct([("x", pa.int64())]))),
-    ("m", pa.map_(pa.string(), pa.struct([("y", pa.float64())]))),
-    ("p", pa.string()),
-])
-DATA = pa.table({
-    "id": [1, 2], "s": [{"a": 1, "b": "u"}, {"a": 2, "b": "v"}], "l": [[{"x": 1}], []],
-    "m": [[("k", {"y": 1.5})], []], "p": ["a", "b"],
-}, schema=SCHEMA)
-
-
-def _mapping(schema_string: str) -> list[tuple[str, int, str]]:
-    """(field path, id, physical name) of every field, pre-order."""
-    out: list[tuple[str, int, str]] = []
-
-    def walk(t, prefix):
-        if isinstance(t, dict) and t.get("type") == "struct":
-            for f in t["fields"]:
-                m = f.get("metadata") or {}
-                out.append((prefix + f["name"], m.get("delta.columnMapping.id"),
-                            m.get("delta.columnMapping.physicalName")))
-                walk(f["type"], prefix + f["name"] + ".")
-        elif isinstance(t, dict) and t.get("type") == "array":
-            walk(t["elementType"], prefix + "element.")
-        elif isinstance(t, dict) and t.get("type") == "map":
-            walk(t["keyType"], prefix + "key.")
-            walk(t["valueType"], prefix + "value.")
-
-    walk(json.loads(schema_string), "")
-    return out
+SCHEMA, DATA = PLAIN_SCHEMA, PLAIN_DATA
 
 
 def _last_metadata(path: Path) -> dict:
@@ -88,7 +58,7 @@ def test_column_mapping_enabled_by_us_matches_delta_spark_and_both_read_it(spark
         txn.set_properties({"delta.columnMapping.mode": "name"})
     spark.sql(f"ALTER TABLE delta.`{theirs}` SET TBLPROPERTIES ('delta.columnMapping.mode' = 'name')")
     our_meta, their_meta = _last_metadata(ours), _last_metadata(theirs)
-    assert _mapping(our_meta["schemaString"]) == _mapping(their_meta["schemaString"])
+    assert field_mapping(our_meta["schemaString"]) == field_mapping(their_meta["schemaString"])
     assert our_meta["configuration"]["delta.columnMapping.maxColumnId"] == \
         their_meta["configuration"]["delta.columnMapping.maxColumnId"]
     assert _rows(spark_read(spark, str(ours))) == _rows(spark_read(spark, str(theirs)))

@@ -11,44 +11,20 @@ from __future__ import annotations
 
 import json
 
-import pyarrow as pa
 import pytest
 from deltalake import DeltaTable as RsTable
+
+from column_mapping_files import PLAIN_DATA, PLAIN_SCHEMA, field_mapping
 
 from airflow_provider_delta.log import DeltaTable
 from airflow_provider_delta.log.base.actions import Metadata
 from airflow_provider_delta.log.base.errors import InvalidArgumentError, UnsupportedFeatureError
 
-SCHEMA = pa.schema([
-    ("id", pa.int64()),
-    ("s", pa.struct([("a", pa.int32()), ("b", pa.string())])),
-    ("l", pa.list_(pa.struct([("x", pa.int64())]))),
-    ("m", pa.map_(pa.string(), pa.struct([("y", pa.float64())]))),
-    ("p", pa.string()),
-])
-DATA = pa.table({
-    "id": [1, 2], "s": [{"a": 1, "b": "u"}, {"a": 2, "b": "v"}], "l": [[{"x": 1}], []],
-    "m": [[("k", {"y": 1.5})], []], "p": ["a", "b"],
-}, schema=SCHEMA)
+SCHEMA, DATA = PLAIN_SCHEMA, PLAIN_DATA
 
 
-def _fields(metadata: Metadata) -> list[tuple[str, dict]]:
-    """(path, metadata) of every field, pre-order."""
-    out: list[tuple[str, dict]] = []
-
-    def walk(t, prefix):
-        if isinstance(t, dict) and t.get("type") == "struct":
-            for f in t["fields"]:
-                out.append((prefix + f["name"], f.get("metadata") or {}))
-                walk(f["type"], prefix + f["name"] + ".")
-        elif isinstance(t, dict) and t.get("type") == "array":
-            walk(t["elementType"], prefix + "element.")
-        elif isinstance(t, dict) and t.get("type") == "map":
-            walk(t["keyType"], prefix + "key.")
-            walk(t["valueType"], prefix + "value.")
-
-    walk(json.loads(metadata.schema_string), "")
-    return out
+def _fields(metadata: Metadata) -> list[tuple[str, int | None, str | None]]:
+    return field_mapping(metadata.schema_string)
 
 
 @pytest.fixture
@@ -70,10 +46,9 @@ def test_enabling_name_mode_assigns_ids_in_pre_order_and_keeps_names_physical(ta
     snap = table.snapshot()
     assert (snap.protocol.min_reader_version, snap.protocol.min_writer_version) == (2, 5)
     fields = _fields(snap.metadata)
-    assert [p for p, _ in fields] == ["id", "s", "s.a", "s.b", "l", "l.element.x", "m", "m.value.y", "p"]
-    assert [m["delta.columnMapping.id"] for _, m in fields] == list(range(1, 10))
-    assert [m["delta.columnMapping.physicalName"] for _, m in fields] == \
-        ["id", "s", "a", "b", "l", "x", "m", "y", "p"]
+    assert [p for p, _, _ in fields] == ["id", "s", "s.a", "s.b", "l", "l.element.x", "m", "m.value.y", "p"]
+    assert [cid for _, cid, _ in fields] == list(range(1, 10))
+    assert [phys for _, _, phys in fields] == ["id", "s", "a", "b", "l", "x", "m", "y", "p"]
     assert snap.metadata.configuration["delta.columnMapping.maxColumnId"] == "9"
     assert snap.to_pyarrow().sort_by("id").equals(before)
     rs = RsTable(table.storage.root).to_pyarrow_table().sort_by("id")
@@ -89,9 +64,9 @@ def test_columns_added_later_get_the_next_id_and_a_fresh_physical_name(table):
     with table.transaction(operation="ADD COLUMNS") as txn:
         txn.set_metadata(Metadata(snap.metadata.id, json.dumps(schema), snap.metadata.partition_columns,
                                   dict(snap.metadata.configuration)))
-    meta = dict(_fields(table.snapshot().metadata))["extra"]
-    assert meta["delta.columnMapping.id"] == 10
-    assert meta["delta.columnMapping.physicalName"].startswith("col-")
+    _, cid, phys = next(f for f in _fields(table.snapshot().metadata) if f[0] == "extra")
+    assert cid == 10
+    assert phys.startswith("col-")
     assert table.snapshot().metadata.configuration["delta.columnMapping.maxColumnId"] == "10"
 
 

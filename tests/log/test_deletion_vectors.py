@@ -20,13 +20,13 @@ import pytest
 
 from airflow_provider_delta.log import CorruptLogError, DeltaTable, VersionNotFoundError
 from airflow_provider_delta.log.read.deletion_vectors import (
-    RBA_MAGIC, decode_bitmap_array, dv_file_path, read_deletion_vector, z85_decode,
+    decode_bitmap_array, dv_file_path, read_deletion_vector, z85_decode,
 )
 from airflow_provider_delta.log.base.errors import DeletionVectorError
 from airflow_provider_delta.log.base.storage import Storage
 from corpus_expected import dir_state, sorted_rows
 
-from dv_encoding import bitmap_array, roaring32, z85_encode
+from dv_encoding import bitmap_array, z85_encode
 
 
 def dv_file(bitmaps: list[bytes]) -> tuple[bytes, list[int]]:
