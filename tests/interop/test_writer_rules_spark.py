@@ -27,6 +27,7 @@ from dv_encoding import bitmap_array, z85_encode
 
 from interop_support import spark_read
 from airflow_provider_delta.log import DeltaTable
+from airflow_provider_delta.log.base.actions import Metadata
 from airflow_provider_delta.log.base.commit_actions import AddFile
 from airflow_provider_delta.log.base.errors import InvalidArgumentError, UnsupportedFeatureError
 from airflow_provider_delta.log.maintenance.vacuum import vacuum
@@ -66,6 +67,15 @@ def test_column_mapping_enabled_by_us_matches_delta_spark_and_both_read_it(spark
     spark.sql(f"ALTER TABLE delta.`{ours}` RENAME COLUMN s TO renamed")
     renamed = DeltaTable(str(ours)).snapshot().to_pyarrow().sort_by("id")
     assert renamed.column("renamed").to_pylist() == DATA.column("s").to_pylist()
+    # and our metadata-only rename under mapping is read by Delta Spark
+    table = DeltaTable(str(theirs))
+    snap = table.snapshot()
+    schema = json.loads(snap.metadata.schema_string)
+    next(f for f in schema["fields"] if f["name"] == "id")["name"] = "ident"
+    with table.transaction(operation="RENAME COLUMN") as txn:
+        txn.set_metadata(Metadata(snap.metadata.id, json.dumps(schema), snap.metadata.partition_columns,
+                                  dict(snap.metadata.configuration)))
+    assert sorted(r.ident for r in spark_read(spark, str(theirs)).collect()) == [1, 2]
 
 
 def test_id_mode_on_an_existing_table_is_refused_by_both(spark, tmp_path):

@@ -17,6 +17,9 @@ writes a ``metaData`` action:
   ``col-<uuid>``. The mode change may not add columns at the same time.
 - ``delta.columnMapping.maxColumnId`` is set to the highest id (it never decreases).
 - Every mapped schema is checked: no id or physical field path twice.
+- With the change data feed on, a commit that turns mapping on, renames or drops a column
+  may not also add or remove files (Delta Spark's ``performCdcColumnMappingCheck``: the
+  change rows of such a commit could not be read with one schema).
 """
 from __future__ import annotations
 
@@ -26,8 +29,8 @@ from typing import Any, Callable
 
 from ..base.actions import Metadata, parse_schema_string
 from ..base.errors import InvalidArgumentError, UnsupportedFeatureError
-from ..base.features import (COLUMN_ID_KEY, COLUMN_MAPPING_MAX_ID_PROPERTY, PHYSICAL_NAME_KEY,
-                             column_mapping_mode)
+from ..base.features import (CHANGE_DATA_FEED_PROPERTY, COLUMN_ID_KEY, COLUMN_MAPPING_MAX_ID_PROPERTY,
+                             PHYSICAL_NAME_KEY, column_mapping_mode, is_true)
 
 MODES = ("none", "name", "id")
 _FEATURE = "columnMapping"
@@ -194,3 +197,34 @@ def check_assignments(schema: Any, max_id: int) -> None:
     _walk(schema, check)
     if ids and max(ids) > max_id:
         raise InvalidArgumentError(f"{COLUMN_MAPPING_MAX_ID_PROPERTY}={max_id} is below column id {max(ids)}")
+
+
+def _paths_by_id(schema: Any) -> dict[int, tuple[str, ...]]:
+    out: dict[int, tuple[str, ...]] = {}
+
+    def collect(parent: list[str], _physical: list[str], f: dict) -> None:
+        meta = f.get("metadata") or {}
+        if COLUMN_ID_KEY in meta:
+            out[int(meta[COLUMN_ID_KEY])] = (*parent, str(f.get("name")))
+
+    _walk(schema, collect)
+    return out
+
+
+def check_change_feed_with_mapping_change(old: Metadata | None, new: Metadata, has_file_actions: bool) -> None:
+    """Refuse file actions in a commit that turns mapping on, renames or drops a column, while CDF is on."""
+    if old is None or not has_file_actions or not is_true(new.configuration, CHANGE_DATA_FEED_PROPERTY):
+        return
+    new_mode, old_mode = column_mapping_mode(new.configuration), column_mapping_mode(old.configuration)
+    if new_mode == "none":
+        return
+    changed = old_mode == "none"
+    if not changed:
+        before = _paths_by_id(parse_schema_string(old.schema_string))
+        after = _paths_by_id(parse_schema_string(new.schema_string))
+        changed = any(cid not in after or after[cid] != path for cid, path in before.items())
+    if changed:
+        raise UnsupportedFeatureError(
+            "with the change data feed on, a commit that turns column mapping on, renames or drops a column "
+            "cannot also add or remove files (Delta Spark refuses it too); commit the schema change alone",
+            feature=_FEATURE)

@@ -42,12 +42,12 @@ from ..base.feature_actions import (check_append_only, check_deletion_vectors, c
                                     check_row_tracking_fields, dv_unique_id)
 from ..base.features import (FEATURE_PROPERTY_PREFIX, ISOLATION_LEVEL_PROPERTY,
                        MANAGED_OWNER_PROPERTY, MIN_READER_VERSION_PROPERTY, MIN_WRITER_VERSION_PROPERTY,
-                       Operation, check_can_add_data, features_in_use, is_downgrade,
+                       Operation, check_can_add_data, column_mapping_mode, features_in_use, is_downgrade,
                        protocol_with_features, require)
 from .column_expressions import check_new_columns_have_no_default, drop_unsupported_expressions
-from .column_mapping_ids import assign_column_mapping
+from .column_mapping_ids import assign_column_mapping, check_change_feed_with_mapping_change
 from .commit_route import require_owner
-from ..base.schema import schema_to_arrow, validate_partition_columns
+from ..base.schema import physical_name, schema_to_arrow, validate_partition_columns
 from ..read.snapshot import Snapshot
 from ..read.table_log import TableLog
 
@@ -126,6 +126,7 @@ def plan_commit(table: TableLog, snap: Snapshot | None, changes: PendingChanges,
             metadata = drop_unsupported_expressions(old_protocol, metadata)
             check_new_columns_have_no_default(old_metadata, metadata)
         metadata = assign_column_mapping(old_metadata, metadata)
+        check_change_feed_with_mapping_change(old_metadata, metadata, bool(changes.adds or changes.removes))
 
     base = changes.protocol or old_protocol or Protocol(1, 2)
     if changes.protocol is not None and old_protocol is not None and is_downgrade(old_protocol, changes.protocol):
@@ -242,14 +243,19 @@ def _check_layout_change(snap: Snapshot, old: Metadata, new: Metadata,
             f"{list(new.partition_columns)} while the table keeps files written with the old "
             "partitioning; overwrite all data in the same commit")
     old_schema, new_schema = schema_to_arrow(old.schema_string), schema_to_arrow(new.schema_string)
+    # Under column mapping a column is its physical name: renaming or dropping one is metadata only.
+    mapped = column_mapping_mode(old.configuration) != "none" and column_mapping_mode(new.configuration) != "none"
+    key = physical_name if mapped else (lambda f: f.name)
+    new_fields = {key(f): f for f in new_schema}
+    old_keys = {key(f) for f in old_schema}
     for f in old_schema:
-        idx = new_schema.get_field_index(f.name)
-        if idx < 0 or not new_schema.field(idx).type.equals(f.type, check_metadata=False):
+        kept = new_fields.get(key(f))
+        if (kept is None and not mapped) or (kept is not None and not kept.type.equals(f.type, check_metadata=False)):
             raise InvalidArgumentError(
                 f"column {f.name!r} would be dropped or change type while existing files still hold it; "
                 "overwrite all data in the same commit")
-    for f in new_schema:
-        if old_schema.get_field_index(f.name) < 0 and not f.nullable:
+    for k, f in new_fields.items():
+        if k not in old_keys and not f.nullable:
             raise InvalidArgumentError(f"new column {f.name!r} must be nullable: existing files have no values")
 
 def _validate_adds(changes: PendingChanges, metadata: Metadata) -> None:
