@@ -100,3 +100,19 @@ def test_one_version_per_app_id_in_a_commit(tmp_path):
         txn.set_txn("app", 4)
     txn.commit()
     assert table.snapshot().transaction_version("app") == 3
+
+
+def test_type_change_history_survives_a_schema_update(tmp_path):
+    """PROTOCOL.md Type Widening: writers preserve delta.typeChanges when the schema is updated."""
+    table = _table(tmp_path, **{"delta.enableTypeWidening": "true"})
+    history = [{"fromType": "integer", "toType": "long"}]
+    _set_field_metadata(table, "v", {"delta.typeChanges": history})
+    _set_field_metadata(table, "extra", {}, new_field=True)       # a schema update that ...
+    snap = table.snapshot()
+    schema = json.loads(snap.metadata.schema_string)
+    for f in schema["fields"]:
+        f["metadata"] = {}                                         # ... and one that forgets the history
+    with table.transaction(operation="CHANGE COLUMN") as txn:
+        txn.set_metadata(Metadata(snap.metadata.id, json.dumps(schema), snap.metadata.partition_columns,
+                                  dict(snap.metadata.configuration)))
+    assert _field_meta(table, "v") == {"delta.typeChanges": history}

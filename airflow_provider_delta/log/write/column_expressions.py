@@ -49,25 +49,26 @@ def drop_unsupported_expressions(protocol_before: Protocol, new: Metadata) -> Me
                     dict(new.format_options), new.created_time)
 
 
-def _fields_with_paths(node, prefix=()) -> dict[tuple[str, ...], dict]:
+def fields_by_path(node, prefix=()) -> dict[tuple[str, ...], dict]:
+    """Every struct field of a Delta schema by its lower-cased path (element/key/value steps)."""
     out: dict[tuple[str, ...], dict] = {}
     if isinstance(node, dict) and node.get("type") == "struct":
         for f in node.get("fields") or []:
             path = prefix + (str(f.get("name")).lower(),)
             out[path] = f
-            out.update(_fields_with_paths(f.get("type"), path))
+            out.update(fields_by_path(f.get("type"), path))
     elif isinstance(node, dict) and node.get("type") == "array":
-        out.update(_fields_with_paths(node.get("elementType"), prefix + ("element",)))
+        out.update(fields_by_path(node.get("elementType"), prefix + ("element",)))
     elif isinstance(node, dict) and node.get("type") == "map":
-        out.update(_fields_with_paths(node.get("keyType"), prefix + ("key",)))
-        out.update(_fields_with_paths(node.get("valueType"), prefix + ("value",)))
+        out.update(fields_by_path(node.get("keyType"), prefix + ("key",)))
+        out.update(fields_by_path(node.get("valueType"), prefix + ("value",)))
     return out
 
 
 def check_new_columns_have_no_default(old: Metadata, new: Metadata) -> None:
     """Refuse a column that this commit adds together with a default value."""
-    before = _fields_with_paths(parse_schema_string(old.schema_string))
-    for path, f in _fields_with_paths(parse_schema_string(new.schema_string)).items():
+    before = fields_by_path(parse_schema_string(old.schema_string))
+    for path, f in fields_by_path(parse_schema_string(new.schema_string)).items():
         if path not in before and DEFAULT_KEY in (f.get("metadata") or {}):
             raise InvalidArgumentError(
                 f"column {'.'.join(path)!r} is added with a default value in the same commit, which Delta does "

@@ -47,6 +47,7 @@ from ..base.features import (FEATURE_PROPERTY_PREFIX, ISOLATION_LEVEL_PROPERTY,
 from .column_expressions import check_new_columns_have_no_default, drop_unsupported_expressions
 from .column_mapping_ids import assign_column_mapping, check_change_feed_with_mapping_change
 from .commit_route import require_owner
+from .type_changes import keep_type_changes
 from ..base.schema import physical_name, schema_to_arrow, validate_partition_columns
 from ..read.snapshot import Snapshot
 from ..read.table_log import TableLog
@@ -125,6 +126,7 @@ def plan_commit(table: TableLog, snap: Snapshot | None, changes: PendingChanges,
         if old_protocol is not None and old_metadata is not None:
             metadata = drop_unsupported_expressions(old_protocol, metadata)
             check_new_columns_have_no_default(old_metadata, metadata)
+            metadata = keep_type_changes(old_metadata, metadata)
         metadata = assign_column_mapping(old_metadata, metadata)
         check_change_feed_with_mapping_change(old_metadata, metadata, bool(changes.adds or changes.removes))
 
