@@ -140,6 +140,17 @@ def _local_path(parts: SplitUri) -> str:
     return "//" + parts.authority + parts.path
 
 
+def filesystem_path(storage: Storage, path: str) -> str:
+    """What ``storage``'s own file system opens for a (decoded) log path: the root-joined path of a
+    relative one, the local path of a ``file:`` or scheme-less URI on a local table, else the URI."""
+    parts = split_uri(path)
+    if parts is None:
+        return storage.path(path)
+    if storage.is_local and parts.scheme in ("", "file"):
+        return _local_path(parts)
+    return path
+
+
 def open_path(storage: Storage, path: str) -> str | IO[bytes]:
     """Something pyarrow can read: a local path, or an open binary file."""
     parts = split_uri(path)
