@@ -227,3 +227,19 @@ def test_upgrading_an_existing_table_to_catalog_managed_is_refused(tmp_path):
             txn.set_properties({"delta.feature.catalogManaged": "supported"})
     assert e.value.feature == "catalogManaged"
     assert table.latest_version() == version
+
+
+def test_restore_re_adds_deletion_vectors_without_the_bounds_check(tmp_path):
+    """Delta Spark asks wide bounds of operations that make DVs, not of RESTORE or CLONE."""
+    table = _table(tmp_path, **{"delta.enableDeletionVectors": "true"})
+    version = table.latest_version()
+    with pytest.raises(InvalidArgumentError, match="tightBounds"):
+        _with_dv(table, _inline_dv([1]), {"tightBounds": True})
+    assert table.latest_version() == version
+    row = _live(table)
+    with table.transaction(operation="RESTORE") as txn:
+        txn.remove_file(row["path"])
+        txn.add_file(AddFile(row["path"], row["size"], {}, row["modification_time"], True,
+                             json.dumps({**json.loads(row["stats"]), "tightBounds": True}),
+                             deletion_vector=_inline_dv([1])))
+    assert sorted(table.snapshot().to_pyarrow().column("id").to_pylist()) == [1, 3]

@@ -82,12 +82,18 @@ def _stats(add: AddFile) -> dict:
     return stats if isinstance(stats, dict) else {}
 
 
+#: Operations that re-add logical files of another version or table with their deletion vectors;
+#: Delta Spark does not ask them for wide bounds (``checkAddFileWithDeletionVectorStatsAreNotTightBounds``).
+DV_BOUNDS_EXEMPT_OPERATIONS = frozenset({"RESTORE", "CLONE", "SHALLOW CLONE"})
+
+
 def check_deletion_vectors(protocol: Protocol, metadata: Metadata, adds: Iterable[AddFile],
-                           live: set[tuple[str, str | None]]) -> None:
+                           live: set[tuple[str, str | None]], operation: str = "WRITE") -> None:
     """Refuse adds with deletion vectors the protocol, the table's properties or their stats do not allow.
 
     ``live``: the read snapshot's logical files (path, DV unique id); re-committing one of them
-    (an in-place metadata update) is not adding a new DV.
+    (an in-place metadata update) is not adding a new DV. ``operation``: restores and clones
+    re-add files as they were, so their bounds are not checked.
     """
     with_dv = [a for a in adds if a.deletion_vector]
     if not with_dv:
@@ -108,7 +114,7 @@ def check_deletion_vectors(protocol: Protocol, metadata: Metadata, adds: Iterabl
             raise UnsupportedFeatureError(
                 f"file {add.path!r} adds a new deletion vector, but {DELETION_VECTORS_PROPERTY} is not true "
                 "(Delta Spark refuses new deletion vectors then too)", feature="deletionVectors")
-        if stats.get("tightBounds") is not False:
+        if stats.get("tightBounds") is not False and operation.upper() not in DV_BOUNDS_EXEMPT_OPERATIONS:
             raise InvalidArgumentError(
                 f"file {add.path!r} adds a new deletion vector, so its stats must say tightBounds=false "
                 "(the bounds still count the deleted rows), as Delta Spark requires")

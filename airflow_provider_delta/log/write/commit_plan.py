@@ -71,6 +71,8 @@ class PendingChanges:
     #: protocol requests found among the properties (``delta.minReaderVersion``, ``delta.feature.*``)
     protocol_requests: dict[str, str] = field(default_factory=dict)
     read: ReadSet = field(default_factory=ReadSet)
+    #: the operation name of the commit (``WRITE``, ``DELETE``, ``RESTORE``...), for rules that depend on it
+    operation: str = "WRITE"
 
 
 @dataclass(frozen=True)
@@ -175,7 +177,7 @@ def plan_commit(table: TableLog, snap: Snapshot | None, changes: PendingChanges,
     adds = list(changes.adds.values())
     check_domains(protocol, changes.domains.values())
     check_row_tracking_fields(protocol, adds)
-    check_deletion_vectors(protocol, metadata, adds, _live_logical_files(snap, adds))
+    check_deletion_vectors(protocol, metadata, adds, _live_logical_files(snap, adds), changes.operation)
     if any(a.data_change for a in adds):
         check_can_add_data(protocol, metadata)
 

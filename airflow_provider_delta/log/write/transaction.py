@@ -101,7 +101,7 @@ class Transaction:
         self._read_version = read_version
         self._snapshot: Snapshot | None = None
         self._snapshot_loaded = read_version == -1
-        self._changes = PendingChanges()
+        self._changes = PendingChanges(operation=operation)
         self._state = "open"
         #: the committed version, once :meth:`commit` succeeded
         self.version: int | None = None
