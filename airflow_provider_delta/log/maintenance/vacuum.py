@@ -26,7 +26,7 @@ from typing import Any, Iterable
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..read.data_paths import Undecided, table_relative
+from ..read.data_paths import ABSOLUTE_PATH_REGEX, Undecided, table_relative
 from ..read.deletion_vectors import dv_file_path
 from ..base.errors import InvalidArgumentError
 from ..base.features import UNIVERSAL_FORMATS_PROPERTY, Operation
@@ -113,7 +113,7 @@ def _walk_remote(table: TableLog, hidden) -> list[_Listed]:
 
 #: Log paths that are absolute (``scheme:/...`` or ``/...``) or hold ``.``/``..`` segments or
 #: doubled slashes: the few that go through :func:`~..read.data_paths.table_relative` one by one.
-_NOT_PLAIN = r"^/|^[A-Za-z][A-Za-z0-9+.-]*:/|(^|/)\.\.?(/|$)|//"
+_NOT_PLAIN = ABSOLUTE_PATH_REGEX + r"|(^|/)\.\.?(/|$)|//"
 
 
 @dataclass

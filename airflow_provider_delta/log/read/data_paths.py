@@ -38,7 +38,11 @@ _STORE_OF_SCHEME = {
 
 
 #: RFC 3986: ALPHA *( ALPHA / DIGIT / "+" / "-" / "." )
-_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*")
+_SCHEME_PATTERN = r"[A-Za-z][A-Za-z0-9+.-]*"
+_SCHEME = re.compile(_SCHEME_PATTERN)
+#: A regular expression matching the start of every absolute log path (``scheme:/`` or ``/``), for
+#: vectorized kernels that send only those through :func:`table_relative`.
+ABSOLUTE_PATH_REGEX = rf"^/|^{_SCHEME_PATTERN}:/"
 
 
 class SplitUri(NamedTuple):
