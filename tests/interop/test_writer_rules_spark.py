@@ -8,7 +8,7 @@
   exactly what Delta Spark's ``VACUUM ... DRY RUN`` lists, the live file is not among them,
   and the table reads the same in both after our real run.
 - A new deletion vector we commit on a DV-enabled table: Delta Spark reads the rows it leaves.
-- Append-only: both refuse a DELETE.
+- Append-only: both refuse a DELETE; both refuse a new column with a default in one commit.
 """
 from __future__ import annotations
 
@@ -155,3 +155,21 @@ def test_append_only_delete_is_refused_by_both(spark, tmp_path):
     assert table.latest_version() == version
 
 
+
+
+def test_a_new_column_with_a_default_is_refused_by_both(spark, tmp_path):
+    path = tmp_path / "defaults"
+    table = DeltaTable.create(str(path), pa.schema([("id", pa.int64())]),
+                              properties={"delta.feature.allowColumnDefaults": "supported"})
+    table.write(pa.table({"id": [1]}))
+    with pytest.raises(Exception, match="(?i)default"):
+        spark.sql(f"ALTER TABLE delta.`{path}` ADD COLUMN c INT DEFAULT 42")
+    snap = table.snapshot()
+    schema = json.loads(snap.metadata.schema_string)
+    schema["fields"].append({"name": "c", "type": "integer", "nullable": True, "metadata": {"CURRENT_DEFAULT": "42"}})
+    version = table.latest_version()
+    with pytest.raises(InvalidArgumentError, match="default value in the same commit"):
+        with table.transaction(operation="ADD COLUMNS") as txn:
+            txn.set_metadata(Metadata(snap.metadata.id, json.dumps(schema), snap.metadata.partition_columns,
+                                      dict(snap.metadata.configuration)))
+    assert table.latest_version() == version
