@@ -243,3 +243,12 @@ def test_restore_re_adds_deletion_vectors_without_the_bounds_check(tmp_path):
                              json.dumps({**json.loads(row["stats"]), "tightBounds": True}),
                              deletion_vector=_inline_dv([1])))
     assert sorted(table.snapshot().to_pyarrow().column("id").to_pylist()) == [1, 3]
+
+
+def test_a_transaction_cannot_write_a_system_domain(tmp_path):
+    table = _table(tmp_path, **{"delta.feature.domainMetadata": "supported"})
+    version = table.latest_version()
+    with pytest.raises(UnsupportedFeatureError, match="controlled by Delta"):
+        with table.transaction() as txn:
+            txn.set_domain_metadata("delta.clustering", '{"clusteringColumns":[]}')
+    assert table.latest_version() == version

@@ -276,12 +276,14 @@ class Transaction:
         self._changes.read.read_app_ids.add(app_id)
 
     def set_domain_metadata(self, domain: str, configuration: str | None, removed: bool = False) -> None:
-        """Set (or with ``removed=True`` delete) a user metadata domain."""
+        """Set (or with ``removed=True`` delete) a user metadata domain.
+
+        The commit checks it (:func:`..base.feature_actions.check_domains`): the table needs the
+        ``domainMetadata`` feature (this commit may add it), and ``delta.*`` domains belong to Delta.
+        """
         self._check_open()
         if not isinstance(domain, str) or not domain:
             raise InvalidArgumentError("domain must be a non-empty string")
-        if domain.startswith("delta."):
-            raise InvalidArgumentError(f"metadata domain {domain!r} is reserved for Delta itself")
         self._changes.domains[domain] = DomainMetadata(domain, configuration or "", removed)
         self._changes.read.domains.add(domain)
 
