@@ -16,7 +16,6 @@ evaluate SQL; :func:`..base.features.check_can_add_data`).
 """
 from __future__ import annotations
 
-import json
 
 from ..base.actions import Metadata, Protocol, parse_schema_string
 from ..base.errors import InvalidArgumentError
@@ -44,9 +43,7 @@ def drop_unsupported_expressions(protocol_before: Protocol, new: Metadata) -> Me
             changed = True
     if not changed:
         return new
-    return Metadata(new.id, json.dumps(schema, separators=(",", ":")), new.partition_columns,
-                    dict(new.configuration), new.name, new.description, new.format_provider,
-                    dict(new.format_options), new.created_time)
+    return new.with_schema(schema)
 
 
 def fields_by_path(node, prefix=()) -> dict[tuple[str, ...], dict]:

@@ -23,7 +23,6 @@ writes a ``metaData`` action:
 """
 from __future__ import annotations
 
-import json
 import uuid
 from typing import Any, Callable
 
@@ -168,10 +167,7 @@ def assign_column_mapping(old: Metadata | None, new: Metadata) -> Metadata:
     check_assignments(schema, max_id)
     if not changed and new.configuration.get(COLUMN_MAPPING_MAX_ID_PROPERTY) == str(max_id):
         return new                  # nothing to assign: keep the schema string byte for byte
-    conf = dict(new.configuration)
-    conf[COLUMN_MAPPING_MAX_ID_PROPERTY] = str(max_id)
-    return Metadata(new.id, json.dumps(schema, separators=(",", ":")), new.partition_columns, conf, new.name,
-                    new.description, new.format_provider, dict(new.format_options), new.created_time)
+    return new.with_schema(schema).with_configuration({COLUMN_MAPPING_MAX_ID_PROPERTY: str(max_id)})
 
 
 def _new_physical_name() -> str:

@@ -9,7 +9,6 @@ field. Type changes themselves are refused while files of the old type remain
 """
 from __future__ import annotations
 
-import json
 
 from ..base.actions import Metadata, parse_schema_string
 from .column_expressions import fields_by_path
@@ -32,6 +31,4 @@ def keep_type_changes(old: Metadata, new: Metadata) -> Metadata:
             changed = True
     if not changed:
         return new
-    return Metadata(new.id, json.dumps(schema, separators=(",", ":")), new.partition_columns,
-                    dict(new.configuration), new.name, new.description, new.format_provider,
-                    dict(new.format_options), new.created_time)
+    return new.with_schema(schema)
