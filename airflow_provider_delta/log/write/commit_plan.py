@@ -71,8 +71,6 @@ class PendingChanges:
     #: protocol requests found among the properties (``delta.minReaderVersion``, ``delta.feature.*``)
     protocol_requests: dict[str, str] = field(default_factory=dict)
     read: ReadSet = field(default_factory=ReadSet)
-    #: the operation name of the commit (``WRITE``, ``DELETE``, ``RESTORE``...), for rules that depend on it
-    operation: str = "WRITE"
 
 
 @dataclass(frozen=True)
@@ -107,8 +105,11 @@ class CommitPlan:
 
 
 def plan_commit(table: TableLog, snap: Snapshot | None, changes: PendingChanges, isolation_level: str | None,
-                clock: Callable[[], int]) -> CommitPlan:
+                clock: Callable[[], int], operation: str = "WRITE") -> CommitPlan:
     """Validate ``changes`` against the read snapshot (None: creating the table) and plan the commit.
+
+    ``operation`` is the commit's operation name (``WRITE``, ``DELETE``, ``RESTORE``...), for the
+    rules that depend on it.
 
     Raises InvalidArgumentError / UnsupportedFeatureError for anything the protocol or the
     table forbids; nothing is written.
@@ -177,7 +178,7 @@ def plan_commit(table: TableLog, snap: Snapshot | None, changes: PendingChanges,
     adds = list(changes.adds.values())
     check_domains(protocol, changes.domains.values())
     check_row_tracking_fields(protocol, adds)
-    check_deletion_vectors(protocol, metadata, adds, _live_logical_files(snap, adds), changes.operation)
+    check_deletion_vectors(protocol, metadata, adds, _live_logical_files(snap, adds), operation)
     if any(a.data_change for a in adds):
         check_can_add_data(protocol, metadata)
 

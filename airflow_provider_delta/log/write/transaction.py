@@ -27,11 +27,10 @@ from ..base import ict
 from ..base.actions import Metadata, Protocol
 from ..base.commit_actions import AddFile, DomainMetadata, RemoveFile, Txn
 from .commit_info import CommitProvenance
-from .commit_plan import PendingChanges, plan_commit
+from .commit_plan import PendingChanges, dv_unique_id, plan_commit
 from .committer import Committer
 from .conflicts import ISOLATION_LEVELS
 from ..base.errors import DeltaError, InvalidArgumentError
-from ..base.feature_actions import dv_unique_id
 from ..base.features import FEATURE_PROPERTY_PREFIX, MIN_READER_VERSION_PROPERTY, MIN_WRITER_VERSION_PROPERTY
 from ..base.names import LOG_DIR
 from ..base.schema import schema_to_arrow, serialize_partition_value
@@ -101,7 +100,7 @@ class Transaction:
         self._read_version = read_version
         self._snapshot: Snapshot | None = None
         self._snapshot_loaded = read_version == -1
-        self._changes = PendingChanges(operation=operation)
+        self._changes = PendingChanges()
         self._state = "open"
         #: the committed version, once :meth:`commit` succeeded
         self.version: int | None = None
@@ -353,7 +352,8 @@ class Transaction:
         self._check_open()
         self._state = "committing"
         try:
-            plan = plan_commit(self.table, self.snapshot, self._changes, self.isolation_level, self.clock)
+            plan = plan_commit(self.table, self.snapshot, self._changes, self.isolation_level, self.clock,
+                               self.operation)
             committer = Committer(self.table, plan, self._provenance(), self.clock, self.max_retries)
             try:
                 version = committer.commit()
@@ -373,7 +373,7 @@ class Transaction:
     def validate(self) -> None:
         """Check the changes gathered so far without committing (raises what :meth:`commit` would)."""
         self._check_open()
-        plan_commit(self.table, self.snapshot, self._changes, self.isolation_level, self.clock)
+        plan_commit(self.table, self.snapshot, self._changes, self.isolation_level, self.clock, self.operation)
 
     # ----- planning: validate everything once
     # ----- helpers
