@@ -282,16 +282,23 @@ class Transaction:
             raise InvalidArgumentError("app_id must be a non-empty string")
         if isinstance(version, bool) or not isinstance(version, int):
             raise InvalidArgumentError(f"txn version must be an integer, got {version!r}")
+        earlier = self._changes.txns.get(app_id)
+        if earlier is not None and earlier.version != version:
+            # Delta Spark's checkForSetTransactionConflictAndDedup: one commit, one version per app id
+            raise InvalidArgumentError(f"application transaction {app_id!r} is set to {earlier.version} and "
+                                       f"{version} in one transaction; a commit records one version per app id")
         self._changes.txns[app_id] = Txn(app_id, version, None)
         self._changes.read.read_app_ids.add(app_id)
 
     def set_domain_metadata(self, domain: str, configuration: str | None, removed: bool = False) -> None:
-        """Set (or with ``removed=True`` delete) a user metadata domain."""
+        """Set (or with ``removed=True`` delete) a user metadata domain.
+
+        The commit checks it (:func:`..base.feature_actions.check_domains`): the table needs the
+        ``domainMetadata`` feature (this commit may add it), and ``delta.*`` domains belong to Delta.
+        """
         self._check_open()
         if not isinstance(domain, str) or not domain:
             raise InvalidArgumentError("domain must be a non-empty string")
-        if domain.startswith("delta."):
-            raise InvalidArgumentError(f"metadata domain {domain!r} is reserved for Delta itself")
         self._changes.domains[domain] = DomainMetadata(domain, configuration or "", removed)
         self._changes.read.domains.add(domain)
 
