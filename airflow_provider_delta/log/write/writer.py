@@ -18,7 +18,8 @@ does what Delta Spark's writer does for a plain append or overwrite:
   nothing behind.
 
 A table that does not exist yet is created from the data's schema in the same
-(version 0) commit.
+(version 0) commit; if an identical create wins that version first, the write goes on
+against the created table (:class:`~.write_plan.PlannedWrite`).
 """
 from __future__ import annotations
 
@@ -38,7 +39,7 @@ from ..base.schema import serialize_partition_value
 from ..base.schema_fit import conform_to_schema
 from ..base.stats import collect_stats
 from ..read.table_log import TableLog
-from .write_plan import check_mode, partition_arg, plan_write, write_transaction
+from .write_plan import PlannedWrite, check_mode, partition_arg, plan_write
 
 HIVE_NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 
@@ -150,14 +151,13 @@ def write_table(table: TableLog, data: Any, mode: str = "append", partition_by: 
     plan = plan_write(table.uri, snap, data.schema, mode, partition_arg(partition_by), properties,
                       overwrite_schema, name, description, txn_kwargs.get("clock"))
     data = conform_to_schema(data, plan.schema)
-    txn = write_transaction(table, plan, job=job, **txn_kwargs)
+    write = PlannedWrite(table, plan, job=job, **txn_kwargs)
     written: list[str] = []
     try:
-        txn.add_files(_write_files(table, data, plan.schema, plan.partition_columns, plan.configuration,
-                                   max_rows_per_file, written))
-        return txn.commit()
+        return write.commit(_write_files(table, data, plan.schema, plan.partition_columns, plan.configuration,
+                                         max_rows_per_file, written))
     except BaseException:
-        if not txn.outcome_unknown:
+        if not write.outcome_unknown:
             _delete_quietly(table, written)
         raise
 
