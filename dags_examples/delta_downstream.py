@@ -10,12 +10,16 @@ exactly that version, so orders committed meanwhile do not leak into this run:
 * ``customer_totals`` (``DeltaSparkApplicationOperator``): a plain PySpark
   application with Delta Spark (``jobs/customer_totals.py``) reads orders with
   ``versionAsOf`` and appends to ``<base>/customer_totals`` with ``txnAppId`` /
-  ``txnVersion``; Delta Spark commits, the operator checks the commit.
+  ``txnVersion`` keyed by the pinned version (one set of rows per orders version,
+  however many runs pin it; an older version after a newer one is skipped);
+  Delta Spark commits, the operator checks the commit.
 
 Two runs at once are ordinary (two ingest runs, two asset events): on a first
 deployment both create the output tables, and the one that loses that race to an
 identical create goes on as a write to the created table (the log's write path;
-``jobs/customer_totals.py`` retries Delta Spark's append once for the same race).
+``jobs/customer_totals.py`` retries Delta Spark's append once for the same race, and
+for the race of two runs appending the same pinned version, where the retry finds it
+written and Delta Spark skips it).
 
 The Delta Spark jars are looked up when ``customer_totals`` runs (the
 ``delta_spark_jars`` macro), so a scheduler or dag-processor host without them
@@ -83,6 +87,10 @@ with DAG("delta_downstream", schedule=[ORDERS_ASSET], start_date=datetime(2026, 
         input_manifest_uri="{{ ti.xcom_pull(task_ids='pin_orders')['manifest_uri'] }}",   # its table and version
         output_table_uri=CUSTOMER_TOTALS,
         delta_conn_id=ORDERS_CONN_ID,      # to check that the pinned version of orders is backfilled
+        # exactly once per pinned orders version, whichever run gets there: two runs that pinned the same
+        # version append its totals once (the default pair is per run)
+        app_id="delta_downstream.customer_totals",
+        app_version="{{ ti.xcom_pull(task_ids='pin_orders')['version'] }}",
         jars="{{ delta_spark_jars() }}",   # Delta Spark for the application (or packages=..., or the cluster's)
         conf=DELTA_SPARK_CONF,
         env_vars=SPARK_ENV,

@@ -5,12 +5,14 @@ one row per customer to ``customer_totals`` with Delta Spark's idempotent-write 
 (``txnAppId`` / ``txnVersion``): Delta Spark commits, and a retried or re-run task
 appends nothing twice. Everything it needs comes from ``delta_job_context()``.
 
-Two runs of the DAG at once both create ``customer_totals`` on a first deployment.
-Delta Spark fails the one that loses that race (``DELTA_PROTOCOL_CHANGED``, "multiple
-writers are writing to an empty directory"); the job then appends again, now to the
-table the other run created. Appends do not conflict with each other, so once is
-enough; if the other run created a different table, Delta Spark's schema check fails
-that second append with its own error.
+Two runs of the DAG at once race in two ways, and Delta Spark fails the loser of each:
+on a first deployment both create ``customer_totals`` (``DELTA_PROTOCOL_CHANGED``,
+"multiple writers are writing to an empty directory"), and two runs that pinned the
+same orders version append under the same ``txnAppId`` / ``txnVersion``
+(``DELTA_CONCURRENT_TRANSACTION``). The job then writes once more: the table exists
+now, so it appends, or Delta Spark finds this version already written and skips it.
+Appends do not conflict with each other, so once is enough; if the other run created a
+different table, Delta Spark's schema check fails that second write with its own error.
 """
 from __future__ import annotations
 
@@ -19,25 +21,26 @@ from pyspark.sql import functions as F
 
 from airflow_provider_delta.spark.delta_job import delta_job_context
 
-#: Delta Spark's error conditions for a write that lost the race to create the table
-#: (the winner's version 0 changed the protocol and metadata the loser had read as absent)
-CREATE_RACE_CONDITIONS = ("DELTA_PROTOCOL_CHANGED", "DELTA_METADATA_CHANGED")
+#: Delta Spark's error conditions for a write that lost a race a second write settles: the winner's
+#: version 0 changed the protocol and metadata the loser had read as absent, or the winner recorded
+#: the same txnAppId the loser had read
+RACE_CONDITIONS = ("DELTA_PROTOCOL_CHANGED", "DELTA_METADATA_CHANGED", "DELTA_CONCURRENT_TRANSACTION")
 
 
-def lost_create_race(error: Exception) -> bool:
-    """True for Delta Spark's error of a write that another writer's create beat to version 0."""
+def lost_race(error: Exception) -> bool:
+    """True for Delta Spark's error of a write that a concurrent create or same-txn write beat."""
     condition = getattr(error, "getCondition", lambda: None)()
-    return condition in CREATE_RACE_CONDITIONS or any(c in str(error) for c in CREATE_RACE_CONDITIONS)
+    return condition in RACE_CONDITIONS or any(c in str(error) for c in RACE_CONDITIONS)
 
 
 def append(totals: DataFrame, path: str, options: dict[str, str]) -> None:
-    """Append with the exactly-once options; once more if a concurrent create won version 0."""
+    """Append with the exactly-once options; once more after losing a race (see the module doc)."""
     try:
         totals.write.format("delta").options(**options).mode("append").save(path)
     except Exception as e:
-        if not lost_create_race(e):
+        if not lost_race(e):
             raise
-        print(f"customer_totals: another run created {path} first ({type(e).__name__}); appending to it")
+        print(f"customer_totals: another run wrote {path} first ({type(e).__name__}); writing again")
         totals.write.format("delta").options(**options).mode("append").save(path)
 
 

@@ -166,8 +166,8 @@ def test_the_examples_run_under_a_real_airflow_deployment(java, deployment):
     announced = [v for _, e in events(d, "example_orders_commits") for v in e["payload"]["versions"]]
     assert sorted(announced) == sorted(ingest_commits), announced
 
-    # the outputs add up: daily_totals is the pinned orders of the last downstream run, customer_totals
-    # one row per customer and pinned version, each written once
+    # the outputs add up: daily_totals is the pinned orders of one downstream run, customer_totals one
+    # row per customer and pinned version, each version written once however many runs pinned it
     pinned = [_json(r[0]) for r in d.db.query(
         "SELECT x.value FROM xcom x JOIN dag_run r ON r.id = x.dag_run_id WHERE r.dag_id = :dag "
         "AND x.task_id = 'pin_orders' AND x.key = 'return_value' ORDER BY r.id", dag=DOWNSTREAM)]

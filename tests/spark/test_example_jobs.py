@@ -1,4 +1,4 @@
-"""The example's Delta Spark application (dags_examples/jobs/customer_totals.py) when runs race to create.
+"""The example's Delta Spark application (dags_examples/jobs/customer_totals.py) when runs race.
 
 Two downstream runs on a first deployment both append to a ``customer_totals`` that
 does not exist yet; Delta Spark fails the one that loses the race for version 0. The
@@ -54,7 +54,7 @@ def test_appends_racing_to_create_the_table_all_land_once(spark, tmp_path, capsy
     assert not errors, errors
     rows = DeltaTable(path).snapshot().to_pyarrow().to_pylist()
     assert sorted(r["customer"] for r in rows) == [f"c{i}" for i in range(writers)]
-    retried = capsys.readouterr().out.count("appending to it")
+    retried = capsys.readouterr().out.count("writing again")
     print(f"{retried} of {writers} writers lost the race to create the table and appended again")
     assert DeltaTable(path).latest_version() == writers - 1
 
@@ -69,7 +69,32 @@ def test_a_different_table_created_first_still_fails_the_append(spark, tmp_path)
     assert DeltaTable(path).latest_version() == 0
 
 
-def test_only_the_create_race_is_retried():
+def test_writers_of_the_same_txn_version_append_it_once(spark, tmp_path):
+    """Two runs that pinned the same orders version: one set of rows, whoever lost."""
+    job = load_job()
+    path = str(tmp_path / "customer_totals")
+    frame = spark.createDataFrame([("c", 1, 7)], "customer string, orders long, orders_version long")
+    barrier = threading.Barrier(3)
+    errors: list[BaseException] = []
+
+    def write() -> None:
+        barrier.wait()
+        try:
+            job.append(frame, path, {"txnAppId": "delta_downstream.customer_totals", "txnVersion": "7"})
+        except BaseException as e:          # reported by the assertion below
+            errors.append(e)
+
+    threads = [threading.Thread(target=write) for _ in range(3)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not errors, errors
+    assert DeltaTable(path).snapshot().to_pyarrow().num_rows == 1
+    assert DeltaTable(path).snapshot().transaction_version("delta_downstream.customer_totals") == 7
+
+
+def test_only_the_races_are_retried():
     job = load_job()
 
     class Conditioned(Exception):
@@ -80,7 +105,8 @@ def test_only_the_create_race_is_retried():
         def getCondition(self):
             return self.condition
 
-    assert job.lost_create_race(Conditioned("DELTA_PROTOCOL_CHANGED"))
-    assert job.lost_create_race(Conditioned("DELTA_METADATA_CHANGED"))
-    assert not job.lost_create_race(Conditioned("DELTA_CONCURRENT_APPEND"))
-    assert not job.lost_create_race(ValueError("no table"))
+    assert job.lost_race(Conditioned("DELTA_PROTOCOL_CHANGED"))
+    assert job.lost_race(Conditioned("DELTA_METADATA_CHANGED"))
+    assert job.lost_race(Conditioned("DELTA_CONCURRENT_TRANSACTION"))
+    assert not job.lost_race(Conditioned("DELTA_CONCURRENT_APPEND"))
+    assert not job.lost_race(ValueError("no table"))
