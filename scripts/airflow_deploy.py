@@ -262,6 +262,9 @@ class Deployment:
             "AIRFLOW__API_AUTH__JWT_SECRET": previous.get("AIRFLOW__API_AUTH__JWT_SECRET") or secrets.token_urlsafe(32),
             "AIRFLOW__API__PORT": str(self.port),
             "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://localhost:{self.port}/execution/",
+            # the api-server shares this machine with the Spark jobs: a slow answer is not a lost task
+            # (the default 5 s made a busy 2-core machine kill a starting task)
+            "AIRFLOW__WORKERS__EXECUTION_API_TIMEOUT": "30",
             # a local deployment to click through: no login
             "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "True",
             "DELTA_EXAMPLE_BASE": str(self.base),

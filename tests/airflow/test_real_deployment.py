@@ -70,7 +70,13 @@ def runs(d, dag_id: str) -> list[tuple]:
 
 
 def finished(d, dag_id: str, at_least: int = 1) -> list[tuple] | None:
-    """The DAG's runs once there are ``at_least`` and none is still queued or running."""
+    """The DAG's runs once there are ``at_least`` and none is still queued or running.
+
+    A failed run of any DAG ends the wait at once (RuntimeError): nothing waited for comes after it.
+    """
+    failed = d.db.query("SELECT dag_id, run_id FROM dag_run WHERE state = 'failed'")
+    if failed:
+        raise RuntimeError(f"DAG runs failed: {failed}")
     rs = runs(d, dag_id)
     return rs if len(rs) >= at_least and all(r[3] in ("success", "failed") for r in rs) else None
 
@@ -89,8 +95,9 @@ def consumed(d, dag_id: str) -> set[int]:
 
 
 def all_consumed_and_finished(d, dag_id: str, asset_name: str, expect_events: int = 1) -> bool:
+    done = finished(d, dag_id)                     # first: a failed run anywhere ends the wait
     ids = {e[0] for e in events(d, asset_name)}
-    return len(ids) >= expect_events and ids <= consumed(d, dag_id) and bool(finished(d, dag_id))
+    return bool(done) and len(ids) >= expect_events and ids <= consumed(d, dag_id)
 
 
 def diagnostics(d) -> str:
