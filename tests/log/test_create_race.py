@@ -168,3 +168,17 @@ def test_racing_first_writes_all_land(tmp_path):
     assert not errors
     assert live_ids(uri) == list(range(n))
     assert DeltaTable(uri).latest_version() == n - 1
+
+
+def test_managed_create_that_lost_to_an_identical_one_returns_the_owners_table(tmp_path, monkeypatch):
+    """With a commit owner: the winner's table is the one the owner took; the loser's proposal is forgotten."""
+    from airflow_provider_delta.log import InMemoryCommitOwner
+    uri = str(tmp_path / "t")
+    owner = InMemoryCommitOwner()
+    other_creator_first(monkeypatch, create_module, "table_has_commits",
+                        lambda: DeltaTable.create(uri, SCHEMA, commit_owner=owner), result=False)
+    loser = DeltaTable.create(uri, SCHEMA, commit_owner=owner)
+    table_id = loser.snapshot().metadata.id
+    assert owner.describe_table(table_id).latest_version == 0
+    assert loser.write(rows([1])) == 1                    # the next commit goes through the owner
+    assert owner.describe_table(table_id).latest_version == 1
