@@ -95,7 +95,7 @@ def concurrent_create_differences(table: TableLog, metadata: Metadata, protocol:
     return definition_differences(winner.metadata, winner.protocol, metadata, protocol)
 
 
-def _owner_properties(owner: Any) -> dict[str, str]:
+def owner_properties(owner: Any) -> dict[str, str]:
     """Table properties that name a commit owner (``delta.managedCommit.*``)."""
     if not isinstance(owner, CommitOwner):
         raise InvalidArgumentError(f"commit_owner must be a CommitOwner (e.g. SqlCommitOwner), got {owner!r}")
@@ -123,7 +123,7 @@ def create_table(table: TableLog, schema: Any, partition_by: Iterable[str] = (),
     cols = validate_partition_columns(arrow_schema, partition_by)
     props = normalize_properties(properties)
     if commit_owner is not None:
-        props.update(_owner_properties(commit_owner))
+        props.update(owner_properties(commit_owner))
         props[ict.ENABLE_PROPERTY] = "true"
     elif props.get(MANAGED_OWNER_PROPERTY):
         raise InvalidArgumentError(f"{MANAGED_OWNER_PROPERTY} is set by passing commit_owner=..., "
@@ -143,6 +143,25 @@ def create_table(table: TableLog, schema: Any, partition_by: Iterable[str] = (),
                       operation_parameters=params, read_version=-1, **commit_kwargs)
     txn.set_protocol(protocol)
     txn.set_metadata(metadata)
+    try:
+        return commit_new_table(table, txn, metadata)
+    except TableAlreadyExistsError:           # lost the race for version 0 (it was absent above)
+        differences = concurrent_create_differences(table, metadata, protocol)
+        if differences:
+            raise TableAlreadyExistsError(
+                f"a different Delta table was created at {table.uri} concurrently (version 0 exists): "
+                + "; ".join(differences)) from None
+        return 0                              # lost to an identical create: the table exists as asked
+
+
+def commit_new_table(table: TableLog, txn: Transaction, metadata: Metadata) -> int:
+    """Commit ``txn`` (read version -1, carrying ``metadata``) as version 0 of ``table``; returns 0.
+
+    Validates first (nothing is written on bad input). With the table object's commit
+    owner, the owner agrees to take the table before version 0 is written and registers
+    it afterwards; a creator that loses the race gets TableAlreadyExistsError.
+    """
+    commit_owner = table.commit_owner
     txn.validate()
     proposed = isinstance(commit_owner, CommitOwner)
     if proposed:
@@ -155,12 +174,8 @@ def create_table(table: TableLog, schema: Any, partition_by: Iterable[str] = (),
         if proposed:
             commit_owner.forget_proposal(table.storage, metadata.id, 0)
         if isinstance(e, ConcurrentModificationError) and e.winning_version == 0:
-            differences = concurrent_create_differences(table, metadata, protocol)
-            if differences:
-                raise TableAlreadyExistsError(
-                    f"a different Delta table was created at {table.uri} concurrently (version 0 exists): "
-                    + "; ".join(differences)) from None
-            return 0                  # lost to an identical create: the table exists as asked
+            raise TableAlreadyExistsError(
+                f"a Delta table was created at {table.uri} concurrently (version 0 exists)") from None
         raise
     if isinstance(commit_owner, CommitOwner):
         commit_owner.register_table(metadata.id, table.uri, 0)
