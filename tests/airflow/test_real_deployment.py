@@ -11,7 +11,7 @@ downstream runs are done, unpause ``delta_maintenance``.
 
 Asserted: every DAG run of every example DAG succeeds (the downstream runs that create
 ``daily_totals`` / ``customer_totals`` on this first deployment included), the
-downstream runs consume both ingest events, the watcher DAG runs for every ingest
+downstream runs pin the newest ingest commit (Airflow may make one run for both events), the watcher DAG runs for every ingest
 commit (its events announce each ``WRITE`` version of ``orders``), and Airflow records
 no DAG warning and no import error. The outputs add up.
 
@@ -117,6 +117,13 @@ def diagnostics(d) -> str:
     return "\n".join(out)
 
 
+def pinned_versions(d) -> set[int]:
+    """The orders versions the downstream runs pinned (their pin_orders XCom)."""
+    return {_json(r[0])["version"] for r in d.db.query(
+        "SELECT x.value FROM xcom x JOIN dag_run r ON r.id = x.dag_run_id WHERE r.dag_id = :dag "
+        "AND x.task_id = 'pin_orders' AND x.key = 'return_value'", dag=DOWNSTREAM)}
+
+
 def overlapped(a: tuple, b: tuple) -> bool:
     """Two finished runs were running at the same time."""
     return a[4] < b[5] and b[4] < a[5]
@@ -139,9 +146,13 @@ def test_the_examples_run_under_a_real_airflow_deployment(java, deployment):
         d.airflow("dags", "trigger", INGEST)
         ingest_runs = airflow_deploy.wait_for(lambda: finished(d, INGEST, at_least=2), deadline,
                                               "the scheduled and the manual ingest run", d.processes, step=2)
-        airflow_deploy.wait_for(lambda: all_consumed_and_finished(d, DOWNSTREAM, "example_orders", 2), deadline,
-                                "delta_downstream runs for both ingest events", d.processes, step=2)
         ingest_commits = write_versions(orders)
+        # Airflow may fold the two events into one run (the second lands while the first's run is made):
+        # what counts is that the downstream runs pinned the newest ingest commit, so both are in the totals
+        airflow_deploy.wait_for(lambda: (pinned_versions(d) or {-1}) >= {max(ingest_commits)}
+                                and finished(d, DOWNSTREAM), deadline,
+                                f"delta_downstream runs that pin orders version {max(ingest_commits)}", d.processes,
+                                step=2)
         airflow_deploy.wait_for(
             lambda: ingest_commits <= {v for _, e in events(d, "example_orders_commits")
                                        for v in e["payload"]["versions"]}
@@ -166,6 +177,7 @@ def test_the_examples_run_under_a_real_airflow_deployment(java, deployment):
     assert overlapped(*ingest_runs), f"the two ingest runs did not overlap: {ingest_runs}"
     assert len(ingest_commits) == 2, DeltaTable(orders).history()
     assert len(events(d, "example_orders")) == 2
+    assert max(versions := pinned_versions(d)) == max(ingest_commits), versions
     downstream = runs(d, DOWNSTREAM)
     print(f"{len(downstream)} delta_downstream run(s); overlapping: "
           f"{len(downstream) > 1 and overlapped(downstream[0], downstream[1])}")
@@ -175,10 +187,7 @@ def test_the_examples_run_under_a_real_airflow_deployment(java, deployment):
 
     # the outputs add up: daily_totals is the pinned orders of one downstream run, customer_totals one
     # row per customer and pinned version, each version written once however many runs pinned it
-    pinned = [_json(r[0]) for r in d.db.query(
-        "SELECT x.value FROM xcom x JOIN dag_run r ON r.id = x.dag_run_id WHERE r.dag_id = :dag "
-        "AND x.task_id = 'pin_orders' AND x.key = 'return_value' ORDER BY r.id", dag=DOWNSTREAM)]
-    versions = {p["version"] for p in pinned}
+    versions = pinned_versions(d)
     totals = DeltaTable(str(d.base / "daily_totals")).snapshot().to_pyarrow().to_pylist()
     assert sum(r["orders"] for r in totals) in {DeltaTable(orders).snapshot(v).to_pyarrow().num_rows
                                                 for v in versions}
