@@ -19,8 +19,10 @@ with DAG("delta_maintenance", schedule="@weekly", start_date=datetime(2026, 1, 1
          tags=["delta", "example"], doc_md=__doc__):
     for name, uri, conn_id in (("orders", ORDERS, ORDERS_CONN_ID), ("daily_totals", DAILY_TOTALS, None),
                                ("customer_totals", CUSTOMER_TOTALS, None)):
+        # [START howto_operator_delta_maintenance]
         checkpoint = DeltaCheckpointOperator(task_id=f"checkpoint_{name}", table_uri=uri, delta_conn_id=conn_id)
         cleanup = DeltaMetadataCleanupOperator(task_id=f"cleanup_{name}", table_uri=uri, delta_conn_id=conn_id,
                                                dry_run=True)
         vacuum = DeltaVacuumOperator(task_id=f"vacuum_{name}", table_uri=uri, delta_conn_id=conn_id, dry_run=True)
         checkpoint >> [cleanup, vacuum]
+        # [END howto_operator_delta_maintenance]

@@ -42,7 +42,7 @@ __all__ = [
     # statistics and write-planning rules DeltaTable.write follows
     "schema_to_arrow", "arrow_to_schema", "schema_string", "partition_values_to_arrow",
     "serialize_partition_value", "collect_stats", "normalize_uri", "owner_from_conf", "owner_of",
-    "WritePlan", "plan_write", "write_transaction", "check_mode", "partition_arg", "column_mapping_mode",
+    "WritePlan", "PlannedWrite", "plan_write", "write_transaction", "check_mode", "partition_arg", "column_mapping_mode",
     # for engines that read data files themselves (the Spark reader): deleted rows, physical names
     "read_deletion_vector", "physical_schema", "DeletionVectorError",
     # restore and shallow clone with what they did (DeltaTable.restore / .clone return less)
@@ -95,7 +95,7 @@ def __getattr__(name: str):
     elif name in ("CloneResult", "clone_table"):
         from .write import clone as module
         value = getattr(module, name)
-    elif name in ("WritePlan", "check_mode", "partition_arg", "plan_write", "write_transaction"):
+    elif name in ("WritePlan", "PlannedWrite", "check_mode", "partition_arg", "plan_write", "write_transaction"):
         from .write import write_plan as module
         value = getattr(module, name)
     else:

@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 import pyarrow as pa
 
-from ..log import (ConcurrentModificationError, DeltaTable, InvalidArgumentError, TableNotFoundError,
-                   check_mode, partition_arg, plan_write, schema_to_arrow, write_transaction)
+from ..log import (ConcurrentModificationError, DeltaTable, InvalidArgumentError, PlannedWrite, TableNotFoundError,
+                   check_mode, partition_arg, plan_write, schema_to_arrow)
 from .exactly_once import already_committed, check_app
 from .reader import spark_schema
 from .staged_write import new_staging, publish, write_to_staging
@@ -82,7 +82,8 @@ def commit_dataframe(df: "DataFrame", table_uri: "str | DeltaTable", mode: str =
     partitioning stay). ``app_id``/``app_version`` make the write idempotent: if the
     table already holds ``app_version`` (or a later one) of ``app_id``, nothing is
     written and None is returned. A table that does not exist is created from the
-    DataFrame's schema, ``partition_by`` and ``properties`` in the same commit.
+    DataFrame's schema, ``partition_by`` and ``properties`` in the same commit (if an identical
+    create wins that commit first, the write goes on against the created table).
     ``job`` (dag_id, task_id, run_id, try_number) goes into commitInfo.
     """
     partition_by = _check_mode_args(mode, partition_by, job)
@@ -100,8 +101,8 @@ def commit_dataframe(df: "DataFrame", table_uri: "str | DeltaTable", mode: str =
                      table.uri, current, app_id, app_version)
             return None
     plan = plan_write(table.uri, snap, _arrow_schema_of(df), mode, partition_by, properties)
-    txn = write_transaction(table, plan, app_id=app_id, app_version=app_version, operation=operation, job=job,
-                            user_metadata=user_metadata, max_retries=max_retries)
+    write = PlannedWrite(table, plan, app_id=app_id, app_version=app_version, operation=operation, job=job,
+                         user_metadata=user_metadata, max_retries=max_retries)
 
     cols = plan.partition_columns
     out = _conform(df, json.loads(plan.schema_string), cols)
@@ -112,8 +113,7 @@ def commit_dataframe(df: "DataFrame", table_uri: "str | DeltaTable", mode: str =
     try:
         write_to_staging(out, staged, cols)
         adds = publish(staged, data_schema, cols, types, plan.configuration, session_tz)
-        txn.add_files(adds)
-        version = txn.commit()
+        version = write.commit(adds)
     except ConcurrentModificationError:
         staged.discard_published()
         if already_committed(table, app_id, app_version):
@@ -122,7 +122,7 @@ def commit_dataframe(df: "DataFrame", table_uri: "str | DeltaTable", mode: str =
             return None
         raise
     except BaseException:
-        if not txn.outcome_unknown:
+        if not write.outcome_unknown:
             staged.discard_published()
         raise
     finally:

@@ -246,6 +246,7 @@ def test_staged_group_is_invisible_audited_reopened_and_published(catalog, url, 
     tx = catalog.begin()
     tx.write(a.uri, rows("g1"))
     with tx.table(b.uri).transaction(operation="SET DOMAIN") as t:
+        t.set_properties({"delta.feature.domainMetadata": "supported"})   # domain actions need it
         t.set_domain_metadata("audit", "pending")
     tx.stage()
     assert catalog.latest_versions([a.uri, b.uri]) == {a.uri: 0, b.uri: 0}

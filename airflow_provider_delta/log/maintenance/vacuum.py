@@ -22,6 +22,7 @@ import math
 import os
 from dataclasses import dataclass
 from typing import Any, Iterable
+from urllib.parse import unquote
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -254,7 +255,9 @@ def vacuum(table: TableLog, retention_hours: float | None = None, dry_run: bool 
     valid = _valid_paths(table, snapshot, delete_before)
     staged = _staged_data_paths(table, snapshot)
     if staged:
-        valid = pa.concat_arrays([valid, _normalize_dots(pa.array(staged, pa.string()))])
+        extra: list[str] = []
+        _place(table.storage, staged, extra, valid.undecided)
+        valid = _Referenced(pa.concat_arrays([valid.paths, pa.array(extra, pa.string())]), valid.undecided)
     candidates = [f for f in listed if f.mtime_ms < delete_before] if staged is not None else []
     to_delete: list[_Listed] = []
     if candidates:

@@ -10,16 +10,26 @@ With a commit owner the table is a managed-commit table from the start: version 
 still goes straight into ``_delta_log`` (so racing creators cannot both win),
 after the owner agreed to take the table (a proposal it forgets if the write
 fails), and the owner registers the table once version 0 landed.
+
+Losing the race for version 0 to an *identical* create (same schema, partitioning,
+properties and protocol: :func:`definition_differences`) is not an error: two runs of
+one task on a first deployment both create their output, and the table exists exactly
+as both asked. ``create_table`` then returns 0 like the winner, and a write that creates
+the table on its first commit goes on against the table as it now is
+(:class:`~.write_plan.PlannedWrite`). Losing to a different create stays an error that
+names the differences. A table that already existed before the create started is
+always :class:`TableAlreadyExistsError`.
 """
 from __future__ import annotations
 
+import json
 import uuid
 from typing import Any, Iterable
 
 import pyarrow as pa
 
 from ..base import ict
-from ..base.actions import Metadata
+from ..base.actions import Metadata, Protocol
 from ..base.catalog_store.table_source import CatalogTableSource
 from ..base.commit_owner.base import CommitOwner
 from ..base.commit_owner.conf import dumps_owner_conf
@@ -60,6 +70,39 @@ def table_has_commits(table: TableLog) -> bool:
         if parse_log_name(info.name, info.path, info.size, info.mtime_ms) is not None:
             return True
     return False
+
+
+def definition_differences(existing: Metadata, existing_protocol: Protocol, metadata: Metadata,
+                           protocol: Protocol) -> list[str]:
+    """What differs between a table's definition and the one a create meant (empty: the same table).
+
+    A definition is what shapes every later read and write: schema, partition columns,
+    properties and protocol. Table id, creation time, name and description do not
+    count (two runs of one create differ in the first two; the last two are labels).
+    """
+    out = []
+    if json.loads(existing.schema_string) != json.loads(metadata.schema_string):
+        out.append(f"schema {existing.schema_string} instead of {metadata.schema_string}")
+    if tuple(existing.partition_columns) != tuple(metadata.partition_columns):
+        out.append(f"partition columns {list(existing.partition_columns)} instead of "
+                   f"{list(metadata.partition_columns)}")
+    if dict(existing.configuration) != dict(metadata.configuration):
+        out.append(f"properties {dict(existing.configuration)} instead of {dict(metadata.configuration)}")
+    if _protocol_key(existing_protocol) != _protocol_key(protocol):
+        out.append(f"protocol {existing_protocol.to_json()} instead of {protocol.to_json()}")
+    return out
+
+
+def _protocol_key(p: Protocol) -> tuple[Any, ...]:
+    """A protocol with its feature lists as sets (writers may list features in any order)."""
+    return (p.min_reader_version, p.min_writer_version, frozenset(p.reader_features or ()),
+            frozenset(p.writer_features or ()))
+
+
+def concurrent_create_differences(table: TableLog, metadata: Metadata, protocol: Protocol) -> list[str]:
+    """After losing version 0: how the table the winner created differs from ours (empty: identical)."""
+    winner = table.snapshot(version=0)
+    return definition_differences(winner.metadata, winner.protocol, metadata, protocol)
 
 
 def owner_properties(owner: Any) -> dict[str, str]:
@@ -115,7 +158,15 @@ def create_table(table: TableLog, schema: Any, partition_by: Iterable[str] = (),
                       operation_parameters=params, read_version=-1, **commit_kwargs)
     txn.set_protocol(protocol)
     txn.set_metadata(metadata)
-    return commit_new_table(table, txn, metadata)
+    try:
+        return commit_new_table(table, txn, metadata)
+    except TableAlreadyExistsError:           # lost the race for version 0 (it was absent above)
+        differences = concurrent_create_differences(table, metadata, protocol)
+        if differences:
+            raise TableAlreadyExistsError(
+                f"a different Delta table was created at {table.uri} concurrently (version 0 exists): "
+                + "; ".join(differences)) from None
+        return 0                              # lost to an identical create: the table exists as asked
 
 
 def commit_new_table(table: TableLog, txn: Transaction, metadata: Metadata) -> int:

@@ -18,7 +18,8 @@ does what Delta Spark's writer does for a plain append or overwrite:
   nothing behind.
 
 A table that does not exist yet is created from the data's schema in the same
-(version 0) commit.
+(version 0) commit; if an identical create wins that version first, the write goes on
+against the created table (:class:`~.write_plan.PlannedWrite`).
 """
 from __future__ import annotations
 
@@ -38,7 +39,8 @@ from ..base.schema import serialize_partition_value
 from ..base.schema_fit import conform_to_schema
 from ..base.stats import collect_stats
 from ..read.table_log import TableLog
-from .write_plan import check_mode, partition_arg, plan_write, write_transaction
+from .transaction import Transaction
+from .write_plan import PlannedWrite, WritePlan, check_mode, partition_arg, plan_write, write_transaction
 
 HIVE_NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 
@@ -132,16 +134,19 @@ def write_table(table: TableLog, data: Any, mode: str = "append", partition_by: 
     ``mode="append"`` adds the rows; ``"overwrite"`` replaces all rows (with
     ``overwrite_schema=True`` also the schema and partitioning). If the table does not
     exist it is created from the data's schema with ``partition_by``, ``properties``,
-    ``name`` and ``description``. ``txn_kwargs`` go to the :class:`Transaction`
+    ``name`` and ``description`` (a write that loses that create to an identical one goes on:
+    :class:`~.write_plan.PlannedWrite`). ``txn_kwargs`` go to the :class:`Transaction`
     (``user_metadata``, ``clock``, ``max_retries``, ``isolation_level``...).
     """
-    txn, written = prepare_write(table, data, mode, partition_by, job, properties=properties,
-                                 overwrite_schema=overwrite_schema, max_rows_per_file=max_rows_per_file,
-                                 name=name, description=description, **txn_kwargs)
+    plan, data = _plan_data(table, data, mode, partition_by, properties, overwrite_schema, max_rows_per_file,
+                            name, description, txn_kwargs.get("clock"))
+    write = PlannedWrite(table, plan, job=job, **txn_kwargs)
+    written: list[str] = []
     try:
-        return txn.commit()
+        return write.commit(_write_files(table, data, plan.schema, plan.partition_columns, plan.configuration,
+                                         max_rows_per_file, written))
     except BaseException:
-        if not txn.outcome_unknown:
+        if not write.outcome_unknown:
             delete_quietly(table, written)
         raise
 
@@ -154,6 +159,23 @@ def prepare_write(table: TableLog, data: Any, mode: str = "append", partition_by
     """Everything :func:`write_table` does before committing: validate, write the data files,
     and return the transaction holding them with the files' paths (delete those if the
     transaction is never committed). A multi-table transaction commits it with its group."""
+    plan, data = _plan_data(table, data, mode, partition_by, properties, overwrite_schema, max_rows_per_file,
+                            name, description, txn_kwargs.get("clock"))
+    txn = write_transaction(table, plan, job=job, **txn_kwargs)
+    written: list[str] = []
+    try:
+        txn.add_files(_write_files(table, data, plan.schema, plan.partition_columns, plan.configuration,
+                                   max_rows_per_file, written))
+    except BaseException:
+        delete_quietly(table, written)
+        raise
+    return txn, written
+
+
+def _plan_data(table: TableLog, data: Any, mode: str, partition_by: Iterable[str] | None,
+               properties: dict[str, Any] | None, overwrite_schema: bool, max_rows_per_file: int | None,
+               name: str | None, description: str | None, clock: Any) -> tuple[WritePlan, pa.Table]:
+    """The checked arguments' write plan, and the data conformed to its schema."""
     if isinstance(data, pa.RecordBatch):
         data = pa.Table.from_batches([data])
     if not isinstance(data, pa.Table):
@@ -167,17 +189,8 @@ def prepare_write(table: TableLog, data: Any, mode: str = "append", partition_by
     except TableNotFoundError:
         snap = None
     plan = plan_write(table.uri, snap, data.schema, mode, partition_arg(partition_by), properties,
-                      overwrite_schema, name, description, txn_kwargs.get("clock"))
-    data = conform_to_schema(data, plan.schema)
-    txn = write_transaction(table, plan, job=job, **txn_kwargs)
-    written: list[str] = []
-    try:
-        txn.add_files(_write_files(table, data, plan.schema, plan.partition_columns, plan.configuration,
-                                   max_rows_per_file, written))
-    except BaseException:
-        delete_quietly(table, written)
-        raise
-    return txn, written
+                      overwrite_schema, name, description, clock)
+    return plan, conform_to_schema(data, plan.schema)
 
 
 def delete_quietly(table: TableLog, paths: list[str]) -> None:
