@@ -157,7 +157,7 @@ def write_table(table: TableLog, data: Any, mode: str = "append", partition_by: 
                                    max_rows_per_file, written))
         return txn.commit()
     except BaseException:
-        if not txn.outcome_unknown:
+        if txn.surely_not_committed():
             _delete_quietly(table, written)
         raise
 
