@@ -129,8 +129,21 @@ def _parse_partition_dirs(rel: str, partition_columns: tuple[str, ...], types: d
     return values
 
 
-def _is_data_file(rel: str) -> bool:
-    return rel.endswith(".parquet") and not any(p.startswith(("_", ".")) for p in rel.split("/"))
+def _is_data_file(rel: str, partition_columns: tuple[str, ...]) -> bool:
+    """Whether Spark's output ``rel`` is a data file: a visible ``.parquet`` name, not in a hidden
+    folder (``_temporary``, ``.spark-staging``...). A partition folder ``_col=value`` is not
+    hidden when ``_col`` is a partition column (Delta Spark's ``isHiddenDirectory`` rule), so a
+    partition column whose name starts with ``_`` keeps its rows."""
+    *dirs, name = rel.split("/")
+    if not name.endswith(".parquet") or name.startswith(("_", ".")):
+        return False
+    for level, d in enumerate(dirs):
+        col = unquote(d.partition("=")[0]) if "=" in d else None
+        if level < len(partition_columns) and col == partition_columns[level]:
+            continue
+        if d.startswith(("_", ".")):
+            return False
+    return True
 
 
 def _move(storage: Any, src_rel: str, dst_rel: str) -> None:
@@ -170,7 +183,7 @@ def publish(staged: StagedWrite, data_schema: pa.Schema, partition_columns: tupl
     adds: list[AddFile] = []
     for info in sorted(storage.walk_files(staged.staging_rel), key=lambda i: i.path):
         rel = info.path[len(base):] if info.path.startswith(base) else info.path.rsplit(base, 1)[-1]
-        if not _is_data_file(rel):
+        if not _is_data_file(rel, partition_columns):
             continue
         values = _parse_partition_dirs(rel, partition_columns, partition_types, session_tz)
         with storage.open(info.path) as f:

@@ -213,8 +213,8 @@ def test_txn_lookup(tmp_path):
     ("__HIVE_DEFAULT_PARTITION__", pa.int32(), "UTC", None),
     ("-7", pa.int64(), "UTC", "-7"),
     ("true", pa.bool_(), "UTC", "true"),
-    ("2026-01-01 12%3A30%3A00", pa.timestamp("us", tz="UTC"), "America/New_York", "2026-01-01 17:30:00.000000"),
-    ("2026-07-01 12%3A30%3A00.5", pa.timestamp("us", tz="UTC"), "+02:00", "2026-07-01 10:30:00.500000"),
+    ("2026-01-01 12%3A30%3A00", pa.timestamp("us", tz="UTC"), "America/New_York", "2026-01-01T17:30:00.000000Z"),
+    ("2026-07-01 12%3A30%3A00.5", pa.timestamp("us", tz="UTC"), "+02:00", "2026-07-01T10:30:00.500000Z"),
     ("2026-01-01 12%3A30%3A00", pa.timestamp("us"), "America/New_York", "2026-01-01 12:30:00.000000"),
 ])
 def test_partition_value_from_spark_dir(text, t, tz, expected):
