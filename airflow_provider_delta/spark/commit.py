@@ -30,8 +30,8 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 import pyarrow as pa
 
-from ..log import (ConcurrentModificationError, DeltaTable, InvalidArgumentError, TableNotFoundError,
-                   check_mode, partition_arg, plan_write, schema_to_arrow, write_transaction)
+from ..log import (CommitFailedError, ConcurrentModificationError, DeltaTable, InvalidArgumentError,
+                   TableNotFoundError, check_mode, partition_arg, plan_write, schema_to_arrow, write_transaction)
 from .exactly_once import already_committed, check_app
 from .reader import spark_schema
 from .staged_write import new_staging, publish, write_to_staging
@@ -140,6 +140,7 @@ def commit_dataframe(df: "DataFrame", table_uri: "str | DeltaTable", mode: str =
         write_to_staging(out, staged, cols)
         adds = publish(staged, data_schema, cols, types, plan.configuration, session_tz)
         txn.add_files(adds)
+        _check_application_alive(df)
         version = txn.commit()
     except BaseException as e:
         version = _resolve_failed_commit(txn, staged, e, table, app_id, app_version)
@@ -149,6 +150,20 @@ def commit_dataframe(df: "DataFrame", table_uri: "str | DeltaTable", mode: str =
         staged.discard_staging()
     log.info("committed %d file(s) to %s as version %d", len(adds), table.uri, version)
     return version
+
+
+def _check_application_alive(df: "DataFrame") -> None:
+    """Refuse to commit when the Spark application around this driver is gone.
+
+    The commit itself is pure Python: a driver whose spark-submit JVM was killed (the task was
+    killed, or a kill -9) would otherwise commit after its task failed. One call into the JVM
+    right before the commit tells; the staged files are then deleted (nothing was committed).
+    """
+    try:
+        df.sparkSession.conf.get("spark.app.id", None)
+    except Exception as e:
+        raise CommitFailedError(f"the Spark application is gone ({type(e).__name__}); not committing",
+                                retryable=True) from e
 
 
 def _clean_staging_quietly(table: DeltaTable) -> None:
