@@ -13,35 +13,14 @@ import pyarrow as pa
 import pytest
 
 from airflow_provider_delta.log import CommitOutcomeUnknownError, DeltaTable
+from misreporting_store import misreport
 
 SCHEMA = pa.schema([("id", pa.int64())])
 
 
-class MisreportingFiles:
-    """The local backend, whose next commit-file put lands (or not) and then reports ``answer``."""
-
-    def __init__(self, inner, lands: bool, answer: str):
-        self.inner, self.lands, self.answer, self.armed = inner, lands, answer, True
-
-    def put_if_absent(self, target: str, data: bytes) -> bool:
-        if not (self.armed and "_delta_log" in target and target.endswith(".json")):
-            return self.inner.put_if_absent(target, data)
-        self.armed = False
-        if self.lands:
-            assert self.inner.put_if_absent(target, data)
-        if self.answer == "exists":
-            return False
-        raise TimeoutError("PUT timed out")
-
-    def __getattr__(self, name):
-        return getattr(self.inner, name)
-
-
 def _table(tmp_path: Path, lands: bool, answer: str) -> DeltaTable:
     DeltaTable.create(str(tmp_path / "t"), SCHEMA).write(pa.table({"id": [1]}))
-    table = DeltaTable(str(tmp_path / "t"))
-    table.storage.files = MisreportingFiles(table.storage.files, lands, answer)
-    return table
+    return misreport(DeltaTable(str(tmp_path / "t")), lands, answer)
 
 
 def _data_files(tmp_path: Path) -> set[str]:

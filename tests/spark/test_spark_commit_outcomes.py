@@ -18,28 +18,9 @@ from airflow_provider_delta.log import CommitOutcomeUnknownError, DeltaTable
 from airflow_provider_delta.spark import commit_dataframe, read_snapshot
 from airflow_provider_delta.spark.staged_write import STAGING_DIR
 from airflow_provider_delta.spark.staging_cleanup import STAGING_RETENTION_HOURS, clean_stale_staging
+from misreporting_store import MisreportingFiles, misreport
 
 pytestmark = pytest.mark.spark
-
-
-class MisreportingFiles:
-    """The local backend; its next commit-file put lands (``lands``) or not, then reports ``answer``."""
-
-    def __init__(self, inner, lands: bool, answer: str):
-        self.inner, self.lands, self.answer, self.armed = inner, lands, answer, True
-
-    def put_if_absent(self, target: str, data: bytes) -> bool:
-        if not (self.armed and "_delta_log" in target and target.endswith(".json")):
-            return self.inner.put_if_absent(target, data)
-        self.armed = False
-        if self.lands:
-            assert self.inner.put_if_absent(target, data)
-        if self.answer == "exists":        # the conditional retry of a timed-out PUT: 412
-            return False
-        raise TimeoutError("PUT timed out")
-
-    def __getattr__(self, name):
-        return getattr(self.inner, name)
 
 
 def _ids(spark, ids):
@@ -47,9 +28,7 @@ def _ids(spark, ids):
 
 
 def _misreporting(root: Path, lands: bool, answer: str) -> DeltaTable:
-    table = DeltaTable(str(root))
-    table.storage.files = MisreportingFiles(table.storage.files, lands, answer)
-    return table
+    return misreport(DeltaTable(str(root)), lands, answer)
 
 
 def _parquet(root: Path) -> set[str]:
