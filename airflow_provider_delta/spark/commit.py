@@ -34,7 +34,7 @@ from ..log import (CommitFailedError, ConcurrentModificationError, DeltaTable, I
                    TableNotFoundError, check_mode, partition_arg, plan_write, schema_to_arrow, write_transaction)
 from .exactly_once import already_committed, check_app
 from .reader import spark_schema
-from .staged_write import new_staging, publish, write_to_staging
+from .staged_write import new_staging, partition_frame, publish, write_to_staging
 from .staging_cleanup import clean_stale_staging
 from .tables import open_table
 
@@ -134,11 +134,10 @@ def commit_dataframe(df: "DataFrame", table_uri: "str | DeltaTable", mode: str =
     out = _conform(df, json.loads(plan.schema_string), cols)
     data_schema = pa.schema([f for f in plan.schema if f.name not in cols])
     types = {c: plan.schema.field(c).type for c in cols}
-    session_tz = df.sparkSession.conf.get("spark.sql.session.timeZone") or "UTC"
     staged = new_staging(table)
     try:
-        write_to_staging(out, staged, cols)
-        adds = publish(staged, data_schema, cols, types, plan.configuration, session_tz)
+        write_to_staging(partition_frame(out, cols, types), staged, cols)
+        adds = publish(staged, data_schema, cols, types, plan.configuration)
         txn.add_files(adds)
         _check_application_alive(df)
         version = txn.commit()

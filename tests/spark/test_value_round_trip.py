@@ -15,6 +15,10 @@ What a reader or writer cannot represent is said where it is skipped, and the re
 
 * a binary partition column: Delta Spark writes its bytes as text (``cast(binary as string)``),
   which our writer refuses for bytes that are not UTF-8 (only UTF-8 values are used here).
+* deltalake cannot read the negative decimal(38,18) partition value at the type's limit (see
+  ``NEGATIVE_DECIMAL_BUG``): that table is checked with the other readers.
+* deltalake's ``to_pyarrow_table`` cannot read Delta Spark's INT96 timestamps before 1677 or after
+  2262 (pyarrow's nanoseconds): its dataset is read with microseconds instead (``_deltalake_table``).
 * float and double partition values: not in the matrix (Delta Spark and deltalake format the
   text of some values differently; partitioning by floating point is not something to encourage).
 """
@@ -178,7 +182,7 @@ def write_delta_spark(spark, df, root: Path, partition_by=None) -> None:
 WRITERS = {"ours": write_ours, "delta-spark": write_delta_spark}
 
 
-def _deltalake_table(uri: str) -> pa.Table:
+def _deltalake_table(uri: str) -> pa.Table | None:
     """deltalake's ``to_pyarrow_table``; for Spark's INT96 timestamps out of the nanosecond range, its
     dataset read as microseconds.
 
@@ -193,17 +197,27 @@ def _deltalake_table(uri: str) -> pa.Table:
     try:
         return table.to_pyarrow_table()
     except pa.ArrowInvalid as e:
+        if NEGATIVE_DECIMAL_BUG in str(e):
+            return None
         assert "timestamp[ns]" in str(e), e
         options = ds.ParquetReadOptions(coerce_int96_timestamp_unit="us")
         return table.to_pyarrow_dataset(parquet_read_options=options).to_table()
+
+
+#: deltalake turns the partition value "-99999999999999999999.999999999999999999" of a decimal(38,18)
+#: column into "-99999999999999999999.-999999999999999999" and fails: a deltalake bug; that table is
+#: asserted with the other readers
+NEGATIVE_DECIMAL_BUG = "-99999999999999999999.-999999999999999999"
 
 
 def read_all(spark, root: Path, session_time_zone) -> dict[str, list[dict]]:
     """Every reader's canonical rows of the table at ``root``."""
     import deltalake
     out = {"read_snapshot": spark_rows(read_snapshot(spark, table_uri=str(root))),
-           "deltalake": arrow_rows(_deltalake_table(str(root))),
            "to_pyarrow": arrow_rows(DeltaTable(str(root)).snapshot().to_pyarrow())}
+    by_deltalake = _deltalake_table(str(root))
+    if by_deltalake is not None:
+        out["deltalake"] = arrow_rows(by_deltalake)
     for tz in SESSION_ZONES:
         session_time_zone(tz)
         out[f"delta-spark@{tz}"] = spark_rows(spark.read.format("delta").load(str(root)))
@@ -251,18 +265,32 @@ PARTITION_TYPES = {
 }
 
 
+#: the writers' session time zones: one where clocks go back (01:30 twice) and one east of UTC
+#: (the end of year 9999 UTC is in year 10000 there)
+WRITER_ZONES = ("America/Los_Angeles", "Asia/Kolkata")
+#: Delta Spark, writing from a zone where the hour repeats, records the earlier of the two instants
+#: for the second one (it renders the partition folder in the session zone and parses it back):
+#: that value is left out of its America/Los_Angeles case (ours writes it right, asserted)
+DELTA_SPARK_AMBIGUOUS = dt.datetime(2021, 11, 7, 9, 30, tzinfo=UTC)
+
+
 @pytest.mark.timeout(1800)
 @pytest.mark.parametrize("writer", sorted(WRITERS))
+@pytest.mark.parametrize("zone", WRITER_ZONES)
 @pytest.mark.parametrize("ptype", sorted(PARTITION_TYPES))
-def test_every_partition_type(spark, tmp_path, session_time_zone, writer, ptype):
+def test_every_partition_type(spark, tmp_path, session_time_zone, writer, zone, ptype):
     ddl_type, values, arrow_type = PARTITION_TYPES[ptype]
-    session_time_zone("America/Los_Angeles" if writer == "delta-spark" else "Asia/Kolkata")   # writers off UTC
+    if zone != WRITER_ZONES[0] and ptype not in ("timestamp", "timestamp_ntz", "date"):
+        pytest.skip("the session time zone matters to date and time partition values only")
+    if writer == "delta-spark" and zone == "America/Los_Angeles":
+        values = [v for v in values if v != DELTA_SPARK_AMBIGUOUS]
+    session_time_zone(zone)
     data = pa.table({"id": pa.array(range(len(values) + 1), pa.int64()),
                      "p": pa.array(list(values) + [None], arrow_type)})
     df = _spark_df(spark, data, f"id long not null, p {ddl_type}")
     expected = arrow_rows(data)
     _assert_all_equal(expected, {"the DataFrame itself": spark_rows(df)})
-    root = tmp_path / f"{writer}-{ptype}"
+    root = tmp_path / f"{writer}-{ptype}-{zone.replace('/', '_')}"
     WRITERS[writer](spark, df, root, partition_by=["p"])
     session_time_zone("UTC")
     _assert_all_equal(expected, read_all(spark, root, session_time_zone))
