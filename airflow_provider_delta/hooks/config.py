@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 from urllib.parse import urlsplit
 
+from ..assets import is_absolute_uri
 from ..log import InvalidArgumentError
 from ..log import normalize_uri
 from .storage_connections import storage_options_of
@@ -53,15 +54,6 @@ _FORM_PREFIX = "extra__delta__"
 
 SENSITIVE_OPTION_WORDS = ("secret", "password", "token", "key", "credential", "sas", "session",
                          "connection_string", "conn_str")   # Azure connection strings hold the account key
-
-
-def is_absolute_uri(uri: str) -> bool:
-    """True for URLs with a scheme (``s3://``, ``file:``) and absolute local paths."""
-    uri = str(uri)
-    scheme = urlsplit(uri).scheme
-    if len(scheme) > 1:
-        return True
-    return os.path.isabs(uri) or uri.startswith("~")
 
 
 def uri_protocol(uri: str) -> str:

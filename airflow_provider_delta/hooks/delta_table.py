@@ -28,17 +28,23 @@ Without a connection id, absolute paths and URLs (``/data/t``, ``file:///data/t`
 """
 from __future__ import annotations
 
+import errno
 import time
 from typing import Any
 
 from airflow.providers.common.compat.lineage.hook import get_hook_lineage_collector
 from airflow.sdk import BaseHook
 
-from ..log import (AddFile, ChangeRange, DeltaTable, IncrementalStep, InvalidArgumentError, format_ms,
-                    pending_changes, process_changes, to_epoch_ms)
+from ..log import (AddFile, ChangeRange, DeltaTable, IncrementalStep, InvalidArgumentError, StorageError,
+                    format_ms, pending_changes, process_changes, to_epoch_ms)
 from .config import DeltaConnectionConfig, commit_owner_conn_id, is_absolute_uri, storage_conn_id, uri_protocol
-from .env_connections import unparsable_env_connection
+from .env_connections import env_variable, unparsable_env_connection
 from .manifest import build_manifest, default_manifest_uri, resolve_manifest_uri, write_json
+
+def _not_writable(error: BaseException | None) -> bool:
+    """Whether a write failed for want of permission (or on a read-only file system), not for a fault."""
+    return isinstance(error, PermissionError) or (isinstance(error, OSError) and error.errno == errno.EROFS)
+
 
 def _connection_fields(conn: Any, extra: dict[str, Any]) -> dict[str, Any]:
     return {"conn_type": conn.conn_type, "host": conn.host, "login": conn.login,
@@ -104,10 +110,16 @@ class DeltaTableHook(BaseHook):
         try:
             return self.get_connection(conn_id)
         except AirflowNotFoundException:
-            raise InvalidArgumentError(
-                unparsable_env_connection(conn_id) or f"Airflow connection {conn_id!r} is not defined"
-                + (" (relative table URIs without delta_conn_id use it as their base URI)"
-                   if conn_id == self.default_conn_name and not self.delta_conn_id else "")) from None
+            raise InvalidArgumentError(self._missing_connection(conn_id)) from None
+
+    def _missing_connection(self, conn_id: str) -> str:
+        """The one message for a connection that cannot be found, in tasks and in the triggerer alike."""
+        return unparsable_env_connection(conn_id) or (
+            f"Airflow connection {conn_id!r} is not defined: create it where every Airflow process sees it "
+            f"(the metadata database, a secrets backend, or {env_variable(conn_id)} in the environment of "
+            "the workers and the triggerer)"
+            + (" - relative table URIs without delta_conn_id use it as their base URI"
+               if conn_id == self.default_conn_name and not self.delta_conn_id else ""))
 
     async def aget_config(self, table_uri: str | None = None) -> DeltaConnectionConfig:
         """:meth:`get_config` for the event loop (the trigger): connections fetched asynchronously."""
@@ -128,8 +140,8 @@ class DeltaTableHook(BaseHook):
                 if sid := storage_conn_id(extra):
                     sconn = await self.aget_connection(sid)
                     storage_fields = _connection_fields(sconn, await sconn.aextra_dejson())
-            except AirflowNotFoundException as e:
-                raise InvalidArgumentError(unparsable_env_connection(conn_id) or str(e)) from None
+            except AirflowNotFoundException:
+                raise InvalidArgumentError(self._missing_connection(conn_id)) from None
             cfg = DeltaConnectionConfig.from_connection(conn_id, conn.host, conn.login, conn.password,
                                                         extra, owner_fields, storage_fields)
         self._configs[conn_id] = cfg
@@ -293,24 +305,37 @@ class DeltaTableHook(BaseHook):
 
     def write_snapshot_manifest(self, table_uri: str, version: int | None = None, timestamp: Any = None,
                                 manifest_uri: str | None = None, job: dict[str, Any] | None = None,
-                                allow_after_latest: bool = True) -> dict[str, Any]:
+                                allow_after_latest: bool = True, write: bool = True) -> dict[str, Any]:
         """Pin a version (given, or resolved from ``timestamp``) in a manifest file.
 
         Returns ``{"version", "timestamp", "manifest_uri", "num_files", "table_uri"}``. The
-        manifest format is documented in :mod:`airflow_provider_delta.hooks.manifest`.
+        manifest format is documented in :mod:`airflow_provider_delta.hooks.manifest`. With
+        ``write=False`` nothing is written (``manifest_uri`` None: the version is the pin). The
+        default location is inside the table folder; where this task may not write there (a
+        read-only credential) the manifest is skipped with a warning, while an explicit
+        ``manifest_uri`` that cannot be written is an error.
         """
         table = self.get_table(table_uri)
         snap = table.snapshot(version=self.resolve_version(table_uri, version, timestamp, allow_after_latest))
         requested = {"version": version, "timestamp": None if timestamp is None else str(timestamp)}
         doc = build_manifest(snap, table.uri, requested=requested, job=job)
-        if manifest_uri:
-            target = resolve_manifest_uri(manifest_uri, table.uri)
-        else:
-            job = job or {}
-            target = default_manifest_uri(table.uri, snap.version, job.get("dag_id"), job.get("run_id"))
-        cfg = self.get_config(table_uri)
-        written = write_json(target, doc, cfg.storage_options_for(target)
-                             if uri_protocol(target) == uri_protocol(table.uri) else None)
+        written = None
+        if write:
+            if manifest_uri:
+                target = resolve_manifest_uri(manifest_uri, table.uri)
+            else:
+                job = job or {}
+                target = default_manifest_uri(table.uri, snap.version, job.get("dag_id"), job.get("run_id"))
+            cfg = self.get_config(table_uri)
+            try:
+                written = write_json(target, doc, cfg.storage_options_for(target)
+                                     if uri_protocol(target) == uri_protocol(table.uri) else None)
+            except StorageError as e:
+                if manifest_uri or not _not_writable(e.__cause__):
+                    raise
+                self.log.warning("No snapshot manifest: this task may not write to the table folder (%s). The "
+                                 "pinned version is in the result; pass manifest_uri=<a writable location> for a "
+                                 "manifest, or write_manifest=False to skip it without this warning", e)
         self._hook_lineage(table.uri, output=False)
         return {"version": doc["version"], "timestamp": doc["timestamp"], "manifest_uri": written,
                 "num_files": doc["num_files"], "table_uri": table.uri}

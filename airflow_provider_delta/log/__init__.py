@@ -16,6 +16,7 @@ from .base.errors import ConditionalCreateError
 from .base.features import column_mapping_mode
 from .base.errors import (
     ChangeDataFeedNotEnabledError, CommitFailedError, CommitOutcomeUnknownError, CommitOwnerUnavailableError, ConcurrentModificationError,
+    ConcurrentAppendError, ConcurrentDeleteReadError, ConcurrentDeleteDeleteError, MetadataChangedError, ProtocolChangedError, ConcurrentTransactionError,
     CorruptLogError, DataFileNotFoundError, DeltaError,
     InvalidArgumentError, InvalidTableStateError, StorageError, TableAlreadyExistsError,
     TableNotFoundError, TimestampOutOfRangeError, UnsupportedFeatureError, VersionNotFoundError,
@@ -43,12 +44,15 @@ __all__ = [
     "WritePlan", "plan_write", "write_transaction", "check_mode", "partition_arg", "column_mapping_mode",
     # for engines that read data files themselves (the Spark reader): deleted rows, physical names
     "read_deletion_vector", "physical_schema", "DeletionVectorError",
+    # restore and shallow clone with what they did (DeltaTable.restore / .clone return less)
+    "RestoreResult", "restore_table", "CloneResult", "clone_table",
     # the change feed consumed incrementally, exactly once (position = the output's txn record)
     "ChangeRange", "IncrementalStep", "pending_changes", "process_changes",
     "DeltaError", "TableNotFoundError", "TableAlreadyExistsError",
     "VersionNotFoundError", "TimestampOutOfRangeError", "UnsupportedFeatureError",
     "CorruptLogError", "DataFileNotFoundError", "InvalidTableStateError", "InvalidArgumentError", "StorageError", "ConditionalCreateError",
-    "CommitFailedError", "ConcurrentModificationError", "ChangeDataFeedNotEnabledError", "CommitOwnerUnavailableError", "CommitOutcomeUnknownError",
+    "CommitFailedError", "ConcurrentModificationError",
+    "ConcurrentAppendError", "ConcurrentDeleteReadError", "ConcurrentDeleteDeleteError", "MetadataChangedError", "ProtocolChangedError", "ConcurrentTransactionError", "ChangeDataFeedNotEnabledError", "CommitOwnerUnavailableError", "CommitOutcomeUnknownError",
 ]
 
 
@@ -79,6 +83,12 @@ def __getattr__(name: str):
         value = getattr(module, name)
     elif name in ("ChangeRange", "IncrementalStep", "pending_changes", "process_changes"):
         from . import incremental as module
+        value = getattr(module, name)
+    elif name in ("RestoreResult", "restore_table"):
+        from .write import restore as module
+        value = getattr(module, name)
+    elif name in ("CloneResult", "clone_table"):
+        from .write import clone as module
         value = getattr(module, name)
     elif name in ("WritePlan", "check_mode", "partition_arg", "plan_write", "write_transaction"):
         from .write import write_plan as module

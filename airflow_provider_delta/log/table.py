@@ -6,6 +6,7 @@ delegates to the module that holds the logic, so this file stays a map of the AP
 creation (:mod:`.create`), transactions (:mod:`.transaction`), data writes
 (:mod:`.writer`), checkpoints (:mod:`.checkpoint`), log compaction
 (:mod:`.compaction`), metadata cleanup (:mod:`.cleanup`), vacuum (:mod:`.vacuum`),
+restore (:mod:`.restore`), shallow clone (:mod:`.clone`),
 in-commit timestamps and managed commits (:mod:`.transaction`, :mod:`.managed`).
 Those modules are reached through :mod:`.operations`, which imports each on first use:
 opening a table to read it loads only the read engine.
@@ -15,6 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Iterable
 
 from . import operations as ops
+from .base.storage import normalize_uri
 from .read.table_log import TableLog
 
 if TYPE_CHECKING:
@@ -105,6 +107,34 @@ class DeltaTable(TableLog):
         """Delete unreferenced data files older than the retention; dry run by default."""
         return ops.vacuum.vacuum(self, retention_hours=retention_hours, dry_run=dry_run,
                                  enforce_retention=enforce_retention, **kwargs)
+
+    def restore(self, version: int | None = None, *, timestamp: Any = None, **kwargs: Any) -> int:
+        """Make the table's files those of ``version`` (or of the version as of ``timestamp``) again,
+        in a new commit; returns the table's version afterwards (unchanged when ``version`` is the latest).
+
+        Delta Spark's RESTORE: its metadata, the protocol never downgraded, ``dataChange=true``;
+        refused, writing nothing, when a file of that version is gone. Concurrent blind appends are
+        kept (see :mod:`.restore`); other concurrent changes fail with ConcurrentModificationError.
+        ``kwargs``: ``enforce_retention`` and the transaction's (``job``, ``user_metadata``, ...).
+        """
+        return ops.restore.restore_table(self, version, timestamp, **kwargs).version
+
+    def clone(self, target_uri: str, *, version: int | None = None, timestamp: Any = None,
+              storage_options: dict[str, Any] | None = None, commit_owner: CommitSource | None = None,
+              **kwargs: Any) -> "DeltaTable":
+        """Shallow-clone this table (at ``version`` / ``timestamp``, default the latest) to the empty
+        location ``target_uri``; returns the clone.
+
+        The clone lists this table's files by absolute URI and has its own history from a ``CLONE``
+        commit (see :mod:`.clone`). ``storage_options`` default to this table's when the target is on
+        the same kind of store. A managed-commit source gives a filesystem clone unless ``commit_owner``
+        is given. ``kwargs`` go to the transaction (``job``, ``user_metadata``, ...).
+        """
+        if storage_options is None and normalize_uri(target_uri)[0] == self.storage.protocol:
+            storage_options = self.storage.storage_options
+        target = type(self)(target_uri, storage_options=storage_options, commit_owner=commit_owner)
+        ops.clone.clone_table(self, target, version=version, timestamp=timestamp, **kwargs)
+        return target
 
     def enable_in_commit_timestamps(self, **kwargs: Any) -> int:
         """Turn on in-commit timestamps on an existing table; returns the enabling version."""

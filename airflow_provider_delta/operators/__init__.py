@@ -1,12 +1,15 @@
-"""Airflow operators for Delta tables: backfill, checkpoint, time-travel snapshot, maintenance, Spark."""
+"""Airflow operators for Delta tables: backfill, checkpoint, time-travel snapshot, maintenance, restore, clone, Spark."""
 from .backfill import DeltaBackfillOperator
 from .base import DeltaBaseOperator
 from .checkpoint import DeltaCheckpointOperator
+from .clone import DeltaCloneOperator
 from .maintenance import DeltaMetadataCleanupOperator, DeltaVacuumOperator
+from .restore import DeltaRestoreOperator
 from .snapshot import DeltaTimeTravelSnapshotOperator
 
 __all__ = ["DeltaBaseOperator", "DeltaBackfillOperator", "DeltaCheckpointOperator",
            "DeltaTimeTravelSnapshotOperator", "DeltaMetadataCleanupOperator", "DeltaVacuumOperator",
+           "DeltaRestoreOperator", "DeltaCloneOperator",
            "DeltaSparkSubmitOperator", "DeltaSparkApplicationOperator"]
 
 

@@ -45,7 +45,8 @@ from ..log import CommitFailedError, InvalidArgumentError, TableNotFoundError, U
 from ..spark import exactly_once
 from ..spark.delta_job import CONTEXT_ARG, ENV_HADOOP_CONF, ENV_VARS, USER_METADATA_CONF, DeltaJobContext
 from ..spark.uris import spark_uri
-from .base import DeltaTaskMixin, job_info, optional_int, optional_value
+from .arguments import flag, is_template, optional_int, optional_value
+from .base import DeltaTaskMixin, job_info
 from .spark_base import (LocalSparkMixin, StopDriverOnKillMixin, report_commit, resolve_app,
                          resolve_incremental_app, s3a_job_conf)
 
@@ -107,7 +108,8 @@ class DeltaSparkApplicationOperator(DeltaTaskMixin, StopDriverOnKillMixin, Local
 
     template_fields: Sequence[str] = tuple(SparkSubmitOperator.template_fields) + (
         "output_table_uri", "input_table_uri", "input_version", "input_timestamp", "input_manifest_uri",
-        "app_id", "app_version", "delta_conn_id", "master")
+        "app_id", "app_version", "delta_conn_id", "master",
+        "input_changes", "initial_version", "delta_sql_conf")
     ui_color = "#00add4"
 
     def __init__(self, *, application: str, output_table_uri: str, input_table_uri: str | None = None,
@@ -119,7 +121,7 @@ class DeltaSparkApplicationOperator(DeltaTaskMixin, StopDriverOnKillMixin, Local
                  **kwargs: Any) -> None:
         if input_manifest_uri is not None and input_table_uri is not None:
             raise InvalidArgumentError("pass input_manifest_uri or input_table_uri, not both")
-        if input_changes and app_version is not None:
+        if not is_template(input_changes) and flag(input_changes, "input_changes") and app_version is not None:
             raise InvalidArgumentError("input_changes=True uses the pinned input version as app_version: "
                                        "do not pass app_version")
         super().__init__(application=application, conn_id=conn_id,
@@ -134,7 +136,7 @@ class DeltaSparkApplicationOperator(DeltaTaskMixin, StopDriverOnKillMixin, Local
         self.delta_conn_id = delta_conn_id
         self.delta_sql_conf = delta_sql_conf
         self.master = master
-        self.input_changes = bool(input_changes)
+        self.input_changes = input_changes     # a flag: parsed when the task runs (templated)
         self.initial_version = initial_version
 
     # DeltaTaskMixin works on ``table_uri``: here, the table the application writes.
@@ -223,6 +225,8 @@ class DeltaSparkApplicationOperator(DeltaTaskMixin, StopDriverOnKillMixin, Local
 
     # --------------------------------------------------------------- execution
     def execute(self, context: "Context") -> int | None:
+        self.input_changes = flag(self.input_changes, "input_changes")
+        self.delta_sql_conf = flag(self.delta_sql_conf, "delta_sql_conf")
         table = self.hook.get_table(self.output_table_uri)
         try:
             snap = table.snapshot()

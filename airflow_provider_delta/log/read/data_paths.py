@@ -7,6 +7,7 @@ table's storage options, so both kinds of reference behave the same.
 """
 from __future__ import annotations
 
+import os
 from typing import IO
 
 from ..base.storage import Storage, normalize_uri
@@ -37,3 +38,14 @@ def read_path_bytes(storage: Storage, path: str) -> bytes:
             return f.read()
     with src:
         return src.read()
+
+
+def path_exists(storage: Storage, path: str) -> bool:
+    """Whether the file at ``path`` (table-relative or an absolute URI) is there."""
+    if is_uri(path):
+        protocol, location = normalize_uri(path)
+        if protocol == "file":
+            return os.path.exists(location)
+        other = Storage(location, storage.storage_options)
+        return other.files.exists(other.path())
+    return storage.exists(path)

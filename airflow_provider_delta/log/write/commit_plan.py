@@ -14,14 +14,16 @@ write, so bad input fails with a typed error and nothing on disk:
   values of adds match the table, layout changes (partitioning, incompatible
   schema) only together with a full rewrite, append-only tables keep their data;
 - isolation: the table's level, or snapshot isolation when the commit only
-  rearranges data; the commit owner to commit through (:mod:`.managed_state`).
+  rearranges data, as Delta Spark chooses (:mod:`.isolation`); what the conflict checks
+  need to know about this commit (:class:`~.conflicts.ReadSet`); the commit owner to commit
+  through (:mod:`.managed_state`).
 
 The result is a :class:`CommitPlan`; the :mod:`.committer` lands it.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -32,9 +34,10 @@ from ..base.actions import Metadata, Protocol
 from ..base.commit_actions import AddFile, DomainMetadata, RemoveFile, Txn
 from ..read.column_mapping import partition_keys
 from ..base.commit_owner.base import CommitOwner
-from .conflicts import ISOLATION_LEVELS, SNAPSHOT_ISOLATION, WRITE_SERIALIZABLE, ReadSet
+from .conflicts import ReadSet
+from .isolation import check_isolation_property, isolation_level_to_use, table_isolation_level
 from ..base.errors import InvalidArgumentError
-from ..base.features import (APPEND_ONLY_PROPERTY, FEATURE_PROPERTY_PREFIX, ISOLATION_LEVEL_PROPERTY,
+from ..base.features import (APPEND_ONLY_PROPERTY, FEATURE_PROPERTY_PREFIX,
                        MANAGED_OWNER_PROPERTY, MIN_READER_VERSION_PROPERTY, MIN_WRITER_VERSION_PROPERTY,
                        Operation, check_can_add_data, features_in_use, is_downgrade, is_true,
                        protocol_with_features, require)
@@ -45,6 +48,15 @@ from ..read.table_log import TableLog
 
 #: a logical file: its path and its deletion vector's unique id (None without one)
 FileKey = tuple[str, "str | None"]
+
+
+def dv_unique_id(dv: dict[str, Any] | None) -> str | None:
+    """The deletion vector's uniqueId (with the path, the key of a logical file; PROTOCOL.md
+    "Deletion Vector Descriptor Schema")."""
+    if not dv:
+        return None
+    base = f"{dv.get('storageType')}{dv.get('pathOrInlineDv')}"
+    return base if dv.get("offset") is None else f"{base}@{dv['offset']}"
 
 
 @dataclass
@@ -58,6 +70,8 @@ class PendingChanges:
     txns: dict[str, Txn] = field(default_factory=dict)
     domains: dict[str, DomainMetadata] = field(default_factory=dict)
     metadata: Metadata | None = None
+    #: the metadata is an earlier version's, restored with exactly that version's files
+    metadata_of_restored_version: bool = False
     protocol: Protocol | None = None
     #: protocol requests found among the properties (``delta.minReaderVersion``, ``delta.feature.*``)
     protocol_requests: dict[str, str] = field(default_factory=dict)
@@ -96,7 +110,7 @@ class CommitPlan:
 
 
 def plan_commit(table: TableLog, snap: Snapshot | None, changes: PendingChanges, isolation_level: str | None,
-                clock: Callable[[], int]) -> CommitPlan:
+                clock: Callable[[], int], operation: str = "WRITE") -> CommitPlan:
     """Validate ``changes`` against the read snapshot (None: creating the table) and plan the commit.
 
     Raises InvalidArgumentError / UnsupportedFeatureError for anything the protocol or the
@@ -152,7 +166,7 @@ def plan_commit(table: TableLog, snap: Snapshot | None, changes: PendingChanges,
         raise InvalidArgumentError("a managed-commit table needs in-commit timestamps; they cannot be "
                                    "turned off while a commit owner manages the table")
     removes = _resolve_removes(changes, snap, clock)
-    if changes.metadata is not None and old_metadata is not None:
+    if changes.metadata is not None and old_metadata is not None and not changes.metadata_of_restored_version:
         _check_layout_change(snap, old_metadata, metadata, removes)
     _validate_adds(changes, metadata)
     conf = metadata.configuration
@@ -164,12 +178,12 @@ def plan_commit(table: TableLog, snap: Snapshot | None, changes: PendingChanges,
     if any(a.data_change for a in changes.adds.values()):
         check_can_add_data(protocol, metadata)
 
-    level = isolation_level or conf.get(ISOLATION_LEVEL_PROPERTY) or WRITE_SERIALIZABLE
-    if level not in ISOLATION_LEVELS:
-        level = WRITE_SERIALIZABLE
-    only_rearranges = (changes.adds or removes) and not any(a.data_change for a in changes.adds.values()) \
-        and not any(r.data_change for r in removes)
-    changes.read.isolation_level = SNAPSHOT_ISOLATION if only_rearranges else level
+    only_file_actions = changes.metadata is None and not protocol_changed and not changes.txns \
+        and not changes.domains
+    changes.read.isolation_level = isolation_level_to_use(
+        isolation_level or table_isolation_level(conf), only_file_actions,
+        [a.data_change for a in changes.adds.values()] + [r.data_change for r in removes], operation)
+    _describe_for_conflict_checks(changes.read, snap, protocol, metadata, removes)
 
     owner = require_owner(table.uri, table.commit_owner, old_protocol, old_metadata) \
         if old_protocol is not None and old_metadata is not None else None
@@ -178,7 +192,7 @@ def plan_commit(table: TableLog, snap: Snapshot | None, changes: PendingChanges,
         metadata=metadata if changes.metadata is not None else None, adds=list(changes.adds.values()),
         removes=removes, txns=list(changes.txns.values()), domains=list(changes.domains.values()),
         read_set=changes.read, ict_before=ict_before, ict_after=ict_after, enabling=enabling,
-        isolation_level=changes.read.isolation_level, blind_append=_is_blind_append(changes, removes),
+        isolation_level=changes.read.isolation_level, blind_append=changes.read.blind_append,
         owner=owner, table_id=old_metadata.id if old_metadata is not None else metadata.id,
         prev_timestamp=snap.timestamp if snap is not None else None,
         final_configuration=dict(metadata.configuration))
@@ -192,6 +206,7 @@ def _validate_metadata(metadata: Metadata, old: Metadata | None) -> None:
         raise InvalidArgumentError(f"only parquet tables can be written, not {metadata.format_provider!r}")
     schema = schema_to_arrow(metadata.schema_string)
     validate_partition_columns(schema, metadata.partition_columns)
+    check_isolation_property(metadata.configuration, old.configuration if old is not None else None)
     for k, v in metadata.configuration.items():
         if not isinstance(k, str) or not isinstance(v, str):
             raise InvalidArgumentError(f"table property {k!r} must map a string to a string")
@@ -275,8 +290,15 @@ def _resolve_removes(changes: PendingChanges, snap: Snapshot | None, clock: Call
             f"{missing[:5]}{'...' if len(missing) > 5 else ''}")
     now = int(clock())
     out: list[RemoveFile] = []
-    for (path, _dv), entry in changes.removes.items():
+    for (path, dv_id), entry in changes.removes.items():
         row = rows[path]
+        live_dv_id = dv_unique_id(row.get("deletion_vector"))
+        if not isinstance(entry, str) and dv_id != live_dv_id:
+            # a logical file is its path and its deletion vector: a remove naming another DV
+            # would leave the live file in the table
+            raise InvalidArgumentError(
+                f"cannot remove file {path!r} with deletion vector {dv_id!r}: the live file at version "
+                f"{snap.version} has deletion vector {live_dv_id!r} (a logical file is its path and its DV)")
         if isinstance(entry, RemoveFile):
             rm = entry
             if rm.deletion_timestamp in (None, 0):
@@ -292,6 +314,18 @@ def _resolve_removes(changes: PendingChanges, snap: Snapshot | None, clock: Call
         out.append(rm)
     return out
 
-def _is_blind_append(changes: PendingChanges, removes: list[RemoveFile]) -> bool:
-    return not removes and all(a.data_change for a in changes.adds.values()) and not changes.read.read_anything
+def _describe_for_conflict_checks(read: ReadSet, snap: Snapshot | None, protocol: Protocol, metadata: Metadata,
+                                  removes: list[RemoveFile]) -> None:
+    """Fill in what the conflict checks judge this commit by (Delta Spark's CurrentTransactionInfo).
+
+    ``isBlindAppend`` is Delta Spark's: only adds (whatever their ``dataChange``) and nothing
+    read. Partition predicates are matched on the read snapshot's partition columns, keyed as
+    its files' ``partitionValues`` are (physical names under column mapping).
+    """
+    read.blind_append = not removes and not read.read_anything
+    read.protocol, read.metadata = protocol, metadata
+    if snap is not None:
+        read.read_protocol = snap.protocol
+        old = snap.metadata
+        read.partition_keys = tuple(partition_keys(old.partition_columns, old.schema_string, old.configuration))
 

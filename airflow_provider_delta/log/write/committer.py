@@ -56,6 +56,8 @@ class Committer:
         self.attempts = 0
         #: True if a commit owner failed in a way that leaves the outcome unknown
         self.outcome_unknown = False
+        #: in-commit timestamps before/after this commit; a winner may turn them on (conflicts.check_metadata)
+        self._ict_before, self._ict_after = plan.ict_before, plan.ict_after
 
     def commit(self) -> int:
         """Commit and return the version; then run the post-commit hooks."""
@@ -66,12 +68,12 @@ class Committer:
     def _commit_loop(self) -> int:
         plan = self.plan
         version = plan.read_version + 1
-        prev_ict = plan.prev_timestamp if (plan.ict_before or plan.enabling) else None
+        prev_ict = plan.prev_timestamp if (self._ict_before or plan.enabling) else None
         retries = 0
         deadline = time.monotonic() + RETRY_BUDGET_S
         while True:
             self.attempts += 1
-            commit_ts = ict.next_timestamp(self.clock, prev_ict) if plan.ict_after else int(self.clock())
+            commit_ts = ict.next_timestamp(self.clock, prev_ict) if self._ict_after else int(self.clock())
             data = self._serialize(version, commit_ts)
             if self._try_commit(version, data, commit_ts):
                 return version
@@ -95,8 +97,13 @@ class Committer:
                 except VersionNotFoundError:
                     break
                 check_conflicts(plan.read_set, WinningCommit.from_actions(w, actions), can_write=check_writable)
-                if plan.ict_after:
-                    prev_ict = ict.timestamp_of(actions) if plan.ict_before else None
+                if not self._ict_after and ict.is_enabled(plan.read_set.protocol, plan.read_set.metadata):
+                    # the winner turned in-commit timestamps on and the checks let us continue on its
+                    # metadata: from now on this commit carries one too (ConflictChecker's
+                    # resolveTimestampOrderingConflicts)
+                    self._ict_before = self._ict_after = True
+                if self._ict_after:
+                    prev_ict = ict.timestamp_of(actions) if self._ict_before else None
                     if prev_ict is None:
                         prev_ict = self._commit_file_mtime(w)
                 w += 1
@@ -179,9 +186,10 @@ class Committer:
     def _serialize(self, version: int, commit_ts: int) -> bytes:
         """The commit file for one attempt (commitInfo first)."""
         plan = self.plan
-        info = build_commit_info(self.provenance, commit_ts, plan.ict_after, plan.read_version,
+        info = build_commit_info(self.provenance, commit_ts, self._ict_after, plan.read_version,
                                  plan.isolation_level, plan.blind_append,
-                                 operation_metrics(plan.adds, plan.removes, self.provenance.operation_metrics))
+                                 operation_metrics(plan.adds, plan.removes, self.provenance.operation_metrics,
+                                                   self.provenance.operation))
         actions: list[dict[str, Any]] = [{"commitInfo": info}]
         if plan.protocol is not None:
             actions.append({"protocol": plan.protocol.to_json()})

@@ -52,7 +52,7 @@ def table_has_commits(table: TableLog) -> bool:
     return False
 
 
-def _owner_properties(owner: Any) -> dict[str, str]:
+def owner_properties(owner: Any) -> dict[str, str]:
     """Table properties that name a commit owner (``delta.managedCommit.*``)."""
     if not isinstance(owner, CommitOwner):
         raise InvalidArgumentError(f"commit_owner must be a CommitOwner (e.g. SqlCommitOwner), got {owner!r}")
@@ -80,7 +80,7 @@ def create_table(table: TableLog, schema: Any, partition_by: Iterable[str] = (),
     cols = validate_partition_columns(arrow_schema, partition_by)
     props = normalize_properties(properties)
     if commit_owner is not None:
-        props.update(_owner_properties(commit_owner))
+        props.update(owner_properties(commit_owner))
         props[ict.ENABLE_PROPERTY] = "true"
     elif props.get(MANAGED_OWNER_PROPERTY):
         raise InvalidArgumentError(f"{MANAGED_OWNER_PROPERTY} is set by passing commit_owner=..., "
@@ -100,6 +100,17 @@ def create_table(table: TableLog, schema: Any, partition_by: Iterable[str] = (),
                       operation_parameters=params, read_version=-1, **commit_kwargs)
     txn.set_protocol(protocol)
     txn.set_metadata(metadata)
+    return commit_new_table(table, txn, metadata)
+
+
+def commit_new_table(table: TableLog, txn: Transaction, metadata: Metadata) -> int:
+    """Commit ``txn`` (read version -1, carrying ``metadata``) as version 0 of ``table``; returns 0.
+
+    Validates first (nothing is written on bad input). With the table object's commit
+    owner, the owner agrees to take the table before version 0 is written and registers
+    it afterwards; a creator that loses the race gets TableAlreadyExistsError.
+    """
+    commit_owner = table.commit_owner
     txn.validate()
     proposed = isinstance(commit_owner, CommitOwner)
     if proposed:

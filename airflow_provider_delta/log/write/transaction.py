@@ -27,13 +27,15 @@ from ..base import ict
 from ..base.actions import Metadata, Protocol
 from ..base.commit_actions import AddFile, DomainMetadata, RemoveFile, Txn
 from .commit_info import CommitProvenance, is_own_commit
-from .commit_plan import PendingChanges, plan_commit
+from .commit_plan import PendingChanges, dv_unique_id, plan_commit
 from .committer import Committer
-from .conflicts import ISOLATION_LEVELS
-from ..base.errors import DeltaError, InvalidArgumentError, TableNotFoundError, VersionNotFoundError
+from .conflicts import canonical_partition_value
+from .isolation import ISOLATION_LEVELS
+from ..base.errors import InvalidArgumentError, TableNotFoundError, VersionNotFoundError
 from ..base.features import FEATURE_PROPERTY_PREFIX, MIN_READER_VERSION_PROPERTY, MIN_WRITER_VERSION_PROPERTY
 from ..base.names import LOG_DIR
 from ..base.schema import schema_to_arrow, serialize_partition_value
+from ..read.column_mapping import partition_keys
 from ..read.snapshot import Snapshot
 from ..read.table_log import TableLog
 
@@ -49,21 +51,9 @@ def _json_safe(value: Any, what: str) -> Any:
         raise InvalidArgumentError(f"{what} must be JSON-serializable: {e}") from None
 
 
-def _dv_id(dv: dict[str, Any] | None) -> str | None:
-    """The deletion vector's uniqueId (part of a logical file's key)."""
-    if not dv:
-        return None
-    base = f"{dv.get('storageType')}{dv.get('pathOrInlineDv')}"
-    return base if dv.get("offset") is None else f"{base}@{dv['offset']}"
-
-
-def _canonical_value(value: str, t: pa.DataType | None) -> str | None:
-    if t is None:
-        return value
-    try:
-        return serialize_partition_value(value, t)
-    except DeltaError:
-        return value
+def file_key(path: str, dv: dict[str, Any] | None) -> tuple[str, str | None]:
+    """A logical file's identity in a transaction: its path and its deletion vector's uniqueId."""
+    return path, dv_unique_id(dv)
 
 
 class Transaction:
@@ -73,7 +63,7 @@ class Transaction:
     latest); ``-1`` means the table must not exist yet (table creation). ``clock``
     returns epoch milliseconds; tests replace it to make time go backwards.
     ``isolation_level`` defaults to the table's ``delta.isolationLevel``, else
-    ``WriteSerializable`` (Delta's default).
+    ``Serializable`` (Delta Spark's default; see :mod:`.isolation`).
     """
 
     def __init__(self, table: TableLog, operation: str = "WRITE",
@@ -158,10 +148,12 @@ class Transaction:
             self._changes.read.read_paths.add(p)
 
     def read_partitions(self, partitions: dict[str, Any]) -> None:
-        """Declare that the result depends on the partitions matching ``{column: value or [values]}``."""
-        self._check_open()
-        self._changes.read.partition_predicates.append(self._predicate(partitions))
-        self._changes.read.partition_types.update(self._partition_column_types())
+        """Declare that the result depends on the partitions matching ``{column: value or [values]}``.
+
+        As Delta Spark's ``filterFiles`` does, the live files of those partitions count as read
+        too: a concurrent remove of one of them conflicts (ConcurrentDeleteRead).
+        """
+        self.read_files(partitions)
 
     def read_files(self, partitions: dict[str, Any] | None = None) -> pa.Table:
         """The live files (optionally only in matching partitions), recorded as read."""
@@ -173,15 +165,15 @@ class Transaction:
         else:
             predicate = self._predicate(partitions)
             self._changes.read.partition_predicates.append(predicate)
-            self._changes.read.partition_types.update(self._partition_column_types())
+            types = self._partition_key_types()
+            self._changes.read.partition_types.update(types)
             mask = None
-            for col, allowed in predicate.items():
-                values = pc.map_lookup(files["partition_values"], ab.scalar(col, pa.string()), "first")
+            for key, allowed in predicate.items():
+                values = pc.map_lookup(files["partition_values"], ab.scalar(key, pa.string()), "first")
                 values = pc.if_else(pc.equal(values, ab.scalar("")), pa.nulls(1, pa.string())[0], values)
                 # compare canonical forms: other writers may spell the same value differently
-                types = self._changes.read.partition_types
                 raw = [u for u in pc.unique(values).to_pylist() if u is not None
-                       and _canonical_value(u, types.get(col)) in allowed]
+                       and canonical_partition_value(u, types.get(key)) in allowed]
                 m = pc.is_in(values, value_set=ab.array(raw, pa.string()))
                 if None in allowed:
                     m = pc.or_(m, pc.is_null(values))
@@ -200,25 +192,36 @@ class Transaction:
         return None if snap is None else snap.transaction_version(app_id)
 
     def _predicate(self, partitions: dict[str, Any]) -> dict[str, set[str | None]]:
+        """``{partitionValues key: {canonical values}}`` of ``{column: value or [values]}``.
+
+        Predicates are on the read snapshot's partition columns (Delta Spark's
+        ``partitionSchemaAtReadTime``), keyed as its files' ``partitionValues`` are: by
+        physical name under column mapping.
+        """
         if not isinstance(partitions, dict) or not partitions:
             raise InvalidArgumentError("partitions must be a non-empty dict {column: value or [values]}")
-        meta = self.metadata
-        cols = meta.partition_columns if meta is not None else ()
-        types = self._partition_column_types()
+        meta = self._require_snapshot("read partitions").metadata
+        cols = list(meta.partition_columns)
+        keys = dict(zip(cols, partition_keys(cols, meta.schema_string, meta.configuration)))
+        types = self._partition_key_types()
         out: dict[str, set[str | None]] = {}
         for col, value in partitions.items():
-            if col not in cols:
-                raise InvalidArgumentError(f"{col!r} is not a partition column (partition columns: {list(cols)})")
+            if col not in keys:
+                raise InvalidArgumentError(f"{col!r} is not a partition column (partition columns: {cols})")
             values = value if isinstance(value, (list, tuple, set, frozenset)) else [value]
-            out[col] = {serialize_partition_value(v, types[col]) for v in values}
+            out[keys[col]] = {serialize_partition_value(v, types[keys[col]]) for v in values}
         return out
 
-    def _partition_column_types(self) -> dict[str, pa.DataType]:
-        meta = self.metadata
-        if meta is None:
+    def _partition_key_types(self) -> dict[str, pa.DataType]:
+        """The read snapshot's partition column types by ``partitionValues`` key."""
+        snap = self.snapshot
+        if snap is None:
             return {}
+        meta = snap.metadata
         schema = schema_to_arrow(meta.schema_string)
-        return {c: schema.field(c).type for c in meta.partition_columns}
+        cols = list(meta.partition_columns)
+        return {key: schema.field(c).type
+                for c, key in zip(cols, partition_keys(cols, meta.schema_string, meta.configuration))}
 
     # ---------------------------------------------------------------- changes
     def add_file(self, add: AddFile) -> None:
@@ -229,7 +232,7 @@ class Transaction:
         self._check_path(add.path)
         if isinstance(add.size, bool) or not isinstance(add.size, int) or add.size < 0:
             raise InvalidArgumentError(f"file {add.path!r}: size must be a non-negative integer")
-        key = (add.path, _dv_id(add.deletion_vector))
+        key = file_key(add.path, add.deletion_vector)
         if key in self._changes.adds:
             raise InvalidArgumentError(f"file {add.path!r} is added twice in one transaction")
         self._changes.adds[key] = add
@@ -251,7 +254,7 @@ class Transaction:
         else:
             raise InvalidArgumentError(f"remove_file takes a path, AddFile or RemoveFile, got {type(file).__name__}")
         self._check_path(path)
-        key = (path, _dv_id(dv))
+        key = file_key(path, dv)
         if key in self._changes.removes or (isinstance(entry, str) and any(k[0] == path for k in self._changes.removes)):
             raise InvalidArgumentError(f"file {path!r} is removed twice in one transaction")
         self._changes.removes[key] = entry
@@ -287,8 +290,13 @@ class Transaction:
         self._changes.domains[domain] = DomainMetadata(domain, configuration or "", removed)
         self._changes.read.domains.add(domain)
 
-    def set_metadata(self, metadata: Metadata) -> None:
-        """Replace the table metadata (schema, partitioning, properties) in this commit."""
+    def set_metadata(self, metadata: Metadata, *, of_restored_version: bool = False) -> None:
+        """Replace the table metadata (schema, partitioning, properties) in this commit.
+
+        ``of_restored_version``: the metadata is an earlier version's, committed together with
+        exactly that version's files (RESTORE). Every file it keeps was written under that
+        metadata, so the rule that a layout change needs all data rewritten does not apply.
+        """
         self._check_open()
         if not isinstance(metadata, Metadata):
             raise InvalidArgumentError(f"set_metadata takes a Metadata, got {type(metadata).__name__}")
@@ -301,6 +309,7 @@ class Transaction:
                                 metadata.name, metadata.description, metadata.format_provider,
                                 dict(metadata.format_options), metadata.created_time)
         self._changes.metadata = metadata
+        self._changes.metadata_of_restored_version = bool(of_restored_version)
         self._changes.read.changes_metadata = True
 
     def set_properties(self, properties: dict[str, Any]) -> None:
@@ -353,7 +362,8 @@ class Transaction:
         self._check_open()
         self._state = "committing"
         try:
-            plan = plan_commit(self.table, self.snapshot, self._changes, self.isolation_level, self.clock)
+            plan = plan_commit(self.table, self.snapshot, self._changes, self.isolation_level, self.clock,
+                               self.operation)
             committer = Committer(self.table, plan, self._provenance(), self.clock, self.max_retries)
             try:
                 version = committer.commit()
@@ -412,7 +422,7 @@ class Transaction:
     def validate(self) -> None:
         """Check the changes gathered so far without committing (raises what :meth:`commit` would)."""
         self._check_open()
-        plan_commit(self.table, self.snapshot, self._changes, self.isolation_level, self.clock)
+        plan_commit(self.table, self.snapshot, self._changes, self.isolation_level, self.clock, self.operation)
 
     # ----- planning: validate everything once
     # ----- helpers
