@@ -29,8 +29,8 @@ from ..spark import exactly_once
 from ..spark.job_args import SECRETS_ENV, JobSpec
 from .arguments import flag, is_template, optional_int, optional_value
 from .base import DeltaTaskMixin, job_info
-from .spark_base import (LOCAL_MASTER, LocalSparkMixin, bundled_spark_submit, default_app_version, job_secrets,
-                         report_commit, resolve_app, resolve_incremental_app)
+from .spark_base import (LOCAL_MASTER, LocalSparkMixin, StopDriverOnKillMixin, bundled_spark_submit,
+                         default_app_version, job_secrets, report_commit, resolve_app, resolve_incremental_app)
 
 if TYPE_CHECKING:  # pragma: no cover
     from airflow.sdk import Context
@@ -42,7 +42,7 @@ __all__ = ["DeltaSparkSubmitOperator", "DEFAULT_APPLICATION", "LOCAL_MASTER", "b
 DEFAULT_APPLICATION = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "spark", "job.py")
 
 
-class DeltaSparkSubmitOperator(DeltaTaskMixin, LocalSparkMixin, SparkSubmitOperator):
+class DeltaSparkSubmitOperator(DeltaTaskMixin, StopDriverOnKillMixin, LocalSparkMixin, SparkSubmitOperator):
     """Run a PySpark transform from a pinned Delta snapshot into a Delta table, committing once.
 
     :param output_table_uri: table to commit to (absolute, or relative to the delta connection's base URI)

@@ -106,3 +106,17 @@ def build_commit_info(provenance: CommitProvenance, commit_ts: int, in_commit_ti
     if provenance.tags:
         info["tags"] = dict(provenance.tags)
     return info
+
+
+def is_own_commit(actions: list[dict[str, Any]], txn_id: str) -> bool:
+    """Whether a commit's actions are those of the transaction ``txn_id`` (its ``commitInfo.txnId``).
+
+    How a writer recognises its own commit when the store reported the write as failed.
+    """
+    if not txn_id:
+        return False
+    for a in actions:
+        info = a.get("commitInfo") if isinstance(a, dict) else None
+        if isinstance(info, dict):
+            return info.get("txnId") == txn_id
+    return False

@@ -21,7 +21,7 @@ from ..base import ict
 from ..base.backoff import sleep_jittered
 from ..base.commit_actions import Txn, dumps_actions
 from ..maintenance.checkpoint import checkpoint_interval, maybe_auto_checkpoint
-from .commit_info import CommitProvenance, build_commit_info, operation_metrics
+from .commit_info import CommitProvenance, build_commit_info, is_own_commit, operation_metrics
 from .commit_plan import CommitPlan
 from .conflicts import WinningCommit, check_conflicts
 from ..base.errors import (CommitFailedError, CommitOutcomeUnknownError, ConcurrentModificationError, DeltaError,
@@ -133,7 +133,7 @@ class Committer:
         """One attempt; True if it landed, False if the version was taken by someone else."""
         owner = self.plan.owner
         if owner is None:
-            return self.table.storage.put_if_absent(commit_path(version), data)
+            return self._put_commit_file(version, data)
         try:
             owner.commit(self.table.storage, self.plan.table_id, version, data, commit_ts)
             return True
@@ -150,6 +150,47 @@ class Committer:
                 f"commit owner failed while committing version {version} of {self.table.uri}: "
                 f"{type(e).__name__}: {e}; the outcome is unknown, check the table before retrying",
                 retryable=False, version=version) from e
+
+    def _put_commit_file(self, version: int, data: bytes) -> bool:
+        """Put-if-absent of the commit file; a put that looked failed is resolved by reading ``version`` back.
+
+        A store may report a commit that landed as failed: a PUT that timed out after the
+        object was written, whose conditional retry is then refused because the object
+        exists (HTTP 412), or a connection lost after the write. The file at ``version``
+        tells: if its ``commitInfo.txnId`` is this transaction's, the commit is ours and
+        landed (retrying at the next version would commit the same data twice). A put that
+        raised and left no commit of ours behind has an unknown outcome (the request may
+        still land), reported as :class:`CommitOutcomeUnknownError` so that nothing the
+        commit would reference is deleted.
+        """
+        self.outcome_unknown = True     # while the put is in flight (an interrupt leaves it so)
+        try:
+            landed = self.table.storage.put_if_absent(commit_path(version), data)
+            self.outcome_unknown = False
+            if landed:
+                return True
+        except DeltaError:
+            self.outcome_unknown = False  # refused before writing (no atomic put on this store)
+            raise
+        except Exception as e:
+            self.outcome_unknown = False
+            if self._holds_own_commit(version):
+                log.warning("committing version %d of %s reported %s: %s, but the commit file there is this "
+                            "transaction's: committed", version, self.table.uri, type(e).__name__, e)
+                return True
+            self.outcome_unknown = True
+            raise CommitOutcomeUnknownError(
+                f"writing the commit file of version {version} of {self.table.uri} failed with "
+                f"{type(e).__name__}: {e}; the write may still land: read the table (its txn record or "
+                f"history) before committing the same data again", retryable=False, version=version) from e
+        return self._holds_own_commit(version)
+
+    def _holds_own_commit(self, version: int) -> bool:
+        """Whether the commit at ``version`` exists and is this transaction's (its ``commitInfo.txnId``)."""
+        try:
+            return is_own_commit(self.table.read_commit(version), self.provenance.txn_id)
+        except (VersionNotFoundError, FileNotFoundError):
+            return False
 
     def _serialize(self, version: int, commit_ts: int) -> bytes:
         return self.serialize(version, commit_ts)

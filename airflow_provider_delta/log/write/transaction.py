@@ -26,12 +26,12 @@ from ..base import arrow_build as ab
 from ..base import ict
 from ..base.actions import Metadata, Protocol
 from ..base.commit_actions import AddFile, DomainMetadata, RemoveFile, Txn
-from .commit_info import CommitProvenance
+from .commit_info import CommitProvenance, is_own_commit
 from .commit_plan import CommitPlan, PendingChanges, dv_unique_id, plan_commit
 from .committer import Committer
 from .conflicts import canonical_partition_value
 from .isolation import ISOLATION_LEVELS
-from ..base.errors import InvalidArgumentError
+from ..base.errors import InvalidArgumentError, TableNotFoundError, VersionNotFoundError
 from ..base.features import FEATURE_PROPERTY_PREFIX, MIN_READER_VERSION_PROPERTY, MIN_WRITER_VERSION_PROPERTY
 from ..base.names import LOG_DIR
 from ..base.schema import schema_to_arrow, serialize_partition_value
@@ -393,6 +393,45 @@ class Transaction:
         self._state = "committed"
         self.version = version
         return version
+
+    def landed_version(self) -> int | None:
+        """The version holding this transaction's commit, found in the log (None if none does).
+
+        After :meth:`commit` raised, this resolves the outcome before anything the commit
+        would reference is deleted: the commits after the version it read are searched
+        for its ``commitInfo.txnId``. Only an answer from the log counts; a transaction
+        whose outcome is unknown (:attr:`outcome_unknown`) and not found may still land.
+        """
+        if self.version is not None:
+            return self.version
+        if self._state in ("open", "aborted"):
+            return None
+        start = self._read_version + 1 if isinstance(self._read_version, int) else 0
+        try:
+            latest = self.table.latest_version()
+        except TableNotFoundError:
+            return None
+        for v in range(start, latest + 1):
+            try:
+                actions = self.table.read_commit(v)
+            except (VersionNotFoundError, FileNotFoundError):
+                continue
+            if is_own_commit(actions, self.txn_id):
+                return v
+        return None
+
+    def surely_not_committed(self) -> bool:
+        """Whether the log shows that this transaction did not commit: only then may what it would
+        have referenced be deleted. False on any doubt (outcome unknown, found in the log, or the
+        log cannot be read)."""
+        if self._state in ("open", "aborted"):
+            return True
+        if self._state == "committed" or self.outcome_unknown:
+            return False
+        try:
+            return self.landed_version() is None
+        except Exception:  # the log cannot be read now: keep everything
+            return False
 
     def _provenance(self, tags: dict[str, str] | None = None) -> CommitProvenance:
         return CommitProvenance(self.operation, self.operation_parameters, self.user_metadata, self.job,

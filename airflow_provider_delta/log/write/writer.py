@@ -146,7 +146,7 @@ def write_table(table: TableLog, data: Any, mode: str = "append", partition_by: 
         return write.commit(_write_files(table, data, plan.schema, plan.partition_columns, plan.configuration,
                                          max_rows_per_file, written))
     except BaseException:
-        if not write.outcome_unknown:
+        if write.txn.surely_not_committed():      # the log decides: a landed commit keeps its files
             delete_quietly(table, written)
         raise
 
