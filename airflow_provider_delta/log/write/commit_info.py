@@ -22,9 +22,11 @@ def engine_info() -> str:
     return f"{ENGINE_NAME}/{__version__}"
 
 
-def param_value(value: Any) -> str | None:
-    """Delta Spark stores operation parameters as strings; structured values as JSON text."""
-    if value is None or isinstance(value, str):
+def param_value(value: Any) -> str | bool | None:
+    """Delta Spark writes each operation parameter as its JSON encoding: strings as strings,
+    booleans as JSON booleans (``"auto":false`` of OPTIMIZE); structured values it encodes to
+    JSON text first (``"zOrderBy":"[\"x\"]"``), as we do."""
+    if value is None or isinstance(value, (str, bool)):
         return value
     return json.dumps(value, separators=(",", ":"), default=str)
 
@@ -52,9 +54,17 @@ class CommitProvenance:
     txn_id: str = ""
 
 
-def operation_metrics(adds: list[AddFile], removes: list[RemoveFile], extra: dict[str, Any]) -> dict[str, str]:
+#: Operations whose metrics are exactly the caller's: Delta Spark records only its own set for them
+#: (``DeltaOperationMetrics.OPTIMIZE``), not the write metrics every data commit gets.
+OWN_METRICS_OPERATIONS = frozenset({"OPTIMIZE", "REORG"})
+
+
+def operation_metrics(adds: list[AddFile], removes: list[RemoveFile], extra: dict[str, Any],
+                      operation: str = "WRITE") -> dict[str, str]:
     """Delta Spark's write metrics (as strings), plus the caller's."""
     m: dict[str, Any] = {}
+    if operation in OWN_METRICS_OPERATIONS:
+        return {k: str(v) for k, v in extra.items()}
     if adds:
         m["numFiles"] = len(adds)
         m["numOutputBytes"] = sum(a.size for a in adds)

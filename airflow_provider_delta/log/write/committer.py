@@ -140,7 +140,8 @@ class Committer:
         plan = self.plan
         info = build_commit_info(self.provenance, commit_ts, plan.ict_after, plan.read_version,
                                  plan.isolation_level, plan.blind_append,
-                                 operation_metrics(plan.adds, plan.removes, self.provenance.operation_metrics))
+                                 operation_metrics(plan.adds, plan.removes, self.provenance.operation_metrics,
+                                                   self.provenance.operation))
         actions: list[dict[str, Any]] = [{"commitInfo": info}]
         if plan.protocol is not None:
             actions.append({"protocol": plan.protocol.to_json()})
