@@ -3,10 +3,12 @@ from .backfill import DeltaBackfillOperator
 from .base import DeltaBaseOperator
 from .checkpoint import DeltaCheckpointOperator
 from .maintenance import DeltaMetadataCleanupOperator, DeltaVacuumOperator
+from .optimize import DeltaOptimizeOperator
 from .snapshot import DeltaTimeTravelSnapshotOperator
 
 __all__ = ["DeltaBaseOperator", "DeltaBackfillOperator", "DeltaCheckpointOperator",
            "DeltaTimeTravelSnapshotOperator", "DeltaMetadataCleanupOperator", "DeltaVacuumOperator",
+           "DeltaOptimizeOperator",
            "DeltaSparkSubmitOperator", "DeltaSparkApplicationOperator"]
 
 

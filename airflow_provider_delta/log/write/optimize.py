@@ -35,7 +35,7 @@ from ..base.features import Operation, require
 from ..read.snapshot import Snapshot
 from ..read.table_log import TableLog
 from .optimize_plan import Bin, OptimizeSettings, plan_bins, settings_for
-from .optimize_rewrite import rewrite_bin
+from .optimize_rewrite import RewriteSource, rewrite_bin
 from .transaction import Transaction
 
 log = logging.getLogger(__name__)
@@ -48,6 +48,12 @@ class OptimizePlan:
     settings: OptimizeSettings
     bins: list[Bin]
     considered_files: int
+
+    def rewrite_source(self) -> RewriteSource:
+        """What a remote worker needs to rewrite a bin of this plan (picklable, no log state)."""
+        snap = self.snapshot
+        return RewriteSource(snap.uri, snap.storage.storage_options, snap.version, snap.metadata.schema_string,
+                             tuple(snap.partition_columns), dict(snap.configuration))
 
 
 def plan_optimize(table: TableLog, *, partition_filter: Any = None, target_size: Any = None,

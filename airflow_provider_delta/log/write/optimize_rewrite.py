@@ -28,7 +28,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..base.commit_actions import AddFile
+from ..base.schema import schema_to_arrow
 from ..base.stats import StatsCollector
+from ..base.storage import Storage
 from ..read.reader import Readable, data_fields, file_batches
 from .optimize_plan import Bin, OptimizeSettings, num_records
 from .writer import partition_dir
@@ -39,6 +41,39 @@ ROW_GROUP_ROWS = 1 << 20
 #: Rows per batch read from an input file.
 BATCH_ROWS = 1 << 16
 _KEY = "__zorder_key"
+
+
+class RewriteSource:
+    """The table as :func:`rewrite_bin` reads it, without the log: for workers in other processes.
+
+    A :class:`~..read.snapshot.Snapshot` carries its replayed file list and the log machinery;
+    a Spark executor only needs where the table lives, its schema, partitioning and properties,
+    so this small value (picklable) stands in for it there. It has no file list: a rewrite
+    reads only the files of its bin.
+    """
+
+    def __init__(self, uri: str, storage_options: dict[str, Any] | None, version: int, schema_string: str,
+                 partition_columns: tuple[str, ...], configuration: dict[str, str]):
+        self.uri = uri
+        self.storage_options = dict(storage_options or {})
+        self.version = version
+        self.schema_string = schema_string
+        self.partition_columns = tuple(partition_columns)
+        self.configuration = dict(configuration)
+        self._storage: Storage | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_storage": None}
+
+    @property
+    def storage(self) -> Storage:
+        if self._storage is None:
+            self._storage = Storage(self.uri, self.storage_options)
+        return self._storage
+
+    @property
+    def schema(self) -> pa.Schema:
+        return schema_to_arrow(self.schema_string)
 
 
 def file_schema(snap: Readable) -> pa.Schema:
