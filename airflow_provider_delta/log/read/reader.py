@@ -194,8 +194,8 @@ def data_fields(snap: Readable) -> list[pa.Field]:
 
 
 def file_batches(snap: Readable, path: str, deletion_vector: dict[str, Any] | None,
-                 fields: list[pa.Field] | None = None, batch_size: int = 65_536) -> Iterator[pa.Table]:
-    """The live rows of one data file, a batch at a time (memory: about one row group).
+                 fields: list[pa.Field] | None = None) -> Iterator[pa.Table]:
+    """The live rows of one data file, a row group at a time (memory: about one row group).
 
     The same rules as :func:`read_files` without the partition columns: deleted rows
     (deletion vector) dropped, each of ``fields`` (default: :func:`data_fields`) found by
@@ -210,9 +210,9 @@ def file_batches(snap: Readable, path: str, deletion_vector: dict[str, Any] | No
     if deletion_vector is not None:
         deleted = read_deletion_vector(snap.storage, deletion_vector)
         keep = deleted_mask(source.num_rows, deleted, f"{snap.uri}: data file {path}")
+    stored = [stored_name(f, mode) for f in fields] if mode != "id" else None   # ids: found in the whole file
     start = 0
-    for batch in source.iter_batches(batch_size):
-        t = pa.Table.from_batches([batch])
+    for t in source.iter_row_groups(stored):
         n = t.num_rows
         if keep is not None:
             t = ak.filter(t, ab.from_numpy(keep[start:start + n]))

@@ -25,6 +25,7 @@ from typing import Any, Iterator
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..base.commit_actions import AddFile
@@ -38,8 +39,10 @@ from .zorder import SAMPLE_ROWS, ZOrderCurve, cut_points, part_of
 
 #: Rows per row group of the files OPTIMIZE writes (and the most it buffers per output file).
 ROW_GROUP_ROWS = 1 << 20
-#: Rows per batch read from an input file.
-BATCH_ROWS = 1 << 16
+#: A column gets dictionary pages when its first rows repeat values (fewer distinct than this share):
+#: for unique-ish values (random floats, ids) the dictionary is built, overflows and is thrown away,
+#: which made writing about 2.5 times slower for 3% smaller files.
+DICTIONARY_DISTINCT_SHARE = 0.5
 _KEY = "__zorder_key"
 
 
@@ -98,7 +101,7 @@ class _OutputFile:
         self._pending_rows = 0
         written.append(self.rel)
         self._sink = snap.storage.open(self.rel, "wb")
-        self._writer = pq.ParquetWriter(self._sink, schema, compression="snappy")
+        self._writer: pq.ParquetWriter | None = None
 
     def write(self, rows: pa.Table) -> None:
         rows = rows.select(self.schema.names).cast(self.schema) if rows.schema != self.schema else rows
@@ -110,13 +113,18 @@ class _OutputFile:
 
     def _flush(self) -> None:
         if self._pending:
-            self._writer.write_table(pa.concat_tables(self._pending), row_group_size=ROW_GROUP_ROWS)
+            rows = pa.concat_tables(self._pending)
+            if self._writer is None:
+                self._writer = pq.ParquetWriter(self._sink, self.schema, compression="snappy",
+                                                use_dictionary=_dictionary_columns(rows))
+            self._writer.write_table(rows, row_group_size=ROW_GROUP_ROWS)
             self._pending, self._pending_rows = [], 0
 
     def close(self) -> AddFile | None:
         """The new file's add action (None, and the file deleted, when no row was written)."""
         self._flush()
-        self._writer.close()
+        if self._writer is not None:
+            self._writer.close()
         self._sink.close()
         if self._stats.num_records == 0:
             self.snap.storage.delete(self.rel)
@@ -128,14 +136,35 @@ class _OutputFile:
 
     def abort(self) -> None:
         try:
-            self._writer.close()
+            if self._writer is not None:
+                self._writer.close()
         finally:
             self._sink.close()
 
 
+def _dictionary_columns(rows: pa.Table, probe: int = 65_536) -> list[str]:
+    """The columns worth dictionary pages, judged on the first ``probe`` rows (leaf-level for structs:
+    nested columns keep pyarrow's default)."""
+    head = rows.slice(0, probe)
+    out = []
+    for f in head.schema:
+        col = head.column(f.name)
+        if pa.types.is_nested(f.type):
+            out.append(f.name)
+            continue
+        try:
+            distinct = pc.count_distinct(col).as_py()
+        except (pa.ArrowNotImplementedError, pa.ArrowInvalid):
+            out.append(f.name)
+            continue
+        if distinct < DICTIONARY_DISTINCT_SHARE * max(1, len(col)):
+            out.append(f.name)
+    return out
+
+
 def _bin_batches(snap: Readable, bin_: Bin, fields: list[pa.Field] | None = None) -> Iterator[pa.Table]:
     for f in bin_.files:
-        yield from file_batches(snap, f["path"], f.get("deletion_vector"), fields, BATCH_ROWS)
+        yield from file_batches(snap, f["path"], f.get("deletion_vector"), fields)
 
 
 def rewrite_bin(snap: Readable, bin_: Bin, settings: OptimizeSettings, written: list[str]) -> list[AddFile]:
