@@ -49,7 +49,8 @@ def test_commit_info_is_first_and_complete(table):
     assert list(actions[0]) == ["commitInfo"]
     info = actions[0]["commitInfo"]
     assert info["operation"] == "MERGE"
-    assert info["operationParameters"] == {"predicate": "id = 1", "n": "3", "flag": "true"}
+    # JSON values as Delta Spark writes them: numbers and booleans raw (OPTIMIZE's "auto":false)
+    assert info["operationParameters"] == {"predicate": "id = 1", "n": 3, "flag": True}
     assert info["readVersion"] == 1 and info["isolationLevel"] == "WriteSerializable"
     assert info["isBlindAppend"] is False
     assert info["operationMetrics"] == {"numFiles": "1", "numOutputBytes": "70", "numOutputRows": "7",

@@ -22,11 +22,11 @@ def engine_info() -> str:
     return f"{ENGINE_NAME}/{__version__}"
 
 
-def param_value(value: Any) -> str | bool | None:
-    """Delta Spark writes each operation parameter as its JSON encoding: strings as strings,
-    booleans as JSON booleans (``"auto":false`` of OPTIMIZE); structured values it encodes to
-    JSON text first (``"zOrderBy":"[\"x\"]"``), as we do."""
-    if value is None or isinstance(value, (str, bool)):
+def param_value(value: Any) -> Any:
+    """Delta Spark writes each operation parameter as its JSON encoding: strings as strings, numbers
+    and booleans as JSON numbers and booleans (``"auto":false`` of OPTIMIZE); structured values it
+    encodes to JSON text first (``"zOrderBy":"[\"x\"]"``), as we do."""
+    if value is None or isinstance(value, (str, bool, int, float)):
         return value
     return json.dumps(value, separators=(",", ":"), default=str)
 
