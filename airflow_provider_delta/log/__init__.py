@@ -37,7 +37,7 @@ __all__ = [
     # for engines that write a checkpoint with parallel workers (spark/checkpoint_engine.py)
     "plan_checkpoint", "CheckpointPlan",
     # for engines that rewrite OPTIMIZE bins with parallel workers (spark/optimize_engine.py)
-    "plan_optimize", "OptimizePlan", "rewrite_bin", "commit_optimize", "delete_written",
+    "plan_optimize", "OptimizePlan", "rewrite_bin", "commit_optimize",
     # for engines that write data files themselves (the Spark integration): the same schema,
     # statistics and write-planning rules DeltaTable.write follows
     "schema_to_arrow", "arrow_to_schema", "schema_string", "partition_values_to_arrow",
@@ -79,7 +79,7 @@ def __getattr__(name: str):
     elif name in ("CheckpointPlan", "plan_checkpoint"):
         from .maintenance import distributed_checkpoint as module
         value = getattr(module, name)
-    elif name in ("OptimizePlan", "plan_optimize", "commit_optimize", "delete_written"):
+    elif name in ("OptimizePlan", "plan_optimize", "commit_optimize"):
         from .write import optimize as module
         value = getattr(module, name)
     elif name == "rewrite_bin":

@@ -60,7 +60,8 @@ def child(impl: str, op: str, path: str, target: int) -> None:
                       "added": added, "removed": removed}))
 
 
-def make_source(path: Path, rows: int, files: int) -> None:
+def make_source(path: Path, rows: int, files: int, partitioned: bool = False) -> None:
+    """``files`` appends of random points (``p``: two partitions when ``partitioned``)."""
     import numpy as np
     import pyarrow as pa
     sys.path.insert(0, str(ROOT))
@@ -69,9 +70,12 @@ def make_source(path: Path, rows: int, files: int) -> None:
     per = rows // files
     table = DeltaTable(str(path))
     for i in range(files):
-        table.write(pa.table({"id": pa.array(np.arange(i * per, (i + 1) * per), pa.int64()),
-                              "x": rng.random(per), "y": rng.random(per),
-                              "s": pa.array([f"k{v}" for v in rng.integers(0, 100_000, per)])}))
+        data = pa.table({"id": pa.array(np.arange(i * per, (i + 1) * per), pa.int64()),
+                         "x": rng.random(per), "y": rng.random(per),
+                         "s": pa.array([f"k{v}" for v in rng.integers(0, 100_000, per)])})
+        if partitioned:
+            data = data.append_column("p", pa.array([str(j % 2) for j in range(per)]))
+        table.write(data, partition_by=["p"] if partitioned else None)
 
 
 def _rows(path: Path) -> int:

@@ -34,6 +34,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve()
 ROOT = HERE.parents[2]
+sys.path.insert(0, str(HERE.parent))
+from bench_optimize import make_source  # noqa: E402  (the same source table)
 
 
 def _spark(cores: int):
@@ -71,22 +73,6 @@ def child(impl: str, path: str, target: int, zorder: bool, cores: int) -> None:
     print(json.dumps({"optimize_s": t1 - t0, "added": added, "removed": removed}))
 
 
-def make_source(path: Path, rows: int, files: int) -> None:
-    import numpy as np
-    import pyarrow as pa
-    sys.path.insert(0, str(ROOT))
-    from airflow_provider_delta.log import DeltaTable
-    rng = np.random.default_rng(42)
-    per = rows // files
-    table = DeltaTable(str(path))
-    for i in range(files):
-        table.write(pa.table({"p": pa.array([str(j % 2) for j in range(per)]),
-                              "id": pa.array(np.arange(i * per, (i + 1) * per), pa.int64()),
-                              "x": rng.random(per), "y": rng.random(per),
-                              "s": pa.array([f"k{v}" for v in rng.integers(0, 100_000, per)])}),
-                    partition_by=["p"])
-
-
 def run(impl: str, source: Path, work: Path, target: int, zorder: bool, cores: int) -> dict:
     dst = work / impl
     if dst.exists():
@@ -119,7 +105,7 @@ def main() -> None:
         with tempfile.TemporaryDirectory(prefix="bench-spark-optimize-") as d:
             work = Path(d)
             source = work / "source"
-            make_source(source, size, args.files)
+            make_source(source, size, args.files, partitioned=True)
             mb = sum(p.stat().st_size for p in source.rglob("*.parquet")) / 1e6
             res = {}
             for impl in ("ours", "delta-spark"):

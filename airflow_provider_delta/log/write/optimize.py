@@ -30,13 +30,14 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Protocol
 
 from ..base.commit_actions import AddFile, RemoveFile
-from ..base.errors import DeltaError, InvalidArgumentError
+from ..base.errors import InvalidArgumentError
 from ..base.features import Operation, require
 from ..read.snapshot import Snapshot
 from ..read.table_log import TableLog
 from .optimize_plan import Bin, OptimizeSettings, plan_bins, settings_for
 from .optimize_rewrite import RewriteSource, rewrite_bin
 from .transaction import Transaction
+from .writer import delete_quietly
 
 log = logging.getLogger(__name__)
 
@@ -124,7 +125,7 @@ def optimize(table: TableLog, *, partition_filter: Any = None, target_size: Any 
         results = _local_rewrite(plan, workers, written) if engine == "local" else \
             engine.rewrite(plan, written)  # type: ignore[union-attr]
     except BaseException:
-        delete_written(table, written)
+        delete_quietly(table, written)
         raise
     return commit_optimize(table, plan, results, written, **txn_kwargs)
 
@@ -151,7 +152,7 @@ def commit_optimize(table: TableLog, plan: OptimizePlan, results: list[list[AddF
         version = txn.commit()
     except BaseException:
         if txn is None or not txn.outcome_unknown:
-            delete_written(table, written)
+            delete_quietly(table, written)
         raise
     log.info("%s of %s committed version %d: %d file(s) -> %d file(s)", settings.operation, table.uri, version,
              len(removes), len(adds))
@@ -162,15 +163,6 @@ def _remove_of(f: dict[str, Any]) -> RemoveFile:
     """The ``remove`` (``dataChange=false``) of a rewritten file, with its deletion vector and statistics."""
     return RemoveFile(f["path"], None, False, True, dict(f.get("partition_values") or {}), int(f["size"]),
                       f.get("stats"), dict(f["tags"]) if f.get("tags") else None, f.get("deletion_vector") or None)
-
-
-def delete_written(table: TableLog, paths: Iterable[str]) -> None:
-    """Delete new files no commit references (after a failure); a failed delete only leaves work for vacuum."""
-    for rel in paths:
-        try:
-            table.storage.delete(rel)
-        except (OSError, DeltaError):
-            pass
 
 
 def _percentiles(sizes: list[int]) -> dict[str, int]:

@@ -158,11 +158,13 @@ def write_table(table: TableLog, data: Any, mode: str = "append", partition_by: 
         return txn.commit()
     except BaseException:
         if not txn.outcome_unknown:
-            _delete_quietly(table, written)
+            delete_quietly(table, written)
         raise
 
 
-def _delete_quietly(table: TableLog, paths: list[str]) -> None:
+def delete_quietly(table: TableLog, paths: Iterable[str]) -> None:
+    """Delete data files no commit references (after a failed commit); a delete that fails only
+    leaves work for vacuum."""
     for rel in paths:
         try:
             table.storage.delete(rel)
