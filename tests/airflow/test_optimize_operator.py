@@ -68,3 +68,24 @@ def test_bad_arguments_fail_before_anything_is_written(make_table, make_context)
 
 def test_templated_fields():
     assert set(DeltaOptimizeOperator.template_fields) >= {"table_uri", "target_size", "min_file_size", "z_order_by"}
+
+
+def test_optimize_in_a_dag_run(run_dag, tmp_path):
+    """A real DAG run (the run_dag fixture): compaction, Z-order, then a vacuum dry run."""
+    table = DeltaTable.create(str(tmp_path / "orders"), pa.schema([("id", pa.int64()), ("day", pa.string())]),
+                              partition_by=["day"])
+    for i in range(5):
+        table.write(pa.table({"id": [i, 10 + i], "day": ["2026-01-01", "2026-01-02"]}))
+    before = sorted(table.snapshot().to_pyarrow().column("id").to_pylist())
+    report = run_dag("delta_optimize", env={"DELTA_TEST_TABLE": table.storage.root})
+    assert report.state == "success", report.output[-5000:]
+    compact = report.xcoms["compact"]["return_value"]
+    zorder = report.xcoms["zorder"]["return_value"]
+    assert compact["version"] == 6 and compact["numFilesRemoved"] == 10 and compact["numFilesAdded"] == 2
+    assert zorder["version"] == 7 and zorder["zOrderBy"] == ["id"]
+    assert sorted(table.snapshot().to_pyarrow().column("id").to_pylist()) == before
+    assert [h["operation"] for h in table.history(2)] == ["OPTIMIZE", "OPTIMIZE"]
+    assert table.history(2)[1]["job"]["dag_id"] == "delta_optimize"
+    events = [e for e in report.asset_events if e["source_task_id"] == "compact"]
+    assert len(events) == 1 and events[0]["extra"]["version"] == 6 and events[0]["extra"]["dataChange"] is False
+    assert report.xcoms["vacuum"]["return_value"]["dry_run"] is True
