@@ -24,5 +24,5 @@ with DAG("delta_maintenance", schedule="@weekly", start_date=datetime(2026, 1, 1
                                                dry_run=True)
         vacuum = DeltaVacuumOperator(task_id=f"vacuum_{name}", table_uri=uri, delta_conn_id=conn_id, dry_run=True)
         checkpoint >> [cleanup, vacuum]
-        # OPTIMIZE first: the checkpoint covers its commit, and vacuum (past the retention) deletes the files it replaced
+        # OPTIMIZE first: the checkpoint covers its commit; vacuum (past the retention) deletes the files it replaced
         DeltaOptimizeOperator(task_id=f"optimize_{name}", table_uri=uri, delta_conn_id=conn_id) >> checkpoint

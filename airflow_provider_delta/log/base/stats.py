@@ -29,7 +29,7 @@ import datetime as _dt
 import decimal
 import json
 import math
-from typing import Any, Iterable
+from typing import Any
 
 import pyarrow as pa
 

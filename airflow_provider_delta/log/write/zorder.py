@@ -45,7 +45,8 @@ def _comparable(arr: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, np.ndarray
     elif pa.types.is_decimal(typ):
         arr = pc.cast(arr, pa.float64(), safe=False)
     if pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type) or pa.types.is_string_view(arr.type):
-        values = np.asarray(pc.fill_null(pc.cast(arr, pa.large_string()), pa.scalar("", pa.large_string())).to_pylist(), dtype=object)
+        text = pc.fill_null(pc.cast(arr, pa.large_string()), pa.scalar("", pa.large_string()))
+        values = np.asarray(text.to_pylist(), dtype=object)
         return values, nulls
     if arr.null_count:
         arr = pc.fill_null(arr, pa.scalar(0, arr.type))
