@@ -38,6 +38,8 @@ __all__ = [
     "CommitRecord", "CommitsSince", "to_epoch_ms", "format_ms",
     # for engines that write a checkpoint with parallel workers (spark/checkpoint_engine.py)
     "plan_checkpoint", "CheckpointPlan",
+    # for engines that rewrite OPTIMIZE bins with parallel workers (spark/optimize_engine.py)
+    "plan_optimize", "OptimizePlan", "rewrite_bin", "commit_optimize",
     # for engines that write data files themselves (the Spark integration): the same schema,
     # statistics and write-planning rules DeltaTable.write follows
     "schema_to_arrow", "arrow_to_schema", "schema_string", "partition_values_to_arrow",
@@ -86,6 +88,11 @@ def __getattr__(name: str):
     elif name in ("CheckpointPlan", "plan_checkpoint"):
         from .maintenance import distributed_checkpoint as module
         value = getattr(module, name)
+    elif name in ("OptimizePlan", "plan_optimize", "commit_optimize"):
+        from .write import optimize as module
+        value = getattr(module, name)
+    elif name == "rewrite_bin":
+        from .write.optimize_rewrite import rewrite_bin as value
     elif name in ("ChangeRange", "IncrementalStep", "pending_changes", "process_changes"):
         from . import incremental as module
         value = getattr(module, name)

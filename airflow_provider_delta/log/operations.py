@@ -37,6 +37,8 @@ def __getattr__(name: str) -> ModuleType:
         from .maintenance import cleanup as module
     elif name == "vacuum":
         from .maintenance import vacuum as module
+    elif name == "optimize":
+        from .write import optimize as module
     elif name == "managed":
         from .write import managed as module
     elif name == "restore":

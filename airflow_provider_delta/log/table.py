@@ -6,7 +6,7 @@ delegates to the module that holds the logic, so this file stays a map of the AP
 creation (:mod:`.create`), transactions (:mod:`.transaction`), data writes
 (:mod:`.writer`), checkpoints (:mod:`.checkpoint`), log compaction
 (:mod:`.compaction`), metadata cleanup (:mod:`.cleanup`), vacuum (:mod:`.vacuum`),
-restore (:mod:`.restore`), shallow clone (:mod:`.clone`),
+restore (:mod:`.restore`), shallow clone (:mod:`.clone`), OPTIMIZE (:mod:`.optimize`),
 in-commit timestamps and managed commits (:mod:`.transaction`, :mod:`.managed`).
 Those modules are reached through :mod:`.operations`, which imports each on first use:
 opening a table to read it loads only the read engine.
@@ -167,6 +167,23 @@ class DeltaTable(TableLog):
         target = type(self)(target_uri, storage_options=storage_options, commit_owner=commit_owner)
         ops.clone.clone_table(self, target, version=version, timestamp=timestamp, **kwargs)
         return target
+
+    def optimize(self, *, partition_filter: Any = None, target_size: int | str | None = None,
+                 min_file_size: int | str | None = None, z_order_by: Iterable[str] | str | None = None,
+                 max_concurrent: int | None = None, engine: Any = "local", **kwargs: Any) -> dict[str, Any]:
+        """OPTIMIZE: compact small files per partition, Z-order, rewrite files without deleted rows.
+
+        ``partition_filter``: ``[(column, op, value), ...]`` on partition columns. ``target_size``:
+        bytes of the new files (default ``delta.targetFileSize``, else 1 GiB); ``min_file_size``:
+        files below it are compacted (default: the target). ``z_order_by``: columns to cluster
+        by on a Z-order curve (every file of a partition is rewritten). ``purge=True`` is
+        ``REORG TABLE ... APPLY (PURGE)``: only files with deletion vectors, rewritten without
+        their deleted rows. One commit, every action ``dataChange=false``. Returns the metrics,
+        ``version`` None when there was nothing to do. See :mod:`.optimize`.
+        """
+        return ops.optimize.optimize(self, partition_filter=partition_filter, target_size=target_size,
+                                     min_file_size=min_file_size, z_order_by=z_order_by,
+                                     max_concurrent=max_concurrent, engine=engine, **kwargs)
 
     def enable_in_commit_timestamps(self, **kwargs: Any) -> int:
         """Turn on in-commit timestamps on an existing table; returns the enabling version."""

@@ -5,13 +5,14 @@ from .checkpoint import DeltaCheckpointOperator
 from .clone import DeltaCloneOperator
 from .maintenance import DeltaMetadataCleanupOperator, DeltaVacuumOperator
 from .restore import DeltaRestoreOperator
+from .optimize import DeltaOptimizeOperator
 from .snapshot import DeltaTimeTravelSnapshotOperator
 from .write_audit_publish import (DeltaAbortTransactionOperator, DeltaBeginTransactionOperator,
                                   DeltaPublishTransactionOperator)
 
 __all__ = ["DeltaBaseOperator", "DeltaBackfillOperator", "DeltaCheckpointOperator",
            "DeltaTimeTravelSnapshotOperator", "DeltaMetadataCleanupOperator", "DeltaVacuumOperator",
-           "DeltaRestoreOperator", "DeltaCloneOperator",
+           "DeltaRestoreOperator", "DeltaCloneOperator", "DeltaOptimizeOperator",
            "DeltaSparkSubmitOperator", "DeltaSparkApplicationOperator",
            "DeltaBeginTransactionOperator", "DeltaPublishTransactionOperator", "DeltaAbortTransactionOperator"]
 

@@ -139,9 +139,10 @@ def test_every_argument_is_a_template_field():
     from airflow_provider_delta.operators.spark import DeltaSparkSubmitOperator
     from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
     not_templated = {"deferrable", "kwargs", "self", "conn_id", "name", "application"}
+    from airflow_provider_delta.operators import DeltaCloneOperator, DeltaOptimizeOperator, DeltaRestoreOperator
     for cls in (DeltaBackfillOperator, DeltaCheckpointOperator, DeltaMetadataCleanupOperator, DeltaVacuumOperator,
                 DeltaTimeTravelSnapshotOperator, DeltaCommitSensor, DeltaSparkSubmitOperator,
-                DeltaSparkApplicationOperator):
+                DeltaSparkApplicationOperator, DeltaOptimizeOperator, DeltaRestoreOperator, DeltaCloneOperator):
         own = set(inspect.signature(cls.__init__).parameters) - not_templated
         for base in cls.__mro__[1:]:
             if base is SparkSubmitOperator:

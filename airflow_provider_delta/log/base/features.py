@@ -110,6 +110,9 @@ DATA_SKIPPING_NUM_INDEXED_COLS_DEFAULT = 32
 DATA_SKIPPING_STATS_COLUMNS_PROPERTY = "delta.dataSkippingStatsColumns"
 DATA_SKIPPING_STRING_PREFIX_LENGTH_PROPERTY = "delta.dataSkippingStringPrefixLength"
 DATA_SKIPPING_STRING_PREFIX_LENGTH_DEFAULT = 32
+#: Target size in bytes of the files OPTIMIZE writes (Databricks' property; Delta Spark's own
+#: default is its ``optimize.maxFileSize``, 1 GiB, used when the property is unset).
+TARGET_FILE_SIZE_PROPERTY = "delta.targetFileSize"
 #: UniForm Iceberg metadata (vacuum leaves its ``metadata/`` folder alone when set).
 ICEBERG_COMPAT_PREFIX = "delta.enableIcebergCompat"
 UNIVERSAL_FORMATS_PROPERTY = "delta.universalFormat.enabledFormats"

@@ -193,7 +193,9 @@ def _plan_data(table: TableLog, data: Any, mode: str, partition_by: Iterable[str
     return plan, conform_to_schema(data, plan.schema)
 
 
-def delete_quietly(table: TableLog, paths: list[str]) -> None:
+def delete_quietly(table: TableLog, paths: Iterable[str]) -> None:
+    """Delete data files no commit references (after a failed commit); a delete that fails only
+    leaves work for vacuum."""
     for rel in paths:
         try:
             table.storage.delete(rel)
