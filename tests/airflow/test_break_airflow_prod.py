@@ -123,3 +123,22 @@ def test_sensor_payload_is_bounded_in_bytes(make_table, make_context):
                             timeout=30).execute(make_context())
     assert out["count"] == 21 and out["truncated"]
     assert len(json.dumps(out)) < 1_000_000
+
+
+# ------------------------------------------------------------------ Spark operator arguments outside the parser
+@pytest.mark.xfail(strict=True, reason="DeltaSparkSubmitOperator's mode, partition_by and table_properties do not "
+                   "go through operators/arguments.py: a rendered 'None'/'Overwrite' mode or a list/dict param "
+                   "rendered to its Python text fails with a plain InvalidArgumentError (the task is retried with the "
+                   "same value), or is not refused at all, instead of DeltaArgumentError")
+@pytest.mark.parametrize("field, value", [("mode", "None"), ("mode", "Overwrite"),
+                                          ("partition_by", "['day']"), ("table_properties", "{'a': 'b'}")])
+def test_spark_submit_rendered_arguments_fail_without_retry(make_table, make_context, field, value):
+    from airflow_provider_delta.operators import DeltaSparkSubmitOperator
+    table = make_table(commits=1)
+    log = sorted(os.listdir(table.storage.path("_delta_log")))
+    op = DeltaSparkSubmitOperator(task_id="s", output_table_uri=table.storage.root, transform="jobs.t:transform",
+                                  app_id="break.s", app_version=1, **{field: "{{ v }}"})
+    setattr(op, field, value)
+    with pytest.raises(AirflowFailException):
+        op.execute(make_context())
+    assert sorted(os.listdir(table.storage.path("_delta_log"))) == log
