@@ -7,8 +7,8 @@ the newest of the other: `pip install --dry-run --no-deps "pyspark==4.0.1" "pysp
 answers "Would install pyspark-4.0.1 pyspark-client-4.2.0", one folder overwritten by the other.
 Without any constraint it is mixed already: pyspark 4.3.0 is out, pyspark-client stops at 4.2.0, and
 `pip install --dry-run --no-deps "pyspark>=4.0,<5" "pyspark-client>=4.0,<5"` answers
-"Would install pyspark-4.3.0 pyspark-client-4.2.0" (and Spark 4.3 is not the 4.2 the pinned Delta
-Spark 4.4.0 jars are built for).
+"Would install pyspark-4.3.0 pyspark-client-4.2.0" (and neither range keeps pyspark at the 4.2.0
+the project pairs with its Delta Spark 4.4.0 jars).
 """
 from __future__ import annotations
 
