@@ -74,9 +74,6 @@ def test_hook_vacuum_with_an_unclear_enforce_retention_skips_the_retention_check
 
 
 # ------------------------------------------------------------------ unclear values, untyped errors
-@pytest.mark.xfail(strict=True, reason="retention_hours='inf' passes optional_hours (it checks only NaN and < 0): "
-                   "the cleanup operator then crashes with OverflowError, the vacuum operator gets the log layer's "
-                   "plain InvalidArgumentError; neither is DeltaArgumentError, so both tasks are retried")
 @pytest.mark.parametrize("cls", [DeltaMetadataCleanupOperator, DeltaVacuumOperator])
 def test_infinite_retention_hours_is_a_typed_error(make_table, make_context, cls):
     table = make_table(commits=2)
@@ -142,3 +139,4 @@ def test_spark_submit_rendered_arguments_fail_without_retry(make_table, make_con
     with pytest.raises(AirflowFailException):
         op.execute(make_context())
     assert sorted(os.listdir(table.storage.path("_delta_log"))) == log
+
