@@ -140,3 +140,33 @@ def test_spark_submit_rendered_arguments_fail_without_retry(make_table, make_con
         op.execute(make_context())
     assert sorted(os.listdir(table.storage.path("_delta_log"))) == log
 
+
+# ------------------------------------------------------------------ dag.test(): retry or not
+BREAK_DAGS = os.path.join(os.path.dirname(__file__), "break_dags")
+
+
+@pytest.mark.airflow
+def test_dag_mapped_unclear_dry_run_fails_without_retry_and_deletes_nothing(run_dag, make_table):
+    from pathlib import Path
+    table = table_with_garbage(make_table)
+    before = data_files(table)
+    report = run_dag("delta_break_mapped_dry_run", env={"DELTA_TEST_TABLE": table.storage.root},
+                     dags_folder=Path(BREAK_DAGS))
+    assert report.tasks["vacuum"] == "failed", report.output[-5000:]      # retries=3, none used
+    assert data_files(table) == before
+
+
+@pytest.mark.airflow
+def test_dag_transient_storage_error_is_still_retried(run_dag):
+    from pathlib import Path
+    dead = {"conn_type": "delta", "login": "k", "password": "s",
+            "extra": {"storage_options": {"client_kwargs": {"endpoint_url": "http://127.0.0.1:9"},
+                                          "config_kwargs": {"retries": {"max_attempts": 1},
+                                                            "connect_timeout": 1}},
+                      "single_writer": True}}
+    report = run_dag("delta_break_transient_storage", env={"AIRFLOW_CONN_DEAD_S3": json.dumps(dead)},
+                     dags_folder=Path(BREAK_DAGS))
+    # retries=1 (1 s apart): the first try is marked for retry, the second fails
+    assert report.tasks["vacuum"] == "failed", report.output[-5000:]
+    assert "up_for_retry" in report.output.lower(), report.output[-5000:]
+    assert "is not defined" not in report.output and "must be true or false" not in report.output
