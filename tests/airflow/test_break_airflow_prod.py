@@ -126,7 +126,7 @@ def test_sensor_payload_is_bounded_in_bytes(make_table, make_context):
 @pytest.mark.xfail(strict=True, reason="DeltaSparkSubmitOperator's mode, partition_by and table_properties do not "
                    "go through operators/arguments.py: a rendered 'None'/'Overwrite' mode or a list/dict param "
                    "rendered to its Python text fails with a plain InvalidArgumentError (the task is retried with the "
-                   "same value), or is not refused at all, instead of DeltaArgumentError")
+                   "same value), or a raw ValueError (table_properties), instead of DeltaArgumentError")
 @pytest.mark.parametrize("field, value", [("mode", "None"), ("mode", "Overwrite"),
                                           ("partition_by", "['day']"), ("table_properties", "{'a': 'b'}")])
 def test_spark_submit_rendered_arguments_fail_without_retry(make_table, make_context, field, value):
