@@ -86,9 +86,6 @@ def test_infinite_retention_hours_is_a_typed_error(make_table, make_context, cls
 
 
 # ------------------------------------------------------------------ Jinja rendering to Python literals
-@pytest.mark.xfail(strict=True, reason="operation='{{ params.operations }}' with a list param renders (without "
-                   "native rendering) to \"['WRITE', 'MERGE']\": the sensor takes that whole text as ONE operation "
-                   "name, never matches and waits until its timeout instead of parsing the list or refusing it")
 def test_sensor_operation_rendered_from_a_list_param(make_table, make_context):
     table = make_table(commits=2)
     time.sleep(0.01)
