@@ -88,6 +88,10 @@ def as_names(value: str | Iterable[str] | None) -> tuple[str, ...] | None:
     out = tuple(str(v).strip().upper() for v in names)
     if not all(out):
         raise InvalidArgumentError(f"operation names must not be empty, got {value!r}")
+    # a list param rendered as text ("['WRITE', 'MERGE']") would be one name that never matches
+    if any(n[0] in "[(" for n in out):
+        raise InvalidArgumentError(f"operation {value!r} looks like a rendered list, not an operation name: pass "
+                                   "a list, or render with render_template_as_native_obj=True")
     return out
 
 

@@ -16,6 +16,7 @@ at once, its retries unused) as well as the log layer's ``InvalidArgumentError``
 """
 from __future__ import annotations
 
+import math
 from typing import Any, Iterable
 
 from airflow.providers.common.compat.sdk import AirflowFailException
@@ -113,8 +114,8 @@ def optional_hours(value: Any, name: str) -> float | None:
         hours = float(value)
     except (TypeError, ValueError):
         raise DeltaArgumentError(f"{name} must be a number of hours, got {value!r}") from None
-    if hours != hours or hours < 0:
-        raise DeltaArgumentError(f"{name} must be a number of hours >= 0, got {value!r}")
+    if not math.isfinite(hours) or hours < 0:       # NaN, inf: no retention the table can use
+        raise DeltaArgumentError(f"{name} must be a finite number of hours >= 0, got {value!r}")
     return hours
 
 
