@@ -1,0 +1,84 @@
+"""Findings of the review of the conflict rules (branch break-conflicts): each test shows one way the
+conflict checks or their register could be broken, with real tables and pinned transactions (no Spark).
+"""
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from airflow_provider_delta.log import ConcurrentAppendError, ConcurrentDeleteReadError, DeltaTable
+
+from test_conflict_rules import SCHEMA, add, pinned, raw_commit, table  # noqa: F401 - the fixture
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _spaced_table(tmp_path) -> tuple[DeltaTable, str]:
+    """A table whose one file sits in partition ``p='a b'``: its path is percent-encoded in the log."""
+    t = DeltaTable.create(str(tmp_path / "t"), SCHEMA, partition_by=["p"])
+    t.auto_checkpoint = False
+    t.write(pa.table({"id": pa.array([1], pa.int64()), "p": ["a b"], "q": ["x"]}), mode="append")
+    logged = next(a["add"]["path"] for a in t.read_commit(t.latest_version()) if "add" in a)
+    assert "%20" in logged
+    return t, logged
+
+
+@pytest.mark.xfail(strict=True, reason="conflicts._path() decodes the winner's remove path but mark_read() keeps the "
+                   "caller's log-form path: the ConcurrentDeleteRead is missed and the commit lands")
+def test_a_winners_remove_of_a_file_marked_read_by_its_log_path_conflicts(tmp_path):
+    """mark_read() takes the path as the log spells it (percent-encoded, as Delta Spark and the
+    JSON of every add hold it); a winner's remove of that file must be a ConcurrentDeleteRead,
+    as Delta Spark's checkForDeletedFilesAgainstCurrentTxnReadFiles compares the log's paths."""
+    t, logged = _spaced_table(tmp_path)
+    loser = pinned(t)
+    loser.mark_read([logged])
+    loser.add_file(add("p=a%20b/derived.parquet", "a b"))
+    before = raw_commit(t, [{"remove": {"path": logged, "deletionTimestamp": 5, "dataChange": True}}])
+    with pytest.raises(ConcurrentDeleteReadError):
+        loser.commit()
+    assert t.latest_version() == before
+
+
+def test_a_winners_remove_of_a_file_read_through_read_files_still_conflicts(tmp_path):
+    """The same race with the path as read_files() gives it (decoded once): the fix above must keep it."""
+    t, logged = _spaced_table(tmp_path)
+    loser = pinned(t)
+    loser.read_files({"p": "a b"})
+    loser.add_file(add("p=a%20b/derived.parquet", "a b"))
+    raw_commit(t, [{"remove": {"path": logged, "deletionTimestamp": 5, "dataChange": True}}])
+    with pytest.raises(ConcurrentDeleteReadError):
+        loser.commit()
+
+
+def test_write_serializable_with_a_metadata_change_counts_a_concurrent_blind_append(table):
+    """docs/writer-rules-conflicts.md row 5 (ConflictChecker: ``WriteSerializable if
+    !metadataChanged`` ignores blind appends, so *with* a metadata change they count). The register's
+    tests run on Serializable tables, where blind appends always count: they pass with the
+    ``changes_metadata`` clause of counted_appends removed. This one does not."""
+    meta = table.snapshot().metadata.to_json()
+    meta["configuration"] = {"delta.isolationLevel": "WriteSerializable"}
+    raw_commit(table, [{"metaData": meta}])
+    reader, blind = pinned(table), pinned(table)
+    reader.read_partitions({"p": "a"})
+    reader.add_file(add("p=a/derived.parquet"))
+    reader.set_properties({"team": "x"})
+    blind.add_file(add("p=a/blind.parquet"))
+    blind.commit()
+    with pytest.raises(ConcurrentAppendError, match="WriteSerializable"):
+        reader.commit()
+
+
+def test_no_tracked_symlinks_into_a_worktree_of_this_machine():
+    """HELPERS.md's worktree links (.venv, .jars, .tools -> /work/main/...) must never be committed:
+    checked out in /work/main, ``.jars -> /work/main/.jars`` replaces the ignored jar folder with a
+    link to itself and every Spark test fails ('jars missing')."""
+    try:
+        out = subprocess.run(["git", "-C", str(REPO), "ls-files", "-s"], capture_output=True, text=True,
+                             check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        pytest.skip("not a git checkout")
+    links = [line.split("\t", 1)[1] for line in out.splitlines() if line.startswith("120000 ")]
+    assert links == []
