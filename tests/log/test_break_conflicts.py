@@ -26,8 +26,6 @@ def _spaced_table(tmp_path) -> tuple[DeltaTable, str]:
     return t, logged
 
 
-@pytest.mark.xfail(strict=True, reason="conflicts._path() decodes the winner's remove path but mark_read() keeps the "
-                   "caller's log-form path: the ConcurrentDeleteRead is missed and the commit lands")
 def test_a_winners_remove_of_a_file_marked_read_by_its_log_path_conflicts(tmp_path):
     """mark_read() takes the path as the log spells it (percent-encoded, as Delta Spark and the
     JSON of every add hold it); a winner's remove of that file must be a ConcurrentDeleteRead,
