@@ -3,6 +3,7 @@ conflict checks or their register could be broken, with real tables and pinned t
 """
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
@@ -80,3 +81,37 @@ def test_no_tracked_symlinks_into_a_worktree_of_this_machine():
         pytest.skip("not a git checkout")
     links = [line.split("\t", 1)[1] for line in out.splitlines() if line.startswith("120000 ")]
     assert links == []
+
+
+def test_a_winner_enabling_deletion_vectors_without_the_feature_is_a_conflict(table):
+    """Row 15: deletion-vector enablement is allowed only if the protocol supports the feature
+    (checkConfigurationChangesForConflicts). The register's tests enable DVs with the feature, so
+    they pass with the protocol clause removed; a winner that sets the property on a protocol
+    without ``deletionVectors`` must fail the blind append."""
+    from airflow_provider_delta.log import MetadataChangedError
+    assert "deletionVectors" not in (table.snapshot().protocol.writer_features or ())
+    meta = table.snapshot().metadata.to_json()
+    blind = pinned(table)
+    blind.add_file(add("p=a/x.parquet"))
+    raw_commit(table, [{"metaData": {**meta, "configuration": {"delta.enableDeletionVectors": "true"}}}])
+    with pytest.raises(MetadataChangedError):
+        blind.commit()
+
+
+def test_column_mapping_enablement_that_also_changes_other_field_metadata_conflicts(table):
+    """Row 15: with column mapping enabled by the winner, only column-mapping keys of the field
+    metadata may change (checkSchemaChangesForConflicts); a comment added at the same time is a
+    schema change. The register's rename test passes with the field-metadata clause removed."""
+    from airflow_provider_delta.log import MetadataChangedError
+    meta = table.snapshot().metadata.to_json()
+    schema = json.loads(meta["schemaString"])
+    for i, f in enumerate(schema["fields"], start=1):
+        f["metadata"] = {"delta.columnMapping.id": i, "delta.columnMapping.physicalName": f["name"]}
+    schema["fields"][0]["metadata"]["comment"] = "added with the enablement"
+    blind = pinned(table)
+    blind.add_file(add("p=a/x.parquet"))
+    raw_commit(table, [{"protocol": {"minReaderVersion": 2, "minWriterVersion": 5}},
+                       {"metaData": {**meta, "schemaString": json.dumps(schema),
+                                     "configuration": {"delta.columnMapping.mode": "name"}}}])
+    with pytest.raises(MetadataChangedError):
+        blind.commit()
