@@ -115,3 +115,16 @@ def test_column_mapping_enablement_that_also_changes_other_field_metadata_confli
                                      "configuration": {"delta.columnMapping.mode": "name"}}}])
     with pytest.raises(MetadataChangedError):
         blind.commit()
+
+
+def test_a_winner_setting_checkpoint_policy_v2_without_the_feature_is_a_conflict(table):
+    """Row 15: ``delta.checkpointPolicy`` is allowed only as ``v2`` on a protocol with
+    ``v2Checkpoint``. The register's test sets it with the feature only, so it passes with the
+    clause removed."""
+    from airflow_provider_delta.log import MetadataChangedError
+    meta = table.snapshot().metadata.to_json()
+    blind = pinned(table)
+    blind.add_file(add("p=a/x.parquet"))
+    raw_commit(table, [{"metaData": {**meta, "configuration": {"delta.checkpointPolicy": "v2"}}}])
+    with pytest.raises(MetadataChangedError):
+        blind.commit()
