@@ -10,7 +10,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from airflow_provider_delta.log import ConcurrentAppendError, ConcurrentDeleteReadError, DeltaTable
+from airflow_provider_delta.log import AddFile, ConcurrentAppendError, ConcurrentDeleteReadError, DeltaTable
 
 from test_conflict_rules import SCHEMA, add, pinned, raw_commit, table  # noqa: F401 - the fixture
 
@@ -128,3 +128,18 @@ def test_a_winner_setting_checkpoint_policy_v2_without_the_feature_is_a_conflict
     raw_commit(table, [{"metaData": {**meta, "configuration": {"delta.checkpointPolicy": "v2"}}}])
     with pytest.raises(MetadataChangedError):
         blind.commit()
+
+
+def test_two_blind_appends_to_an_unpartitioned_table_both_land(tmp_path):
+    """Rows 7/21: a blind append of ours never conflicts with appends (Serializable default
+    included), the everyday Airflow case of two appending tasks. The register's case
+    ``append_vs_blind_append`` runs on a partitioned table, where a commit that read nothing matches
+    no predicate anyway: it passes with the blind-append skip removed. Unpartitioned, it does not."""
+    t = DeltaTable.create(str(tmp_path / "t"), pa.schema([("id", pa.int64())]))
+    t.auto_checkpoint = False
+    first, second = pinned(t), pinned(t)
+    first.add_file(AddFile("a.parquet", 100, {}, 1, True, json.dumps({"numRecords": 1})))
+    second.add_file(AddFile("b.parquet", 100, {}, 1, True, json.dumps({"numRecords": 1})))
+    first.commit()
+    second.commit()
+    assert sorted(t.snapshot().files().column("path").to_pylist()) == ["a.parquet", "b.parquet"]
