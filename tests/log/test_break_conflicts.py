@@ -143,3 +143,37 @@ def test_two_blind_appends_to_an_unpartitioned_table_both_land(tmp_path):
     first.commit()
     second.commit()
     assert sorted(t.snapshot().files().column("path").to_pylist()) == ["a.parquet", "b.parquet"]
+
+
+@pytest.mark.parametrize("column_type,read_value,winner_spelling", [
+    (pa.timestamp("us", tz="UTC"), "2026-01-01 00:00:00.000000", "2026-01-01 00:00:00"),
+    (pa.int32(), 1, "01"),
+])
+def test_a_winners_file_matches_a_read_partition_whatever_its_spelling(tmp_path, column_type, read_value,
+                                                                        winner_spelling):
+    """Row 24: Delta Spark compares partition values typed. The register's test spells the winner's
+    value exactly as our canonical form, so it passes with the canonical comparison of the append
+    check removed; these spellings (no fractional seconds, a leading zero) are the same values."""
+    schema = pa.schema([("id", pa.int64()), ("k", column_type)])
+    t = DeltaTable.create(str(tmp_path / "t"), schema, partition_by=["k"])
+    t.auto_checkpoint = False
+    reader, writer = pinned(t), pinned(t)
+    reader.read_partitions({"k": read_value})
+    reader.add_file(AddFile("k=x/a.parquet", 1, {"k": str(read_value)}, 1, True))
+    writer.mark_read(["nothing-yet"])                 # not a blind append
+    writer.add_file(AddFile("k=y/b.parquet", 1, {"k": winner_spelling}, 1, True))
+    writer.commit()
+    with pytest.raises(ConcurrentAppendError):
+        reader.commit()
+
+
+def test_a_winners_remove_conflicts_with_a_transaction_that_marked_the_whole_table_read(table):
+    """Row 26: 'any remove after a whole-table read' (Delta Spark's readWholeTable). read_files()
+    also records every path, so the register's tests pass with the read_all clause removed;
+    mark_read("all") records no path and shows it."""
+    loser = pinned(table)
+    loser.mark_read("all")
+    loser.add_file(add("p=a/derived.parquet"))
+    raw_commit(table, [{"remove": {"path": "p=b/f2.parquet", "deletionTimestamp": 5, "dataChange": True}}])
+    with pytest.raises(ConcurrentDeleteReadError):
+        loser.commit()
