@@ -177,3 +177,45 @@ def test_a_winners_remove_conflicts_with_a_transaction_that_marked_the_whole_tab
     raw_commit(table, [{"remove": {"path": "p=b/f2.parquet", "deletionTimestamp": 5, "dataChange": True}}])
     with pytest.raises(ConcurrentDeleteReadError):
         loser.commit()
+
+
+def test_both_changing_metadata_conflicts_even_when_the_changes_agree(table):
+    """Row 13 (attemptToResolveMetadataConflicts: 'cannot resolve when both transactions have
+    metadata updates', checked before any allow list). The register's case ``both_change_metadata``
+    still fails with the rule removed, for another reason (the winner's metadata lacks the loser's
+    own property, an unset); when the winner's metadata equals ours, only this rule stops the commit."""
+    from airflow_provider_delta.log import MetadataChangedError
+    loser = pinned(table)
+    loser.set_properties({"team": "x"})
+    loser.add_file(add("p=a/x.parquet"))
+    meta = table.snapshot().metadata.to_json()
+    raw_commit(table, [{"metaData": {**meta, "configuration": {**meta.get("configuration", {}), "team": "x"}}}])
+    with pytest.raises(MetadataChangedError):
+        loser.commit()
+
+
+@pytest.mark.xfail(strict=True, reason="a transaction whose read version's successor was removed by metadata "
+                   "cleanup writes its commit into the hole below the newer checkpoint and reports success; "
+                   "no reader ever sees it (Delta Spark fails such a commit: invalidCommittedVersion)")
+def test_a_commit_below_a_cleaned_up_log_is_not_reported_as_committed(tmp_path):
+    """An append pinned to an old version (a long job; a short delta.logRetentionDuration) races
+    checkpoint + metadata cleanup: the commit must not be reported as landed when readers start
+    from the newer checkpoint and never read it."""
+    import time as _time
+    from airflow_provider_delta.log import DeltaError
+    t = DeltaTable.create(str(tmp_path / "t"), pa.schema([("id", pa.int64())]))
+    t.auto_checkpoint = False
+    loser = t.transaction(read_version=0)
+    assert loser.snapshot is not None                  # the job read version 0
+    loser.add_file(AddFile("late.parquet", 1, {}, 1, True, json.dumps({"numRecords": 1})))
+    for i in range(4):
+        with t.transaction() as txn:
+            txn.add_file(AddFile(f"f{i}.parquet", 1, {}, 1, True, json.dumps({"numRecords": 1})))
+    t.checkpoint()
+    assert t.cleanup_metadata(now_ms=int(_time.time() * 1000) + 400 * 86_400_000)["deleted"]
+    try:
+        version = loser.commit()
+    except DeltaError:
+        return                                         # refused: the caller knows it did not land
+    files = DeltaTable(str(tmp_path / "t")).snapshot().files().column("path").to_pylist()
+    assert "late.parquet" in files, f"commit {version} reported as landed, but no reader sees it"
