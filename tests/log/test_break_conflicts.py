@@ -219,3 +219,21 @@ def test_a_commit_below_a_cleaned_up_log_is_not_reported_as_committed(tmp_path):
         return                                         # refused: the caller knows it did not land
     files = DeltaTable(str(tmp_path / "t")).snapshot().files().column("path").to_pylist()
     assert "late.parquet" in files, f"commit {version} reported as landed, but no reader sees it"
+
+
+def test_checks_run_in_delta_sparks_order_app_ids_before_appends(table):
+    """Row 28: the app-id check runs before the append check, so a loser that both read a partition
+    the winner appended to and shares its app id gets ConcurrentTransaction, as in Delta Spark. The
+    register's case ``txn_app_id`` is a blind append (no append conflict), so it passes with the two
+    checks swapped."""
+    from airflow_provider_delta.log import ConcurrentTransactionError
+    loser, winner = pinned(table), pinned(table)
+    loser.transaction_version("app-1")
+    loser.read_partitions({"p": "a"})
+    loser.set_txn("app-1", 1)
+    loser.add_file(add("p=a/derived.parquet"))
+    winner.set_txn("app-1", 1)
+    winner.add_file(add("p=a/winner.parquet"))
+    winner.commit()
+    with pytest.raises(ConcurrentTransactionError):
+        loser.commit()
