@@ -91,7 +91,7 @@ CHECKPOINT_INTERVAL_DEFAULT = 10
 #: Checkpoint ``add.stats`` as JSON text (default true) and as ``stats_parsed`` (default false).
 CHECKPOINT_STATS_AS_JSON_PROPERTY = "delta.checkpoint.writeStatsAsJson"
 CHECKPOINT_STATS_AS_STRUCT_PROPERTY = "delta.checkpoint.writeStatsAsStruct"
-#: ``WriteSerializable`` (default) or ``Serializable``.
+#: ``Serializable`` (default; the only value that may be set) or, from other engines, ``WriteSerializable``/``SnapshotIsolation`` (see write/isolation.py).
 ISOLATION_LEVEL_PROPERTY = "delta.isolationLevel"
 #: With ``checkpointProtection``: checkpoints before this version are protected (see cleanup).
 REQUIRE_CHECKPOINT_PROTECTION_BEFORE_PROPERTY = "delta.requireCheckpointProtectionBeforeVersion"

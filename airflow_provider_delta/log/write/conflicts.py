@@ -146,6 +146,13 @@ def _path(action: dict[str, Any]) -> str:
     return unquote(action.get("path") or "")
 
 
+def _is_one_of(action: dict[str, Any], paths: set[str]) -> bool:
+    """Whether the action's file is in ``paths``, which may hold it decoded (as ``files()`` gives
+    paths) or as the log spells it (as a caller of ``mark_read`` may pass them)."""
+    raw = action.get("path") or ""
+    return raw in paths or unquote(raw) in paths
+
+
 def canonical_partition_value(value: str | None, t: Any) -> str | None:
     """A partition value in canonical form: other writers spell some values differently (e.g.
     timestamps with or without fractional seconds), and Delta Spark compares them typed."""
@@ -337,7 +344,7 @@ def check_appends(current: ReadSet, winner: WinningCommit) -> None:
 def check_deletes_of_read_files(current: ReadSet, winner: WinningCommit) -> None:
     """ConflictChecker.checkForDeletedFilesAgainstCurrentTxnReadFiles."""
     for rm in winner.removes:
-        if _path(rm) in current.read_paths:
+        if _is_one_of(rm, current.read_paths):
             raise _conflict(ConcurrentDeleteReadError, winner, "concurrent_delete_read",
                             f"file {_path(rm)!r} that this transaction read was removed")
     if winner.removes and current.read_all:
@@ -348,6 +355,6 @@ def check_deletes_of_read_files(current: ReadSet, winner: WinningCommit) -> None
 def check_deletes_of_removed_files(current: ReadSet, winner: WinningCommit) -> None:
     """ConflictChecker.checkForDeletedFilesAgainstCurrentTxnDeletedFiles."""
     for rm in winner.removes:
-        if _path(rm) in current.removed_paths:
+        if _is_one_of(rm, current.removed_paths):
             raise _conflict(ConcurrentDeleteDeleteError, winner, "concurrent_delete_delete",
                             f"file {_path(rm)!r} that this transaction removes was already removed")

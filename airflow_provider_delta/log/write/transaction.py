@@ -138,8 +138,10 @@ class Transaction:
     def mark_read(self, paths: Iterable[str] | str) -> None:
         """Declare that the result depends on these files (``"all"``: on the whole table).
 
-        Concurrent removal of a read file then conflicts (ConcurrentDeleteRead); reading
-        everything also conflicts with concurrent non-blind appends (ConcurrentAppend).
+        Paths may be given as ``files()`` returns them or as the log spells them. Concurrent
+        removal of a read file then conflicts (ConcurrentDeleteRead); reading everything also
+        conflicts with concurrent appends (ConcurrentAppend; blind appends only count under
+        Serializable, the default).
         """
         self._check_open()
         if isinstance(paths, str):
