@@ -71,6 +71,8 @@ COLUMN_MAPPING_MODE_DEFAULT = "none"
 PHYSICAL_NAME_KEY = "delta.columnMapping.physicalName"
 #: Per-field metadata key of a column's id under column mapping (the Parquet field id in mode ``id``).
 COLUMN_ID_KEY = "delta.columnMapping.id"
+#: The highest column id ever assigned (internal: writers keep it, users do not set it).
+COLUMN_MAPPING_MAX_ID_PROPERTY = "delta.columnMapping.maxColumnId"
 APPEND_ONLY_PROPERTY = "delta.appendOnly"
 CHANGE_DATA_FEED_PROPERTY = "delta.enableChangeDataFeed"
 DELETION_VECTORS_PROPERTY = "delta.enableDeletionVectors"
@@ -351,13 +353,13 @@ def check_writable(protocol: Protocol) -> None:
 def check_can_add_data(protocol: Protocol, metadata: Metadata) -> None:
     """Refuse data-adding commits when an active feature demands checks we cannot run.
 
-    CHECK constraints, column invariants, generated and identity columns are SQL
-    expressions over the rows; the protocol requires writers to enforce them, and
-    this package does not evaluate SQL, so it must not add rows to such tables.
+    CHECK constraints, column invariants, generated, identity and default columns are SQL
+    expressions over the rows (or values writers must generate); the protocol requires writers
+    to enforce them, and this package does not evaluate SQL, so it must not add rows to such tables.
     """
     _reader, writer = supported_features(protocol)
     active = features_in_use(metadata.schema_string, metadata.configuration)
-    for f in ("checkConstraints", "invariants", "generatedColumns", "identityColumns"):
+    for f in ("checkConstraints", "invariants", "generatedColumns", "identityColumns", "allowColumnDefaults"):
         if f in active and f in writer:
             raise UnsupportedFeatureError(
                 f"table has active feature {f!r} (SQL expressions every new row must satisfy); this package "

@@ -98,7 +98,7 @@ def dv_file_path(descriptor: dict[str, Any]) -> str | None:
     storage_type = descriptor.get("storageType")
     value = descriptor.get("pathOrInlineDv") or ""
     if storage_type == "p":
-        return unquote(value)
+        return unquote(value)           # an absolute URI, percent-encoded like every log path
     if storage_type != "u":
         return None
     if len(value) < _UUID_Z85_LEN:

@@ -10,9 +10,13 @@ write, so bad input fails with a typed error and nothing on disk:
   one this package may write (:mod:`.features`);
 - in-commit timestamps: turned on or off, their enablement provenance kept or
   dropped (:mod:`.ict`); managed-commit tables keep them on;
+- column mapping: ids and physical names assigned, mode changes checked
+  (:mod:`.column_mapping_ids`);
 - files: removes resolved against the live files of the read version, partition
   values of adds match the table, layout changes (partitioning, incompatible
-  schema) only together with a full rewrite, append-only tables keep their data;
+  schema) only together with a full rewrite; actions a feature governs (deletion
+  vectors, domains, row tracking fields) only where the protocol written declares
+  it, and append-only as read (:mod:`..base.feature_actions`);
 - isolation: the table's level, or snapshot isolation when the commit only
   rearranges data; the commit owner to commit through (:mod:`.managed_state`).
 
@@ -34,12 +38,17 @@ from ..read.column_mapping import partition_keys
 from ..base.commit_owner.base import CommitOwner
 from .conflicts import ISOLATION_LEVELS, SNAPSHOT_ISOLATION, WRITE_SERIALIZABLE, ReadSet
 from ..base.errors import InvalidArgumentError
-from ..base.features import (APPEND_ONLY_PROPERTY, FEATURE_PROPERTY_PREFIX, ISOLATION_LEVEL_PROPERTY,
+from ..base.feature_actions import (check_append_only, check_deletion_vectors, check_domains,
+                                    check_row_tracking_fields, dv_unique_id)
+from ..base.features import (FEATURE_PROPERTY_PREFIX, ISOLATION_LEVEL_PROPERTY,
                        MANAGED_OWNER_PROPERTY, MIN_READER_VERSION_PROPERTY, MIN_WRITER_VERSION_PROPERTY,
-                       Operation, check_can_add_data, features_in_use, is_downgrade, is_true,
+                       Operation, check_can_add_data, column_mapping_mode, features_in_use, is_downgrade,
                        protocol_with_features, require)
+from .column_expressions import check_new_columns_have_no_default, drop_unsupported_expressions
+from .column_mapping_ids import assign_column_mapping, check_change_feed_with_mapping_change
 from .commit_route import require_owner
-from ..base.schema import schema_to_arrow, validate_partition_columns
+from .type_changes import keep_type_changes
+from ..base.schema import physical_name, schema_to_arrow, validate_partition_columns
 from ..read.snapshot import Snapshot
 from ..read.table_log import TableLog
 
@@ -98,8 +107,11 @@ class CommitPlan:
 
 
 def plan_commit(table: TableLog, snap: Snapshot | None, changes: PendingChanges, isolation_level: str | None,
-                clock: Callable[[], int]) -> CommitPlan:
+                clock: Callable[[], int], operation: str = "WRITE") -> CommitPlan:
     """Validate ``changes`` against the read snapshot (None: creating the table) and plan the commit.
+
+    ``operation`` is the commit's operation name (``WRITE``, ``DELETE``, ``RESTORE``...), for the
+    rules that depend on it.
 
     Raises InvalidArgumentError / UnsupportedFeatureError for anything the protocol or the
     table forbids; nothing is written.
@@ -116,6 +128,12 @@ def plan_commit(table: TableLog, snap: Snapshot | None, changes: PendingChanges,
     assert metadata is not None
     if changes.metadata is not None:
         _validate_metadata(metadata, old_metadata)
+        if old_protocol is not None and old_metadata is not None:
+            metadata = drop_unsupported_expressions(old_protocol, metadata)
+            check_new_columns_have_no_default(old_metadata, metadata)
+            metadata = keep_type_changes(old_metadata, metadata)
+        metadata = assign_column_mapping(old_metadata, metadata)
+        check_change_feed_with_mapping_change(old_metadata, metadata, bool(changes.adds or changes.removes))
 
     base = changes.protocol or old_protocol or Protocol(1, 2)
     if changes.protocol is not None and old_protocol is not None and is_downgrade(old_protocol, changes.protocol):
@@ -158,12 +176,12 @@ def plan_commit(table: TableLog, snap: Snapshot | None, changes: PendingChanges,
         _check_layout_change(snap, old_metadata, metadata, removes)
     _validate_adds(changes, metadata)
     conf = metadata.configuration
-    if is_true(conf, APPEND_ONLY_PROPERTY) and any(
-            r.data_change for r in removes):
-        raise InvalidArgumentError(
-            "this table is append-only (delta.appendOnly=true): files cannot be removed with "
-            "dataChange=true; unset the property first if you really mean to delete data")
-    if any(a.data_change for a in changes.adds.values()):
+    check_append_only(old_metadata, removes)
+    adds = list(changes.adds.values())
+    check_domains(protocol, changes.domains.values())
+    check_row_tracking_fields(protocol, adds)
+    check_deletion_vectors(protocol, metadata, adds, _live_logical_files(snap, adds), operation)
+    if any(a.data_change for a in adds):
         check_can_add_data(protocol, metadata)
 
     level = isolation_level or conf.get(ISOLATION_LEVEL_PROPERTY) or WRITE_SERIALIZABLE
@@ -232,14 +250,19 @@ def _check_layout_change(snap: Snapshot, old: Metadata, new: Metadata,
             f"{list(new.partition_columns)} while the table keeps files written with the old "
             "partitioning; overwrite all data in the same commit")
     old_schema, new_schema = schema_to_arrow(old.schema_string), schema_to_arrow(new.schema_string)
+    # Under column mapping a column is its physical name: renaming or dropping one is metadata only.
+    mapped = column_mapping_mode(old.configuration) != "none" and column_mapping_mode(new.configuration) != "none"
+    key = physical_name if mapped else (lambda f: f.name)
+    new_fields = {key(f): f for f in new_schema}
+    old_keys = {key(f) for f in old_schema}
     for f in old_schema:
-        idx = new_schema.get_field_index(f.name)
-        if idx < 0 or not new_schema.field(idx).type.equals(f.type, check_metadata=False):
+        kept = new_fields.get(key(f))
+        if (kept is None and not mapped) or (kept is not None and not kept.type.equals(f.type, check_metadata=False)):
             raise InvalidArgumentError(
                 f"column {f.name!r} would be dropped or change type while existing files still hold it; "
                 "overwrite all data in the same commit")
-    for f in new_schema:
-        if old_schema.get_field_index(f.name) < 0 and not f.nullable:
+    for k, f in new_fields.items():
+        if k not in old_keys and not f.nullable:
             raise InvalidArgumentError(f"new column {f.name!r} must be nullable: existing files have no values")
 
 def _validate_adds(changes: PendingChanges, metadata: Metadata) -> None:
@@ -293,6 +316,17 @@ def _resolve_removes(changes: PendingChanges, snap: Snapshot | None, clock: Call
                             row.get("size"), None, tags, dv)
         out.append(rm)
     return out
+
+def _live_logical_files(snap: Snapshot | None, adds: list[AddFile]) -> set[FileKey]:
+    """(path, DV unique id) of the read snapshot's live files among the paths of adds with a DV."""
+    paths = sorted({a.path for a in adds if a.deletion_vector})
+    if snap is None or not paths:
+        return set()
+    files = snap.files()
+    live = files.filter(pc.is_in(files["path"], value_set=ab.array(paths, pa.string())))
+    return {(r["path"], dv_unique_id(r["deletion_vector"]))
+            for r in live.select(["path", "deletion_vector"]).to_pylist()}
+
 
 def _is_blind_append(changes: PendingChanges, removes: list[RemoveFile]) -> bool:
     return not removes and all(a.data_change for a in changes.adds.values()) and not changes.read.read_anything

@@ -27,7 +27,7 @@ from ..base import ict
 from ..base.actions import Metadata, Protocol
 from ..base.commit_actions import AddFile, DomainMetadata, RemoveFile, Txn
 from .commit_info import CommitProvenance
-from .commit_plan import PendingChanges, plan_commit
+from .commit_plan import PendingChanges, dv_unique_id, plan_commit
 from .committer import Committer
 from .conflicts import ISOLATION_LEVELS
 from ..base.errors import DeltaError, InvalidArgumentError
@@ -49,17 +49,9 @@ def _json_safe(value: Any, what: str) -> Any:
         raise InvalidArgumentError(f"{what} must be JSON-serializable: {e}") from None
 
 
-def _dv_id(dv: dict[str, Any] | None) -> str | None:
-    """The deletion vector's uniqueId (part of a logical file's key)."""
-    if not dv:
-        return None
-    base = f"{dv.get('storageType')}{dv.get('pathOrInlineDv')}"
-    return base if dv.get("offset") is None else f"{base}@{dv['offset']}"
-
-
 def file_key(path: str, dv: dict[str, Any] | None) -> tuple[str, str | None]:
     """A logical file's identity in a transaction: its path and its deletion vector's uniqueId."""
-    return path, _dv_id(dv)
+    return path, dv_unique_id(dv)
 
 
 def _canonical_value(value: str, t: pa.DataType | None) -> str | None:
@@ -279,16 +271,23 @@ class Transaction:
             raise InvalidArgumentError("app_id must be a non-empty string")
         if isinstance(version, bool) or not isinstance(version, int):
             raise InvalidArgumentError(f"txn version must be an integer, got {version!r}")
+        earlier = self._changes.txns.get(app_id)
+        if earlier is not None and earlier.version != version:
+            # Delta Spark's checkForSetTransactionConflictAndDedup: one commit, one version per app id
+            raise InvalidArgumentError(f"application transaction {app_id!r} is set to {earlier.version} and "
+                                       f"{version} in one transaction; a commit records one version per app id")
         self._changes.txns[app_id] = Txn(app_id, version, None)
         self._changes.read.read_app_ids.add(app_id)
 
     def set_domain_metadata(self, domain: str, configuration: str | None, removed: bool = False) -> None:
-        """Set (or with ``removed=True`` delete) a user metadata domain."""
+        """Set (or with ``removed=True`` delete) a user metadata domain.
+
+        The commit checks it (:func:`..base.feature_actions.check_domains`): the table needs the
+        ``domainMetadata`` feature (this commit may add it), and ``delta.*`` domains belong to Delta.
+        """
         self._check_open()
         if not isinstance(domain, str) or not domain:
             raise InvalidArgumentError("domain must be a non-empty string")
-        if domain.startswith("delta."):
-            raise InvalidArgumentError(f"metadata domain {domain!r} is reserved for Delta itself")
         self._changes.domains[domain] = DomainMetadata(domain, configuration or "", removed)
         self._changes.read.domains.add(domain)
 
@@ -364,7 +363,8 @@ class Transaction:
         self._check_open()
         self._state = "committing"
         try:
-            plan = plan_commit(self.table, self.snapshot, self._changes, self.isolation_level, self.clock)
+            plan = plan_commit(self.table, self.snapshot, self._changes, self.isolation_level, self.clock,
+                               self.operation)
             committer = Committer(self.table, plan, self._provenance(), self.clock, self.max_retries)
             try:
                 version = committer.commit()
@@ -384,7 +384,7 @@ class Transaction:
     def validate(self) -> None:
         """Check the changes gathered so far without committing (raises what :meth:`commit` would)."""
         self._check_open()
-        plan_commit(self.table, self.snapshot, self._changes, self.isolation_level, self.clock)
+        plan_commit(self.table, self.snapshot, self._changes, self.isolation_level, self.clock, self.operation)
 
     # ----- planning: validate everything once
     # ----- helpers

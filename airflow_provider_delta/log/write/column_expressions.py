@@ -1,0 +1,72 @@
+"""Columns defined by SQL expressions (generated, identity, default): what a metadata change may do.
+
+Delta Spark's ``OptimisticTransaction.updateMetadataInternal`` and PROTOCOL.md "Generated
+Columns", "Identity Columns", "Default Columns", for a commit that changes the metadata of an
+existing table:
+
+- a generation expression or identity column definition on a table whose protocol (before
+  this commit) does not support ``generatedColumns`` / ``identityColumns`` is dropped from the
+  new schema, as Delta Spark drops it (``removeDefaultExpressions``), instead of upgrading
+  the protocol for it: such a table was written by a client that did not know the feature;
+- a column added by the commit may not get a default value in the same commit (``ALTER TABLE
+  ... ADD COLUMN c INT DEFAULT 42`` is not supported: PROTOCOL.md "Default Columns").
+
+Rows are never added to tables where such expressions are active (this package does not
+evaluate SQL; :func:`..base.features.check_can_add_data`).
+"""
+from __future__ import annotations
+
+
+from ..base.actions import Metadata, Protocol, parse_schema_string
+from ..base.errors import InvalidArgumentError
+from ..base.features import supported_features
+
+GENERATION_EXPRESSION_KEY = "delta.generationExpression"
+IDENTITY_KEY_PREFIX = "delta.identity."
+DEFAULT_KEY = "CURRENT_DEFAULT"
+
+
+def drop_unsupported_expressions(protocol_before: Protocol, new: Metadata) -> Metadata:
+    """``new`` without generation/identity definitions the table's protocol does not support."""
+    _reader, writer = supported_features(protocol_before)
+    keep_generated, keep_identity = "generatedColumns" in writer, "identityColumns" in writer
+    if keep_generated and keep_identity:
+        return new
+    schema = parse_schema_string(new.schema_string)
+    changed = False
+    for f in schema.get("fields") or []:
+        meta = f.get("metadata") or {}
+        drop = [k for k in meta if (not keep_generated and k == GENERATION_EXPRESSION_KEY)
+                or (not keep_identity and k.startswith(IDENTITY_KEY_PREFIX))]
+        if drop:
+            f["metadata"] = {k: v for k, v in meta.items() if k not in drop}
+            changed = True
+    if not changed:
+        return new
+    return new.with_schema(schema)
+
+
+def fields_by_path(node, prefix=()) -> dict[tuple[str, ...], dict]:
+    """Every struct field of a Delta schema by its lower-cased path (element/key/value steps)."""
+    out: dict[tuple[str, ...], dict] = {}
+    if isinstance(node, dict) and node.get("type") == "struct":
+        for f in node.get("fields") or []:
+            path = prefix + (str(f.get("name")).lower(),)
+            out[path] = f
+            out.update(fields_by_path(f.get("type"), path))
+    elif isinstance(node, dict) and node.get("type") == "array":
+        out.update(fields_by_path(node.get("elementType"), prefix + ("element",)))
+    elif isinstance(node, dict) and node.get("type") == "map":
+        out.update(fields_by_path(node.get("keyType"), prefix + ("key",)))
+        out.update(fields_by_path(node.get("valueType"), prefix + ("value",)))
+    return out
+
+
+def check_new_columns_have_no_default(old: Metadata, new: Metadata) -> None:
+    """Refuse a column that this commit adds together with a default value."""
+    before = fields_by_path(parse_schema_string(old.schema_string))
+    for path, f in fields_by_path(parse_schema_string(new.schema_string)).items():
+        if path not in before and DEFAULT_KEY in (f.get("metadata") or {}):
+            raise InvalidArgumentError(
+                f"column {'.'.join(path)!r} is added with a default value in the same commit, which Delta does "
+                "not support (PROTOCOL.md 'Default Columns'); add the column first, then set its default")
