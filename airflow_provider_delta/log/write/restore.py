@@ -63,6 +63,7 @@ from ..read.data_paths import path_exists
 from ..read.deletion_vectors import dv_file_path
 from ..read.snapshot import Snapshot
 from ..read.table_log import TableLog, version_arg
+from .column_expressions import keep_identity_high_water_marks
 from .transaction import Transaction, file_key
 
 RESTORE_OPERATION = "RESTORE"
@@ -117,10 +118,12 @@ def merged_protocol(current: Protocol, restored: Protocol) -> Protocol:
 
 
 def restored_metadata(current: Snapshot, restored: Metadata) -> Metadata:
-    """The restored version's metadata, with today's commit-coordination properties."""
+    """The restored version's metadata, with today's commit-coordination properties and identity
+    high water marks (an identity value handed out after the restored version stays used)."""
     names = _COORDINATION_PROPERTIES + (_ICT_PROPERTIES if current.commits_are_coordinated else ())
     conf = current.metadata.configuration
     keep = {k: conf.get(k) for k in names if k in conf or k in restored.configuration}
+    restored = keep_identity_high_water_marks(restored, current.metadata)
     return restored.with_configuration(keep) if keep else restored
 
 
