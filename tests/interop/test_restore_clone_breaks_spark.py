@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 
 import pytest
@@ -42,3 +43,27 @@ def test_restore_keeps_the_identity_high_water_mark(spark, tmp_path):
     rows = {p: sorted(tuple(r) for r in spark.read.format("delta").load(p).collect()) for p in (spark_copy, ours_copy)}
     assert rows[ours_copy] == rows[spark_copy] == [(1, 1), (4, 4)]
 
+
+def test_restore_refuses_a_version_whose_deletion_vector_file_is_gone(spark, tmp_path):
+    """Delta Spark checks only the data files a RESTORE adds back; we check their deletion vector
+    files too: restoring a version whose DV file was vacuumed is refused and writes nothing."""
+    from airflow_provider_delta.log import DataFileNotFoundError
+    path = str(tmp_path / "t")
+    spark.range(0, 6).selectExpr("id").repartition(1).write.format("delta") \
+        .option("delta.enableDeletionVectors", "true").save(path)
+    spark.sql(f"DELETE FROM delta.`{path}` WHERE id = 1")        # v1: DV d1
+    spark.sql(f"DELETE FROM delta.`{path}` WHERE id = 2")        # v2: DV d2 replaces d1
+    table = DeltaTable(path)
+    (dv1,) = [d for d in table.snapshot(version=1).files().column("deletion_vector").to_pylist() if d]
+    (dv2,) = [d for d in table.snapshot(version=2).files().column("deletion_vector").to_pylist() if d]
+    dv_files = sorted(n for n in os.listdir(path) if n.startswith("deletion_vector_"))
+    assert len(dv_files) == 2 and dv1 != dv2
+    # remove the DV file only version 1 uses (what a vacuum after version 2 deletes)
+    from airflow_provider_delta.log.read.deletion_vectors import dv_file_path
+    gone = dv_file_path(dv1)
+    os.remove(f"{path}/{gone}")
+    log_before = sorted(os.listdir(f"{path}/_delta_log"))
+    with pytest.raises(DataFileNotFoundError):
+        table.restore(1, enforce_retention=False)
+    assert sorted(os.listdir(f"{path}/_delta_log")) == log_before
+    assert sorted(r["id"] for r in spark.read.format("delta").load(path).collect()) == [0, 3, 4, 5]
