@@ -6,8 +6,9 @@ The rules are Delta Spark's ``RestoreTableCommand``:
   restored version did not have, and adds back every file it had that is not live now,
   each with ``dataChange=true`` and the add exactly as that version recorded it (same
   deletion vector, statistics, tags);
-- the table gets that version's metadata; the protocol is never downgraded (the current
-  one, with whatever the restored version's protocol supports added);
+- the table gets that version's metadata, with identity columns' high water marks never
+  lowered (``copySchemaWithMergedHighWaterMarks``); the protocol is never downgraded (the
+  current one, with whatever the restored version's protocol supports added);
 - ``commitInfo`` says ``RESTORE`` with ``version`` / ``timestamp`` parameters and
   Delta Spark's six metrics (the metrics of the restored version's size and file count,
   and what this commit removed and restored);
