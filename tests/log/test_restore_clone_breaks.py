@@ -34,3 +34,25 @@ def test_clone_of_a_clone_inside_the_original_table_is_refused(tmp_path):
     with pytest.raises(InvalidArgumentError):
         first.clone(inner)            # its files are the original's: it would live inside their table
     assert not os.path.exists(inner)
+
+
+def test_after_the_source_is_overwritten_and_vacuumed_the_clone_fails_typed_and_cannot_restore(tmp_path):
+    """The other direction of a shallow clone (as Delta Spark): a vacuum of the source deletes files the
+    clone still lists; reading the clone then raises DataFileNotFoundError (not a bare OSError), and
+    restoring the clone to its version 0 is refused with nothing written."""
+    from airflow_provider_delta.log import DataFileNotFoundError
+    src = DeltaTable.create(str(tmp_path / "src"), SCHEMA)
+    src.write(pa.table({"id": [1], "p": ["a"]}))
+    clone = src.clone(str(tmp_path / "clone"))
+    clone.write(pa.table({"id": [2], "p": ["b"]}))
+    src.write(pa.table({"id": [9], "p": ["z"]}), mode="overwrite")
+    done = src.vacuum(retention_hours=0, enforce_retention=False, dry_run=False)
+    assert done["num_files_deleted"] == 1
+    with pytest.raises(DataFileNotFoundError):
+        clone.snapshot().to_pyarrow()
+    clone.write(pa.table({"id": [3], "p": ["c"]}), mode="overwrite")
+    log = sorted(os.listdir(tmp_path / "clone" / "_delta_log"))
+    with pytest.raises(DataFileNotFoundError):
+        clone.restore(1)
+    assert sorted(os.listdir(tmp_path / "clone" / "_delta_log")) == log
+    assert sorted(clone.snapshot().to_pyarrow().column("id").to_pylist()) == [3]
