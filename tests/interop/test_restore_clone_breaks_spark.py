@@ -69,9 +69,6 @@ def test_restore_refuses_a_version_whose_deletion_vector_file_is_gone(spark, tmp
     assert sorted(r["id"] for r in spark.read.format("delta").load(path).collect()) == [0, 3, 4, 5]
 
 
-@pytest.mark.xfail(strict=True, reason="restore and clone re-add files with dataChange=true, so the rule that we add "
-                   "no rows where SQL constraints/generated columns are active refuses them, although the files are "
-                   "that version's own rows under that version's metadata (Delta Spark restores and clones them)")
 def test_restore_and_clone_of_a_table_with_a_check_constraint_and_a_generated_column(spark, tmp_path):
     path = str(tmp_path / "t")
     spark.sql(f"CREATE TABLE delta.`{path}` (id BIGINT, twice BIGINT GENERATED ALWAYS AS (id * 2)) USING delta")
