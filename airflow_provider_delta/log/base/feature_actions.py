@@ -31,7 +31,8 @@ from typing import Iterable
 from .actions import Metadata, Protocol
 from .commit_actions import AddFile, DomainMetadata, RemoveFile
 from .errors import InvalidArgumentError, UnsupportedFeatureError
-from .features import APPEND_ONLY_PROPERTY, DELETION_VECTORS_PROPERTY, is_true, supported_features
+from .features import (APPEND_ONLY_PROPERTY, DELETION_VECTORS_PROPERTY, FILE_REINSTATING_OPERATIONS, is_true,
+                       supported_features)
 
 #: System-controlled metadata domains and the writer feature that owns each.
 SYSTEM_DOMAIN_FEATURES = {"delta.rowTracking": "rowTracking", "delta.clustering": "clustering"}
@@ -84,7 +85,7 @@ def _stats(add: AddFile) -> dict:
 
 #: Operations that re-add logical files of another version or table with their deletion vectors;
 #: Delta Spark does not ask them for wide bounds (``checkAddFileWithDeletionVectorStatsAreNotTightBounds``).
-DV_BOUNDS_EXEMPT_OPERATIONS = frozenset({"RESTORE", "CLONE", "SHALLOW CLONE"})
+DV_BOUNDS_EXEMPT_OPERATIONS = FILE_REINSTATING_OPERATIONS
 
 
 def check_deletion_vectors(protocol: Protocol, metadata: Metadata, adds: Iterable[AddFile],

@@ -357,6 +357,11 @@ def check_writable(protocol: Protocol) -> None:
                 "the feature's rules (write with Delta Spark instead)", feature=f)
 
 
+#: Operations that re-add logical files exactly as another version (RESTORE) or table (CLONE) holds
+#: them, under that version's metadata: no new rows, so no SQL expression needs evaluating.
+FILE_REINSTATING_OPERATIONS = frozenset({"RESTORE", "CLONE", "SHALLOW CLONE"})
+
+
 def check_can_add_data(protocol: Protocol, metadata: Metadata) -> None:
     """Refuse data-adding commits when an active feature demands checks we cannot run.
 

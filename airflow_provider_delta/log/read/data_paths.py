@@ -182,11 +182,15 @@ def read_path_bytes(storage: Storage, path: str) -> bytes:
 
 
 def path_exists(storage: Storage, path: str) -> bool:
-    """Whether the file at ``path`` (table-relative or an absolute URI) is there."""
-    if is_uri(path):
-        protocol, location = normalize_uri(path)
-        if protocol == "file":
-            return os.path.exists(location)
-        other = Storage(location, storage.storage_options)
-        return other.files.exists(other.path())
-    return storage.exists(path)
+    """Whether the file at (decoded log path) ``path``, table-relative or absolute, is there."""
+    parts = split_uri(path)
+    if parts is None:
+        return storage.exists(path)
+    if parts.scheme == "file" or (parts.scheme == "" and storage.is_local):
+        return os.path.exists(_local_path(parts))
+    if parts.scheme == "":                                    # absolute on the table's own store
+        root = split_uri(storage.root)
+        assert root is not None, "a non-local table root is a URL"
+        path = f"{root.scheme}://{root.authority}{parts.path}"
+    other = Storage(path, storage.storage_options)
+    return other.files.exists(other.path())

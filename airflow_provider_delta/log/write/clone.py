@@ -106,10 +106,13 @@ def cloned_metadata(source: Metadata, extra_properties: dict[str, str]) -> Metad
 
 
 def _inside(a: Storage, b: Storage) -> bool:
-    """Whether location ``a`` is ``b`` or below it."""
+    """Whether location ``a`` is ``b`` or below it (local locations compared with symlinks resolved)."""
     if a.protocol != b.protocol:
         return False
-    root_a, root_b = a.root.rstrip("/") + "/", b.root.rstrip("/") + "/"
+    root_a, root_b = a.root, b.root
+    if a.is_local:
+        root_a, root_b = os.path.realpath(root_a), os.path.realpath(root_b)
+    root_a, root_b = root_a.rstrip("/") + "/", root_b.rstrip("/") + "/"
     return root_a.startswith(root_b)
 
 

@@ -70,3 +70,38 @@ def check_new_columns_have_no_default(old: Metadata, new: Metadata) -> None:
             raise InvalidArgumentError(
                 f"column {'.'.join(path)!r} is added with a default value in the same commit, which Delta does "
                 "not support (PROTOCOL.md 'Default Columns'); add the column first, then set its default")
+
+
+IDENTITY_HIGH_WATER_MARK = "delta.identity.highWaterMark"
+IDENTITY_STEP = "delta.identity.step"
+PHYSICAL_NAME_KEY = "delta.columnMapping.physicalName"
+
+
+def keep_identity_high_water_marks(new: Metadata, current: Metadata) -> Metadata:
+    """``new`` with no identity column's high water mark behind the one ``current`` records.
+
+    An identity column never hands out a value twice, also across a RESTORE that brings an
+    older schema back: Delta Spark merges the current marks into the restored schema
+    (``IdentityColumn.copySchemaWithMergedHighWaterMarks``, matched by physical name; the
+    larger mark for a positive step, the smaller for a negative one).
+    """
+    def physical(f: dict) -> str:
+        return (f.get("metadata") or {}).get(PHYSICAL_NAME_KEY) or f.get("name")
+
+    marks = {physical(f): f["metadata"][IDENTITY_HIGH_WATER_MARK]
+             for f in parse_schema_string(current.schema_string).get("fields") or []
+             if IDENTITY_HIGH_WATER_MARK in (f.get("metadata") or {})}
+    if not marks:
+        return new
+    schema = parse_schema_string(new.schema_string)
+    changed = False
+    for f in schema.get("fields") or []:
+        meta = f.get("metadata") or {}
+        if IDENTITY_STEP not in meta or physical(f) not in marks:
+            continue
+        mark, old = marks[physical(f)], meta.get(IDENTITY_HIGH_WATER_MARK)
+        merged = mark if old is None else (max(old, mark) if int(meta[IDENTITY_STEP]) > 0 else min(old, mark))
+        if merged != old:
+            f["metadata"] = {**meta, IDENTITY_HIGH_WATER_MARK: merged}
+            changed = True
+    return new.with_schema(schema) if changed else new

@@ -42,7 +42,7 @@ from .isolation import check_isolation_property, isolation_level_to_use, table_i
 from ..base.errors import InvalidArgumentError
 from ..base.feature_actions import (check_append_only, check_deletion_vectors, check_domains,
                                     check_row_tracking_fields, dv_unique_id)
-from ..base.features import (FEATURE_PROPERTY_PREFIX,
+from ..base.features import (FEATURE_PROPERTY_PREFIX, FILE_REINSTATING_OPERATIONS,
                        MANAGED_OWNER_PROPERTY, MIN_READER_VERSION_PROPERTY, MIN_WRITER_VERSION_PROPERTY,
                        Operation, check_can_add_data, column_mapping_mode, features_in_use, is_downgrade,
                        protocol_with_features)
@@ -188,8 +188,8 @@ def plan_commit(table: TableLog, snap: Snapshot | None, changes: PendingChanges,
     check_domains(protocol, changes.domains.values())
     check_row_tracking_fields(protocol, adds)
     check_deletion_vectors(protocol, metadata, adds, _live_logical_files(snap, adds), operation)
-    if any(a.data_change for a in adds):
-        check_can_add_data(protocol, metadata)
+    if any(a.data_change for a in adds) and operation not in FILE_REINSTATING_OPERATIONS:
+        check_can_add_data(protocol, metadata)      # a restore or clone re-adds rows, it adds none
 
     only_file_actions = changes.metadata is None and not protocol_changed and not changes.txns \
         and not changes.domains

@@ -6,8 +6,9 @@ The rules are Delta Spark's ``RestoreTableCommand``:
   restored version did not have, and adds back every file it had that is not live now,
   each with ``dataChange=true`` and the add exactly as that version recorded it (same
   deletion vector, statistics, tags);
-- the table gets that version's metadata; the protocol is never downgraded (the current
-  one, with whatever the restored version's protocol supports added);
+- the table gets that version's metadata, with identity columns' high water marks never
+  lowered (``copySchemaWithMergedHighWaterMarks``); the protocol is never downgraded (the
+  current one, with whatever the restored version's protocol supports added);
 - ``commitInfo`` says ``RESTORE`` with ``version`` / ``timestamp`` parameters and
   Delta Spark's six metrics (the metrics of the restored version's size and file count,
   and what this commit removed and restored);
@@ -65,6 +66,7 @@ from ..read.data_paths import path_exists
 from ..read.deletion_vectors import dv_file_path
 from ..read.snapshot import Snapshot
 from ..read.table_log import TableLog, version_arg
+from .column_expressions import keep_identity_high_water_marks
 from .isolation import WRITE_SERIALIZABLE
 from .transaction import Transaction, file_key
 
@@ -120,10 +122,12 @@ def merged_protocol(current: Protocol, restored: Protocol) -> Protocol:
 
 
 def restored_metadata(current: Snapshot, restored: Metadata) -> Metadata:
-    """The restored version's metadata, with today's commit-coordination properties."""
+    """The restored version's metadata, with today's commit-coordination properties and identity
+    high water marks (an identity value handed out after the restored version stays used)."""
     names = _COORDINATION_PROPERTIES + (_ICT_PROPERTIES if current.commits_are_coordinated else ())
     conf = current.metadata.configuration
     keep = {k: conf.get(k) for k in names if k in conf or k in restored.configuration}
+    restored = keep_identity_high_water_marks(restored, current.metadata)
     return restored.with_configuration(keep) if keep else restored
 
 
