@@ -40,8 +40,6 @@ def _table_with_add(tmp_path: Path, log_path_of) -> tuple[Path, Path]:
     return live, link
 
 
-@pytest.mark.xfail(strict=True, reason="vacuum deletes a live file whose file: path reaches the root by "
-                   "another name (symlink): table_relative compares unresolved paths")
 @pytest.mark.parametrize("opened_at, named_by", [
     ("link", lambda real, link: "file:" + str(real / "live.parquet")),   # root opened through a symlink
     ("real", lambda real, link: "file:" + str(link / "live.parquet")),   # the add names the root's symlink
@@ -76,9 +74,6 @@ def test_vacuum_deletes_a_live_file_named_through_a_symlinked_directory_inside_t
     assert "realdir/x.parquet" not in vacuum(table, dry_run=True)["files_deleted"]
 
 
-@pytest.mark.xfail(strict=True, reason="vacuum lists a symlink to a directory as a file and deletes the link "
-                   "itself (its docstring says symlinked directories are not followed; Hadoop's listing "
-                   "follows them and never offers the link for deletion), breaking ln/x.parquet")
 def test_vacuum_deletes_a_symlink_to_a_directory_that_live_paths_go_through(tmp_path):
     real = tmp_path / "t"
     write_deltalake(str(real), pa.table({"x": [1, 2]}))
