@@ -38,8 +38,6 @@ def test_adding_a_nested_nullable_field_is_refused(tmp_path, mapped):
     assert rows == [{"a": 1, "b": None}, {"a": 2, "b": None}, None]
 
 
-@pytest.mark.xfail(strict=True, reason="partition columns given as a list are compared with the stored tuple: "
-                   "'cannot change from [] to []'")
 def test_partition_columns_given_as_a_list_are_the_same_partitioning(tmp_path):
     """Metadata(..., partition_columns=[]) on an unpartitioned table was refused with
     'partition columns cannot change from [] to []' (a list compared with the stored tuple)."""
