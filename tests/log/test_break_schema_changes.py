@@ -48,3 +48,20 @@ def test_partition_columns_given_as_a_list_are_the_same_partitioning(tmp_path):
     with table.transaction(operation="ADD COLUMNS") as txn:
         txn.set_metadata(Metadata(snap.metadata.id, json.dumps(schema), [], dict(snap.metadata.configuration)))
     assert DeltaTable(table.uri).snapshot().to_pyarrow().column_names == ["id", "s", "c"]
+
+
+def test_a_dropped_highest_column_id_is_never_reused(tmp_path):
+    """Register row M2 ("maxColumnId never lower"): its test kept every id in the schema, so the
+    table's own maxColumnId was never what stopped the id going down (a mutant that ignores it
+    passed). Here the columns with the highest ids are dropped: only maxColumnId remembers its id."""
+    table = _table(tmp_path, mapped=True)                       # ids: id=1, s=2, s.a=3; maxColumnId 3
+    snap = table.snapshot()
+    schema = json.loads(snap.metadata.schema_string)
+    schema["fields"][1] = {"name": "c", "type": "long", "nullable": True, "metadata": {}}   # s (ids 2, 3) out, c in
+    conf = {k: v for k, v in snap.metadata.configuration.items() if k != "delta.columnMapping.maxColumnId"}
+    with table.transaction(operation="CHANGE COLUMN") as txn:
+        txn.set_metadata(Metadata(snap.metadata.id, json.dumps(schema), snap.metadata.partition_columns, conf))
+    meta = DeltaTable(table.uri).snapshot().metadata
+    new_field = json.loads(meta.schema_string)["fields"][1]
+    assert new_field["metadata"]["delta.columnMapping.id"] == 4
+    assert meta.configuration["delta.columnMapping.maxColumnId"] == "4"
