@@ -65,3 +65,23 @@ def test_a_dropped_highest_column_id_is_never_reused(tmp_path):
     new_field = json.loads(meta.schema_string)["fields"][1]
     assert new_field["metadata"]["delta.columnMapping.id"] == 4
     assert meta.configuration["delta.columnMapping.maxColumnId"] == "4"
+
+
+@pytest.mark.xfail(strict=True, reason="keep_type_changes restores delta.typeChanges by field path, so a column "
+                   "replaced by a new one of another type inherits the old column's history (integer->long on a "
+                   "string column): an invalid type change record")
+def test_a_replaced_column_inherits_the_type_change_history_of_the_old_one(tmp_path):
+    table = DeltaTable.create(str(tmp_path / "t"), pa.schema([("v", pa.int64())]),
+                              properties={"delta.enableTypeWidening": "true"})
+    snap = table.snapshot()
+    schema = json.loads(snap.metadata.schema_string)
+    schema["fields"][0]["metadata"] = {"delta.typeChanges": [{"fromType": "integer", "toType": "long"}]}
+    with table.transaction() as txn:
+        txn.set_metadata(Metadata(snap.metadata.id, json.dumps(schema), (), dict(snap.metadata.configuration)))
+    snap = table.snapshot()
+    replaced = {"type": "struct", "fields": [{"name": "v", "type": "string", "nullable": True, "metadata": {}}]}
+    with table.transaction(operation="REPLACE TABLE") as txn:      # no data files: any schema may follow
+        txn.set_metadata(Metadata(snap.metadata.id, json.dumps(replaced), (), dict(snap.metadata.configuration)))
+    field = json.loads(DeltaTable(table.uri).snapshot().metadata.schema_string)["fields"][0]
+    changes = field["metadata"].get("delta.typeChanges")
+    assert changes is None or changes[-1]["toType"] == field["type"]
