@@ -8,6 +8,7 @@ import pytest
 
 from airflow_provider_delta.log import DeltaTable
 from airflow_provider_delta.log.base.actions import Metadata
+from airflow_provider_delta.log.base.errors import DeltaError
 
 SCHEMA = pa.schema([("id", pa.int64()), ("s", pa.struct([("a", pa.int64())]))])
 DATA = pa.table({"id": [1, 2, 3], "s": [{"a": 1}, {"a": 2}, None]}, schema=SCHEMA)
@@ -85,3 +86,64 @@ def test_a_replaced_column_inherits_the_type_change_history_of_the_old_one(tmp_p
     field = json.loads(DeltaTable(table.uri).snapshot().metadata.schema_string)["fields"][0]
     changes = field["metadata"].get("delta.typeChanges")
     assert changes is None or changes[-1]["toType"] == field["type"]
+
+
+def _drop_v_then_add(table: DeltaTable, new_field: dict) -> None:
+    with table.transaction(operation="SET TBLPROPERTIES") as txn:
+        txn.set_properties({"delta.columnMapping.mode": "name"})
+    snap = table.snapshot()
+    schema = json.loads(snap.metadata.schema_string)
+    schema["fields"] = [f for f in schema["fields"] if f["name"] != "v"]
+    with table.transaction(operation="DROP COLUMN") as txn:
+        txn.set_metadata(Metadata(snap.metadata.id, json.dumps(schema), (), dict(snap.metadata.configuration)))
+    snap = table.snapshot()
+    schema = json.loads(snap.metadata.schema_string)
+    schema["fields"].append(new_field)
+    with table.transaction(operation="ADD COLUMNS") as txn:
+        txn.set_metadata(Metadata(snap.metadata.id, json.dumps(schema), (), dict(snap.metadata.configuration)))
+
+
+def _id_v_table(tmp_path) -> DeltaTable:
+    table = DeltaTable.create(str(tmp_path / "t"), pa.schema([("id", pa.int64()), ("v", pa.int64())]))
+    table.write(pa.table({"id": [1, 2], "v": [10, 20]}))
+    return table
+
+
+@pytest.mark.xfail(strict=True, reason="a new column given the physical name of a dropped one is accepted and "
+                   "reads the dropped column's data back (PROTOCOL.md Column Mapping: a new column's physical "
+                   "path must be unique across all versions of the table)")
+def test_a_new_column_reusing_a_dropped_physical_name_resurrects_its_data(tmp_path):
+    table = _id_v_table(tmp_path)
+    version = None
+    try:
+        _drop_v_then_add(table, {"name": "w", "type": "long", "nullable": True,
+                                 "metadata": {"delta.columnMapping.id": 3, "delta.columnMapping.physicalName": "v"}})
+    except DeltaError:
+        version = table.latest_version()
+    if version is None:           # committed: the new column must not show the dropped column's values
+        assert DeltaTable(table.uri).snapshot().to_pyarrow().column("w").to_pylist() == [None, None]
+
+
+@pytest.mark.xfail(strict=True, reason="a column mapping id that is not an integer fails with a bare ValueError "
+                   "(int('abc')) instead of a typed DeltaError")
+def test_a_non_integer_column_mapping_id_is_an_untyped_error(tmp_path):
+    table = _id_v_table(tmp_path)
+    with pytest.raises(DeltaError):
+        _drop_v_then_add(table, {"name": "w", "type": "long", "nullable": True,
+                                 "metadata": {"delta.columnMapping.id": "abc", "delta.columnMapping.physicalName": "z"}})
+
+
+@pytest.mark.xfail(strict=True, reason="delta.enableVariantShredding=true is committed without the variantShredding "
+                   "feature in the protocol (PROTOCOL.md Variant Shredding: writers must add it when enabling); "
+                   "no register row")
+def test_enabling_variant_shredding_without_its_feature_is_committed(tmp_path):
+    table = _id_v_table(tmp_path)
+    version = table.latest_version()
+    try:
+        with table.transaction(operation="SET TBLPROPERTIES") as txn:
+            txn.set_properties({"delta.enableVariantShredding": "true"})
+    except DeltaError:
+        assert table.latest_version() == version
+        return
+    protocol = DeltaTable(table.uri).snapshot().protocol
+    assert "variantShredding" in (protocol.writer_features or ())
