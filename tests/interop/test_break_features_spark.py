@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from deltalake import DeltaTable as RsTable
 
 from interop_support import spark_read
+from test_writer_rules_spark import _last_metadata
 from airflow_provider_delta.log import DeltaTable
 from airflow_provider_delta.log.base.actions import Metadata
 from airflow_provider_delta.log.base.errors import DeltaError
@@ -88,15 +88,6 @@ def _mapping(schema_string: str) -> list:
                 walk(f["type"]["fields"], parent + (f["name"],))
     walk(json.loads(schema_string)["fields"], ())
     return out
-
-
-def _last_metadata(path: Path) -> dict:
-    meta = None
-    for f in sorted((path / "_delta_log").glob("*.json")):
-        for line in f.read_text().splitlines():
-            if line.strip() and "metaData" in json.loads(line):
-                meta = json.loads(line)["metaData"]
-    return meta
 
 
 def _change_schema(path: Path, change) -> None:

@@ -7,26 +7,16 @@ from __future__ import annotations
 
 import json
 import os
-import time
-from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 
+from test_writer_rules_spark import _age
 from airflow_provider_delta.log import DeltaTable
 from airflow_provider_delta.log.base.commit_actions import AddFile
 from airflow_provider_delta.log.maintenance.vacuum import vacuum
 
 pytestmark = pytest.mark.spark
-
-
-def _age(root: Path) -> None:
-    old = time.time() - 30 * 86_400
-    for d, _dirs, files in os.walk(root):
-        if "_delta_log" in d:
-            continue
-        for f in files:
-            os.utime(Path(d) / f, (old, old))
 
 
 def test_vacuum_never_lists_a_file_delta_spark_keeps(spark, tmp_path):
@@ -52,7 +42,7 @@ def test_vacuum_never_lists_a_file_delta_spark_keeps(spark, tmp_path):
                   "deletion_vector_00000000-0000-0000-0000-000000000000.bin", "_hidden/stray.parquet"]:
         (path / stray).parent.mkdir(parents=True, exist_ok=True)
         (path / stray).write_bytes(b"x")
-    _age(path)
+    _age(path, 30)
     theirs = sorted(os.path.relpath(r[0].replace("file:", "", 1), str(path))
                     for r in spark.sql(f"VACUUM delta.`{path}` RETAIN 0 HOURS DRY RUN").collect())
     ours = sorted(vacuum(DeltaTable(str(path)), retention_hours=0, enforce_retention=False,
