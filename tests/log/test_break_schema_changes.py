@@ -124,8 +124,6 @@ def test_a_new_column_reusing_a_dropped_physical_name_resurrects_its_data(tmp_pa
         assert DeltaTable(table.uri).snapshot().to_pyarrow().column("w").to_pylist() == [None, None]
 
 
-@pytest.mark.xfail(strict=True, reason="a column mapping id that is not an integer fails with a bare ValueError "
-                   "(int('abc')) instead of a typed DeltaError")
 def test_a_non_integer_column_mapping_id_is_an_untyped_error(tmp_path):
     table = _id_v_table(tmp_path)
     with pytest.raises(DeltaError):
