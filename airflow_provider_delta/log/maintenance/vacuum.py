@@ -93,6 +93,8 @@ def _walk_local(root: str, hidden) -> tuple[list[_Listed], list[str]]:
                 if e.is_dir(follow_symlinks=False):
                     dirs.append(rel)
                     stack.append(rel)
+                elif e.is_symlink() and e.is_dir():
+                    continue    # a link to a directory is no data file: live paths may go through it
                 elif e.is_file(follow_symlinks=False) or e.is_symlink():
                     try:
                         st = e.stat(follow_symlinks=False)

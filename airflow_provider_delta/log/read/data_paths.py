@@ -101,6 +101,14 @@ def _under(root: str, path: str) -> str | None:
     return norm[len(root) + 1:]
 
 
+def _resolved_dirs(path: str) -> str:
+    """A local absolute path with the symlinks of its directories resolved (not of the file itself,
+    which vacuum lists under its own name): the root and the log may reach one directory by
+    different names (a table opened through a symlink, an add naming the root's link)."""
+    head, tail = os.path.split(os.path.abspath(path))
+    return os.path.join(os.path.realpath(head), tail)
+
+
 def _relative_path(path: str) -> str | None:
     """A table-relative log path with ``.`` and ``..`` resolved (as Hadoop's Path does); None above the root."""
     norm = posixpath.normpath(path)
@@ -116,7 +124,7 @@ def table_relative(storage: Storage, path: str) -> str | Undecided | None:
         if parts.scheme in ("", "file"):
             if parts.authority not in ("", "localhost"):
                 return None                                   # a file on another host
-            return _under(storage.root, os.path.abspath(parts.path))
+            return _under(os.path.realpath(storage.root), _resolved_dirs(parts.path))
         return None if _store(parts.scheme) is not None else Undecided(parts.path)
     root = split_uri(storage.root)
     assert root is not None, "a non-local table root is a URL"

@@ -84,9 +84,17 @@ def _find(schema: Any, path: list[str]) -> dict | None:
     return found
 
 
+def _column_id(f: dict) -> int:
+    """A field's column id; an id that is not an integer is bad input, not a crash."""
+    raw = (f.get("metadata") or {})[COLUMN_ID_KEY]
+    if isinstance(raw, bool) or not isinstance(raw, (int, str)) or not str(raw).lstrip("-").isdigit():
+        raise InvalidArgumentError(f"column {f.get('name')!r}: {COLUMN_ID_KEY} must be an integer, got {raw!r}")
+    return int(raw)
+
+
 def _ids_in(schema: Any) -> list[int]:
     ids: list[int] = []
-    _walk(schema, lambda _p, _q, f: ids.append(int((f.get("metadata") or {})[COLUMN_ID_KEY]))
+    _walk(schema, lambda _p, _q, f: ids.append(_column_id(f))
           if COLUMN_ID_KEY in (f.get("metadata") or {}) else None)
     return ids
 
@@ -181,7 +189,7 @@ def check_assignments(schema: Any, max_id: int) -> None:
 
     def check(_parent: list[str], physical: list[str], f: dict) -> None:
         meta = f.get("metadata") or {}
-        cid = int(meta[COLUMN_ID_KEY])
+        cid = _column_id(f)
         if cid in ids:
             raise InvalidArgumentError(f"column id {cid} is assigned twice in the schema")
         ids.add(cid)

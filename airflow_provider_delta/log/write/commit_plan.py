@@ -246,13 +246,14 @@ def _check_layout_change(snap: Snapshot, old: Metadata, new: Metadata,
     Files written under the old layout stay in the table otherwise, and readers
     would misread them. Additive changes (new nullable columns) are fine.
     """
-    if new.partition_columns == old.partition_columns and new.schema_string == old.schema_string:
+    same_partitioning = tuple(new.partition_columns) == tuple(old.partition_columns)   # a list is no change
+    if same_partitioning and new.schema_string == old.schema_string:
         return
     removed = {r.path for r in removes}
     live = set(snap.files().column("path").to_pylist())
     if live <= removed:
         return                              # everything is rewritten: any new layout is fine
-    if new.partition_columns != old.partition_columns:
+    if not same_partitioning:
         raise InvalidArgumentError(
             f"partition columns cannot change from {list(old.partition_columns)} to "
             f"{list(new.partition_columns)} while the table keeps files written with the old "
