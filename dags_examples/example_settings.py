@@ -84,10 +84,7 @@ def delta_spark_jars() -> str:
 WAP_CONN_ID = "delta_wap"
 WAP_ORDERS = os.path.join(BASE, "wap_orders")
 WAP_TOTALS = os.path.join(BASE, "wap_customer_totals")
-WAP_CATALOG_DB = os.path.join(BASE, "catalog.db")
-os.environ.setdefault(f"AIRFLOW_CONN_{WAP_CONN_ID.upper()}", json.dumps({
-    "conn_type": "delta", "extra": {"catalog": {"url": f"sqlite:///{WAP_CATALOG_DB}"}},
-}))
+WAP_CATALOG_DB = os.path.join(BASE, "catalog.db")   # the deployment's ``delta_wap`` connection names it
 
 
 def ensure_wap_tables() -> None:

@@ -222,6 +222,19 @@ def example_connection(base: Path | str) -> dict[str, Any]:
             "extra": {"commit_owner": {"type": "sql", "url": f"sqlite:///{owner_db}", "backfill_batch_size": 1}}}
 
 
+#: the write-audit-publish example's connection (``WAP_CONN_ID`` in dags_examples/example_settings.py)
+WAP_CONN_ID = "delta_wap"
+
+
+def example_connections(base: Path | str) -> dict[str, dict[str, Any]]:
+    """Every connection the example DAGs name, by id: ``delta_example`` and ``delta_wap`` (the
+    write-audit-publish example's SQL catalog, a SQLite file next to the tables). The deployment
+    defines them (never a DAG file: the triggerer and the workers do not parse DAG files)."""
+    catalog_db = Path(base).resolve() / "catalog.db"
+    return {EXAMPLE_CONN_ID: example_connection(base),
+            WAP_CONN_ID: {"conn_type": "delta", "extra": {"catalog": {"url": f"sqlite:///{catalog_db}"}}}}
+
+
 class Deployment:
     """One Airflow deployment of ``dags_examples/`` on ``home``, with the tables under ``base``."""
 
@@ -293,12 +306,13 @@ class Deployment:
         self.airflow("db", "migrate")
 
     def add_connection(self) -> None:
-        """``airflow connections add`` the example's connection (replacing an older definition)."""
-        existing = self.airflow("connections", "list", "--output", "json")
-        if any(c.get("conn_id") == EXAMPLE_CONN_ID for c in json.loads(existing or "[]")):
-            self.airflow("connections", "delete", EXAMPLE_CONN_ID)
-        self.airflow("connections", "add", EXAMPLE_CONN_ID, "--conn-json",
-                     json.dumps(example_connection(self.base)))
+        """``airflow connections add`` the examples' connections (replacing older definitions)."""
+        existing = {c.get("conn_id") for c in json.loads(self.airflow("connections", "list", "--output", "json")
+                                                          or "[]")}
+        for conn_id, conn in example_connections(self.base).items():
+            if conn_id in existing:
+                self.airflow("connections", "delete", conn_id)
+            self.airflow("connections", "add", conn_id, "--conn-json", json.dumps(conn))
 
     def start(self) -> None:
         self.processes.start("api-server", "--port", str(self.port))

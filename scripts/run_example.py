@@ -59,8 +59,9 @@ def configure(base: Path, home: Path) -> None:
     if str(DAGS) not in sys.path:
         sys.path.insert(0, str(DAGS))
     # the example's connection, defined by the deployment (here: this process), never by a DAG file
-    from airflow_deploy import EXAMPLE_CONN_ID, example_connection     # scripts/, this script's folder
-    os.environ[f"AIRFLOW_CONN_{EXAMPLE_CONN_ID.upper()}"] = json.dumps(example_connection(base))
+    from airflow_deploy import example_connections     # scripts/, this script's folder
+    for conn_id, conn in example_connections(base).items():
+        os.environ[f"AIRFLOW_CONN_{conn_id.upper()}"] = json.dumps(conn)
 
 
 def migrate() -> None:

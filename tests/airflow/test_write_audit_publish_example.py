@@ -33,7 +33,10 @@ def test_publish_on_a_good_audit_and_nothing_on_a_failed_one(run_dag, tmp_path):
         shutil.copy(EXAMPLES / name, dags / name)
     base = tmp_path / "base"
     # the DAG imports example_settings; the package comes from this checkout
-    env = {"DELTA_EXAMPLE_BASE": str(base), "PYTHONPATH": os.pathsep.join([str(dags), str(EXAMPLES.parent)])}
+    env = {"DELTA_EXAMPLE_BASE": str(base), "PYTHONPATH": os.pathsep.join([str(dags), str(EXAMPLES.parent)]),
+           # the deployment defines the connection (scripts/airflow_deploy.py), never the DAG file
+           "AIRFLOW_CONN_DELTA_WAP": json.dumps({"conn_type": "delta",
+                                                 "extra": {"catalog": {"url": f"sqlite:///{base}/catalog.db"}}})}
 
     good = run_dag("delta_write_audit_publish", env=env, dags_folder=dags)
     assert good.state == "success", good.output[-5000:]
