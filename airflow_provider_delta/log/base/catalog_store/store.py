@@ -158,6 +158,7 @@ class CatalogStore:
         """Mark a staged file abandoned (True) unless it is ratified (False); then it may be deleted."""
         try:
             with self.db.retry_safe(), self.db.tx(write=True) as conn:
+                _lock_table_row(conn, table_id)      # after a ratification in flight, or before it
                 hit = conn.execute(sa.select(commits.c.file_name).where(
                     commits.c.table_id == table_id, commits.c.version == version)).first()
                 if hit is not None and hit.file_name == file_name:
@@ -244,7 +245,16 @@ def check_table_id(table_id: Any) -> str:
     return table_id
 
 
+def _lock_table_row(conn: Connection, table_id: str) -> None:
+    """Serialize ratification and tombstoning of one table's staged files (PostgreSQL runs write
+    transactions at READ COMMITTED: without a common row lock a ratification and a tombstone of the
+    same file could both commit, and cleanup would delete a ratified commit). SQLite already runs
+    one writer at a time (``BEGIN IMMEDIATE``); there this is a plain read."""
+    conn.execute(sa.select(tables.c.table_id).where(tables.c.table_id == table_id).with_for_update())
+
+
 def _ratify_in(conn: Connection, table_id: str, c: StagedCommit, group_id: str | None) -> bool:
+    _lock_table_row(conn, table_id)      # the tombstone check below then sees every committed tombstone
     if conn.execute(sa.select(tombstones.c.file_name).where(
             tombstones.c.table_id == table_id, tombstones.c.file_name == c.file_name)).first() is not None:
         return False
