@@ -223,3 +223,18 @@ def test_group_publish_on_a_locked_sqlite_catalog_raises_an_untyped_error(tmp_pa
         other.close()
     assert catalog.latest_versions([a.uri, b.uri]) == {a.uri: 0, b.uri: 0}
     assert tx.publish() == {a.uri: 1, b.uri: 1}             # and it can be retried once the lock is gone
+
+
+# ------------------------------------------- cleanup of "rejected" files of a live group
+def test_cleanup_deletes_the_staged_commit_of_a_live_group_that_lost_its_version(catalog, tmp_path):
+    a, b = make(catalog, tmp_path, "a", "b")
+    tx = catalog.begin()
+    tx.write(a.uri, rows("g1"))
+    tx.write(b.uri, rows("g1"))
+    tx.stage()                                                 # a@1, b@1; the audit runs now
+    DeltaTable(a.uri, catalog=catalog).write(rows("single"))   # takes a@1
+    res = DeltaTable(a.uri, catalog=catalog).cleanup_metadata()   # defaults: a one-hour orphan age
+    assert res["abandoned_staged"] == [], res["abandoned_staged"]
+    assert DeltaTable(a.uri, catalog=catalog).snapshot(transaction=tx.id).to_pyarrow().num_rows == 1
+    assert tx.publish() == {a.uri: 2, b.uri: 1}
+    assert groups_in(DeltaTable(a.uri, catalog=catalog)) == ["g1", "single"]
