@@ -181,9 +181,6 @@ def test_abort_after_a_lost_ratification_answer_deletes_ratified_commits(catalog
 
 
 # ------------------------------------------------ abort deletes files the table still uses
-@pytest.mark.xfail(strict=True, reason="abort() deletes every data file an aborted staged commit adds, even one "
-                   "the table already references (a file-level commit that re-adds a live file, e.g. new tags or "
-                   "stats with dataChange=false): the committed table loses data")
 def test_abort_deletes_a_live_data_file_that_the_staged_commit_re_adds(catalog, tmp_path):
     (a,) = make(catalog, tmp_path, "a")
     a.write(rows("kept", 3))
