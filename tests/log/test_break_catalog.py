@@ -149,11 +149,6 @@ def _staged_unrecorded_group(catalog, a, b):
     return tx
 
 
-@pytest.mark.xfail(strict=True, reason="publish() of a group the catalog already ratified (an earlier attempt "
-                   "whose answer was lost) takes the primary-key error on the group row for stale members, "
-                   "re-stages and deletes the ratified staged files without tombstones (unrecorded group): the "
-                   "ratified, unpublished commits are gone and the tables cannot be read; the error then says nothing was "
-                   "ratified")
 def test_publish_again_after_a_lost_ratification_answer_destroys_the_ratified_commits(url, tmp_path):
     catalog = SqlCatalog(url)           # the default publish grace: readers do not publish at once
     a, b = make(catalog, tmp_path, "a", "b")
@@ -166,10 +161,6 @@ def test_publish_again_after_a_lost_ratification_answer_destroys_the_ratified_co
         assert groups_in(DeltaTable(t.uri, catalog=catalog)) == ["g1"]
 
 
-@pytest.mark.xfail(strict=True, reason="abort() of a group never recorded (`with catalog.transaction()` / "
-                   "begin()+publish()) does not ask the catalog: after a ratification whose answer was lost it "
-                   "deletes ratified staged commits and their data files (an exception in publish -> the caller "
-                   "aborts)")
 def test_abort_after_a_lost_ratification_answer_deletes_ratified_commits(catalog, tmp_path):
     a, b = make(catalog, tmp_path, "a", "b")
     tx = _staged_unrecorded_group(catalog, a, b)

@@ -350,7 +350,7 @@ class CatalogTransaction:
         if self.state == RATIFIED:
             raise GroupCommitError(f"transaction {self.id} is ratified; it cannot be aborted", self.id,
                                    state=RATIFIED)
-        if self._recorded and not self.catalog.store.abort_group(self.id):
+        if not self.catalog.store.abort_group(self.id, create=not self._recorded):
             record = self.catalog.store.group(self.id)
             state = record.state if record is not None else "unknown"
             raise GroupCommitError(f"transaction {self.id} is {state}; it cannot be aborted", self.id, state=state)

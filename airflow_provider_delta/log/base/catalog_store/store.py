@@ -120,6 +120,9 @@ class CatalogStore:
             with self.db.tx(write=True) as conn:
                 if members is not None:
                     members = tuple(members)
+                    known = conn.execute(sa.select(groups.c.state).where(groups.c.group_id == group_id)).first()
+                    if known is not None:       # an earlier attempt whose answer was lost, or an abort
+                        raise StaleMembers({}, known.state)
                     conn.execute(sa.insert(groups).values(group_id=group_id, state=RATIFIED,
                                                           members=dumps_members(members),
                                                           created_ms=now_ms(), updated_ms=now_ms()))
@@ -214,16 +217,25 @@ class CatalogStore:
                                                   created_ms=now_ms(), updated_ms=now_ms()))
             return True
 
-    def abort_group(self, group_id: str, older_than_ms: int | None = None) -> bool:
+    def abort_group(self, group_id: str, older_than_ms: int | None = None, create: bool = False) -> bool:
         """open/staged -> aborted (only if created at or before ``older_than_ms`` when given); False if
-        the group is ratified or unknown. An aborted group can never be ratified."""
+        the group is ratified or unknown. An aborted group can never be ratified. ``create``: an
+        unknown group is recorded as aborted (a group its process never recorded: a ratification of
+        it that is still in flight, or whose answer was lost, then fails or is seen)."""
         cond = [groups.c.group_id == group_id, groups.c.state.in_((OPEN, STAGED))]
         if older_than_ms is not None:
             cond.append(groups.c.created_ms <= older_than_ms)
-        with self.db.retry_safe(), self.db.tx(write=True) as conn:
-            if conn.execute(sa.update(groups).where(*cond).values(state=ABORTED, updated_ms=now_ms())).rowcount:
-                return True
-            r = conn.execute(sa.select(groups.c.state).where(groups.c.group_id == group_id)).first()
+        try:
+            with self.db.retry_safe(), self.db.tx(write=True) as conn:
+                if conn.execute(sa.update(groups).where(*cond).values(state=ABORTED, updated_ms=now_ms())).rowcount:
+                    return True
+                r = conn.execute(sa.select(groups.c.state).where(groups.c.group_id == group_id)).first()
+                if r is None and create:
+                    conn.execute(sa.insert(groups).values(group_id=group_id, state=ABORTED, members="[]",
+                                                          created_ms=now_ms(), updated_ms=now_ms()))
+                    return True
+        except sa.exc.IntegrityError:           # ratified meanwhile (its row was inserted first)
+            return False
         return r is not None and r.state == ABORTED
 
     def groups_of(self, table_id: str, states: Sequence[str]) -> list[GroupRecord]:
