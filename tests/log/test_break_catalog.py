@@ -117,9 +117,6 @@ def test_cleanup_deletes_a_staged_commit_that_is_being_ratified(own_pg_url, tmp_
 
 
 # ------------------------------------------------------------- vacuum vs a stale staged group
-@pytest.mark.xfail(strict=True, reason="vacuum protects only data files of staged commits with a version after "
-                   "the snapshot; a staged group whose proposed version was taken meanwhile (it will be re-staged "
-                   "on publish) loses its data files, then publish ratifies commits that point at deleted files")
 def test_vacuum_deletes_data_of_a_staged_group_whose_version_was_taken(catalog, tmp_path):
     a, b = make(catalog, tmp_path, "a", "b")
     tx = catalog.begin()
