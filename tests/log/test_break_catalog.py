@@ -223,3 +223,17 @@ def test_cleanup_deletes_the_staged_commit_of_a_live_group_that_lost_its_version
     assert DeltaTable(a.uri, catalog=catalog).snapshot(transaction=tx.id).to_pyarrow().num_rows == 1
     assert tx.publish() == {a.uri: 2, b.uri: 1}
     assert groups_in(DeltaTable(a.uri, catalog=catalog)) == ["g1", "single"]
+
+
+def test_publish_of_a_group_whose_staged_commit_cleanup_removed_is_a_typed_error(catalog, tmp_path):
+    """Cleanup with a tiny orphan age removes an in-flight group's stale staged file; publish then
+    re-stages from it: a GroupCommitError (it was a raw FileNotFoundError), nothing ratified."""
+    a, b = make(catalog, tmp_path, "a", "b")
+    tx = _staged_unrecorded_group(catalog, a, b)
+    DeltaTable(a.uri, catalog=catalog).write(rows("single"))           # takes a@1: publish re-stages
+    DeltaTable(a.uri, catalog=catalog).cleanup_metadata(orphan_age_ms=0)
+    with pytest.raises(GroupCommitError, match="gone") as e:
+        tx.publish()
+    assert e.value.retryable
+    assert catalog.latest_versions([a.uri, b.uri]) == {a.uri: 1, b.uri: 0}
+    assert groups_in(DeltaTable(a.uri, catalog=catalog)) == ["single"]

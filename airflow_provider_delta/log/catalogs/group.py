@@ -298,6 +298,11 @@ class CatalogTransaction:
         except DeltaError:
             self.abort()
             raise
+        except FileNotFoundError as e:     # cleanup took a staged commit it judged abandoned
+            self.abort()
+            raise GroupCommitError(f"transaction {self.id}: a staged commit is gone ({e.filename}; metadata cleanup "
+                                   "removed it as abandoned); nothing of the group was ratified, retry it",
+                                   self.id, state=ABORTED, retryable=True) from None
         group = transaction_group(self.id, [(m.table_id, v) for m, _, v, _ in moved], self.catalog.name)
         members: list[GroupMember] = []
         try:
