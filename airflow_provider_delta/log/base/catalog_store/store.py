@@ -22,7 +22,7 @@ from sqlalchemy.engine import Connection
 
 from ..catalog import CatalogCommits, StagedCommit
 from ..commit_owner.sql_engine import UNREACHABLE, SqlDatabase
-from ..errors import CatalogUnavailableError, InvalidArgumentError
+from ..errors import CatalogUnavailableError, CommitOutcomeUnknownError, InvalidArgumentError
 from .records import (ABORTED, OPEN, RATIFIED, STAGED, now_ms, GroupMember, GroupRecord, TableRecord, TableView,
                       dumps_members, loads_members)
 from .schema import commits, ensure_schema, groups, tables, tombstones
@@ -147,6 +147,11 @@ class CatalogStore:
                 return members
         except sa.exc.IntegrityError:
             raise StaleMembers({"?": -1}) from None
+        except UNREACHABLE as e:      # e.g. SQLite locked past the busy timeout, a connection lost
+            detail = str(self.db.unavailable(e))
+            raise CommitOutcomeUnknownError(
+                f"transaction {group_id}: the catalog failed while ratifying it ({detail}); whether it is "
+                "ratified is unknown: call publish() again (it finds the group ratified, or ratifies it)") from None
 
     def mark_published(self, versions: dict[str, int]) -> None:
         """Record ``{table_id: version}`` as published through that version (never moves back)."""
