@@ -234,3 +234,25 @@ def test_publish_of_a_group_whose_staged_commit_cleanup_removed_is_a_typed_error
     assert e.value.retryable
     assert catalog.latest_versions([a.uri, b.uri]) == {a.uri: 1, b.uri: 0}
     assert groups_in(DeltaTable(a.uri, catalog=catalog)) == ["single"]
+
+
+@pytest.mark.xfail(strict=True, reason="DeltaTable(uri).latest_version() without the catalog answers from the "
+                   "published files (a stale version) on a catalog-managed table, where snapshot() is refused: "
+                   "PROTOCOL.md says filesystem readers must not read such tables; a sensor on a connection "
+                   "without the 'catalog' extra silently polls a stale version")
+def test_latest_version_without_the_catalog_answers_a_stale_version(tmp_path):
+    from airflow_provider_delta.log import DeltaError
+    from airflow_provider_delta.log.base.catalog_store.table_source import write_staged
+    from airflow_provider_delta.log.base.names import commit_path
+
+    catalog = SqlCatalog(f"sqlite:///{tmp_path}/catalog.db")        # default grace: no reader publishes
+    (t,) = make(catalog, tmp_path, "a")
+    t.write(rows("v1"))
+    staged = write_staged(t.storage, 2, t.storage.read_bytes(commit_path(1)), 0)
+    assert catalog.store.ratify(t.snapshot().metadata.id, staged)      # ratified, its writer died before publishing
+    assert catalog.latest_versions([t.uri]) == {t.uri: 2}
+    try:
+        answer = DeltaTable(t.uri).latest_version()
+    except DeltaError:
+        return                                                        # refusing, like snapshot(), is right
+    assert answer == 2
