@@ -298,6 +298,11 @@ class CatalogTransaction:
         except DeltaError:
             self.abort()
             raise
+        except FileNotFoundError as e:     # cleanup took a staged commit it judged abandoned
+            self.abort()
+            raise GroupCommitError(f"transaction {self.id}: a staged commit is gone ({e.filename}; metadata cleanup "
+                                   "removed it as abandoned); nothing of the group was ratified, retry it",
+                                   self.id, state=ABORTED, retryable=True) from None
         group = transaction_group(self.id, [(m.table_id, v) for m, _, v, _ in moved], self.catalog.name)
         members: list[GroupMember] = []
         try:
@@ -350,7 +355,7 @@ class CatalogTransaction:
         if self.state == RATIFIED:
             raise GroupCommitError(f"transaction {self.id} is ratified; it cannot be aborted", self.id,
                                    state=RATIFIED)
-        if self._recorded and not self.catalog.store.abort_group(self.id):
+        if not self.catalog.store.abort_group(self.id, create=not self._recorded):
             record = self.catalog.store.group(self.id)
             state = record.state if record is not None else "unknown"
             raise GroupCommitError(f"transaction {self.id} is {state}; it cannot be aborted", self.id, state=state)
@@ -380,13 +385,27 @@ class CatalogTransaction:
             storage = self.catalog.table_log(m.table_uri).storage
             rel = f"{STAGED_COMMITS_DIR}/{m.file_name}"
             try:
-                if data_files:
-                    for a in parse_json_lines(storage.read_bytes(rel), rel):
-                        if a.get("add") is not None and m.table_uri not in self._written:
-                            delete_quietly(self.catalog.table_log(m.table_uri), [unquote(a["add"]["path"])])
+                if data_files and m.table_uri not in self._written:
+                    added = [unquote(a["add"]["path"]) for a in parse_json_lines(storage.read_bytes(rel), rel)
+                             if a.get("add") is not None]
+                    delete_quietly(self.catalog.table_log(m.table_uri), self._unreferenced(m.table_uri, added))
                 storage.delete(rel)
             except (OSError, FileNotFoundError, DeltaError) as e:
                 log.warning("could not delete staged commit %s of aborted transaction %s: %s", rel, self.id, e)
+
+    def _unreferenced(self, uri: str, paths: list[str]) -> list[str]:
+        """The ``paths`` the table's latest version does not reference: a staged commit may re-add a
+        live file (new tags or stats), and giving the group up must not delete the table's data. An
+        unreadable table: none (fail safe; vacuum removes the rest later)."""
+        if not paths:
+            return []
+        try:
+            live = set(self.catalog.table_log(uri).snapshot().files().column("path").to_pylist())
+        except (OSError, DeltaError) as e:
+            log.warning("aborted transaction %s keeps the data files of %s: the table cannot be read (%s)",
+                        self.id, uri, e)
+            return []
+        return [p for p in paths if p not in live]
 
     # ------------------------------------------------------- context manager
     def __enter__(self) -> "CatalogTransaction":

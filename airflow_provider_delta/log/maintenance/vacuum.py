@@ -32,6 +32,7 @@ from ..read.deletion_vectors import dv_file_path
 from ..base.errors import DeltaError, InvalidArgumentError
 from ..base.features import UNIVERSAL_FORMATS_PROPERTY, Operation
 from ..base.intervals import deleted_file_retention_ms
+from ..base.catalog_store.table_source import CatalogTableSource
 from ..base.names import LOG_DIR, STAGED_COMMITS_DIR, parse_uuid_commit_name
 from ..read.commit_reader import parse_json_lines
 from ..read.snapshot import Snapshot
@@ -195,16 +196,19 @@ def _valid_paths(table: TableLog, snapshot: Snapshot, delete_before: int) -> _Re
 
 
 def _staged_data_paths(table: TableLog, snapshot: Snapshot) -> list[str] | None:
-    """Data files that staged commits after ``snapshot`` add (catalog-managed tables): a staged or
-    in-flight commit or multi-table transaction may still be ratified and then reference them, so
+    """Data files that staged commits after ``snapshot``, or at its versions but not ratified there, add
+    (catalog-managed tables): a staged or in-flight commit or multi-table transaction (also one whose
+    proposed version was taken: it is re-staged on publish) may still be ratified and then reference them, so
     vacuum keeps them (cleanup removes abandoned staged commits first). None: a staged commit could
     not be read, so vacuum deletes nothing (fail safe)."""
     paths: list[str] = []
-    for e in table.storage.list_dir(STAGED_COMMITS_DIR):
-        parsed = parse_uuid_commit_name(e.name)
-        if parsed is None or parsed[0] <= snapshot.version:
-            continue
-        rel = f"{STAGED_COMMITS_DIR}/{e.name}"
+    listed = [(e.name, parse_uuid_commit_name(e.name)) for e in table.storage.list_dir(STAGED_COMMITS_DIR)]
+    listed = [(name, p[0]) for name, p in listed if p is not None]
+    ratified = _ratified_staged(table, snapshot, [v for _, v in listed if v <= snapshot.version])
+    for name, version in listed:
+        if version <= snapshot.version and (ratified is None or ratified.get(version) == name):
+            continue                  # in the snapshot already (or not a catalog's table)
+        rel = f"{STAGED_COMMITS_DIR}/{name}"
         try:
             actions = parse_json_lines(table.storage.read_bytes(rel), rel)
         except FileNotFoundError:
@@ -214,6 +218,17 @@ def _staged_data_paths(table: TableLog, snapshot: Snapshot) -> list[str] | None:
             return None
         paths += [unquote(a["add"]["path"]) for a in actions if a.get("add") is not None]
     return paths
+
+
+def _ratified_staged(table: TableLog, snapshot: Snapshot, versions: list[int]) -> dict[int, str] | None:
+    """``{version: staged file name}`` the catalog ratified among ``versions``; None when the table is
+    not opened through a catalog. A staged commit at or before the snapshot's version that is NOT the
+    ratified one may be a live group's member whose version another commit took: it is re-staged on
+    publish and still adds its data files."""
+    source = table.commit_owner
+    if not isinstance(source, CatalogTableSource):
+        return None
+    return source.store.ratified_names(snapshot.metadata.id, versions)
 
 
 def vacuum(table: TableLog, retention_hours: float | None = None, dry_run: bool = True,

@@ -22,7 +22,7 @@ from sqlalchemy.engine import Connection
 
 from ..catalog import CatalogCommits, StagedCommit
 from ..commit_owner.sql_engine import UNREACHABLE, SqlDatabase
-from ..errors import CatalogUnavailableError, InvalidArgumentError
+from ..errors import CatalogUnavailableError, CommitOutcomeUnknownError, InvalidArgumentError
 from .records import (ABORTED, OPEN, RATIFIED, STAGED, now_ms, GroupMember, GroupRecord, TableRecord, TableView,
                       dumps_members, loads_members)
 from .schema import commits, ensure_schema, groups, tables, tombstones
@@ -120,6 +120,9 @@ class CatalogStore:
             with self.db.tx(write=True) as conn:
                 if members is not None:
                     members = tuple(members)
+                    known = conn.execute(sa.select(groups.c.state).where(groups.c.group_id == group_id)).first()
+                    if known is not None:       # an earlier attempt whose answer was lost, or an abort
+                        raise StaleMembers({}, known.state)
                     conn.execute(sa.insert(groups).values(group_id=group_id, state=RATIFIED,
                                                           members=dumps_members(members),
                                                           created_ms=now_ms(), updated_ms=now_ms()))
@@ -144,6 +147,11 @@ class CatalogStore:
                 return members
         except sa.exc.IntegrityError:
             raise StaleMembers({"?": -1}) from None
+        except UNREACHABLE as e:      # e.g. SQLite locked past the busy timeout, a connection lost
+            detail = str(self.db.unavailable(e))
+            raise CommitOutcomeUnknownError(
+                f"transaction {group_id}: the catalog failed while ratifying it ({detail}); whether it is "
+                "ratified is unknown: call publish() again (it finds the group ratified, or ratifies it)") from None
 
     def mark_published(self, versions: dict[str, int]) -> None:
         """Record ``{table_id: version}`` as published through that version (never moves back)."""
@@ -158,6 +166,7 @@ class CatalogStore:
         """Mark a staged file abandoned (True) unless it is ratified (False); then it may be deleted."""
         try:
             with self.db.retry_safe(), self.db.tx(write=True) as conn:
+                _lock_table_row(conn, table_id)      # after a ratification in flight, or before it
                 hit = conn.execute(sa.select(commits.c.file_name).where(
                     commits.c.table_id == table_id, commits.c.version == version)).first()
                 if hit is not None and hit.file_name == file_name:
@@ -213,16 +222,25 @@ class CatalogStore:
                                                   created_ms=now_ms(), updated_ms=now_ms()))
             return True
 
-    def abort_group(self, group_id: str, older_than_ms: int | None = None) -> bool:
+    def abort_group(self, group_id: str, older_than_ms: int | None = None, create: bool = False) -> bool:
         """open/staged -> aborted (only if created at or before ``older_than_ms`` when given); False if
-        the group is ratified or unknown. An aborted group can never be ratified."""
+        the group is ratified or unknown. An aborted group can never be ratified. ``create``: an
+        unknown group is recorded as aborted (a group its process never recorded: a ratification of
+        it that is still in flight, or whose answer was lost, then fails or is seen)."""
         cond = [groups.c.group_id == group_id, groups.c.state.in_((OPEN, STAGED))]
         if older_than_ms is not None:
             cond.append(groups.c.created_ms <= older_than_ms)
-        with self.db.retry_safe(), self.db.tx(write=True) as conn:
-            if conn.execute(sa.update(groups).where(*cond).values(state=ABORTED, updated_ms=now_ms())).rowcount:
-                return True
-            r = conn.execute(sa.select(groups.c.state).where(groups.c.group_id == group_id)).first()
+        try:
+            with self.db.retry_safe(), self.db.tx(write=True) as conn:
+                if conn.execute(sa.update(groups).where(*cond).values(state=ABORTED, updated_ms=now_ms())).rowcount:
+                    return True
+                r = conn.execute(sa.select(groups.c.state).where(groups.c.group_id == group_id)).first()
+                if r is None and create:
+                    conn.execute(sa.insert(groups).values(group_id=group_id, state=ABORTED, members="[]",
+                                                          created_ms=now_ms(), updated_ms=now_ms()))
+                    return True
+        except sa.exc.IntegrityError:           # ratified meanwhile (its row was inserted first)
+            return False
         return r is not None and r.state == ABORTED
 
     def groups_of(self, table_id: str, states: Sequence[str]) -> list[GroupRecord]:
@@ -244,7 +262,16 @@ def check_table_id(table_id: Any) -> str:
     return table_id
 
 
+def _lock_table_row(conn: Connection, table_id: str) -> None:
+    """Serialize ratification and tombstoning of one table's staged files (PostgreSQL runs write
+    transactions at READ COMMITTED: without a common row lock a ratification and a tombstone of the
+    same file could both commit, and cleanup would delete a ratified commit). SQLite already runs
+    one writer at a time (``BEGIN IMMEDIATE``); there this is a plain read."""
+    conn.execute(sa.select(tables.c.table_id).where(tables.c.table_id == table_id).with_for_update())
+
+
 def _ratify_in(conn: Connection, table_id: str, c: StagedCommit, group_id: str | None) -> bool:
+    _lock_table_row(conn, table_id)      # the tombstone check below then sees every committed tombstone
     if conn.execute(sa.select(tombstones.c.file_name).where(
             tombstones.c.table_id == table_id, tombstones.c.file_name == c.file_name)).first() is not None:
         return False

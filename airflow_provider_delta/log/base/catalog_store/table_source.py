@@ -176,10 +176,10 @@ class CatalogTableSource:
                                  dry_run: bool = False) -> list[str]:
         """Which of these ``_staged_commits`` file names cleanup may delete.
 
-        Deletable: a file for a version the catalog ratified with another file (rejected);
-        a file of a group that was aborted, or that stayed unratified since before
+        Deletable: a file of a group that was aborted, or that stayed unratified since before
         ``older_than_ms`` (the group is aborted first, so it can never be ratified later);
-        any other unratified file older than that (tombstoned first, for the same reason).
+        any other unratified file older than that, including one whose version went to another
+        commit (tombstoned first, for the same reason: a group re-stages from such a file).
         Ratified files stay until a checkpoint covers them (cleanup's own rule). On doubt, keep.
         ``dry_run`` changes nothing in the catalog (no abort, no tombstone) and reports what would go.
         """
@@ -196,10 +196,10 @@ class CatalogTableSource:
                     group_files[m.file_name] = g
         out = []
         for name, v in sorted(parsed.items()):
-            if v <= rec.latest_version and v in ratified:
-                if ratified[v] != name:
-                    out.append(name)           # rejected: version v went to another file
-                continue
+            if ratified.get(v) == name:
+                continue                       # ratified: stays until a checkpoint covers it
+            # a file whose version went to another commit is not dead yet: a live group re-stages
+            # from it on publish (and its audit reads it), so it ages like any other unratified file
             g = group_files.get(name)
             if g is not None and g.state != ABORTED:
                 if g.created_ms > older_than_ms:
