@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Sequence
 
 from ..log import restore_table
-from .base import DeltaBaseOperator, job_info, optional_int, optional_value
+from .arguments import optional_int, optional_value
+from .base import DeltaBaseOperator, job_info
 
 if TYPE_CHECKING:  # pragma: no cover
     from airflow.sdk import Context
