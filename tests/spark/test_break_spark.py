@@ -7,7 +7,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from airflow_provider_delta.log import DeltaTable
+from airflow_provider_delta.log import DeltaTable, StorageError
 from airflow_provider_delta.spark.staged_write import new_staging, publish
 from airflow_provider_delta.spark.staging_cleanup import clean_stale_staging
 from task_context import task_context
@@ -16,10 +16,6 @@ from test_spark_retry_events import SCHEMA, _app_operator, _in_session, source  
 WEEK_AND_A_DAY_S = 8 * 24 * 3600
 
 
-@pytest.mark.xfail(strict=True, reason="publish() of a staging folder that is gone (removed by another write's "
-                   "staging cleanup after a stall longer than the retention, or a clock skewed by a week) returns "
-                   "no files instead of failing: commit_dataframe then commits an empty commit carrying the txn "
-                   "pair, so the run counts as written while its data is lost")
 def test_publish_of_a_staging_folder_removed_by_cleanup_fails(tmp_path):
     table = DeltaTable.create(str(tmp_path / "t"), SCHEMA)
     staged = new_staging(table)
@@ -33,8 +29,8 @@ def test_publish_of_a_staging_folder_removed_by_cleanup_fails(tmp_path):
     for p in (data, os.path.join(folder, "_SUCCESS"), folder):
         os.utime(p, (old, old))
     assert clean_stale_staging(table) == [staged.write_id]        # another write's housekeeping
-    with pytest.raises(Exception, match="(?i)staging"):
-        publish(staged, SCHEMA, (), {}, {})                       # today: [] (an empty, "successful" write)
+    with pytest.raises(StorageError, match="staging folder"):
+        publish(staged, SCHEMA, (), {}, {})                       # was: [] (an empty, "successful" write)
 
 
 @pytest.mark.spark
