@@ -11,7 +11,7 @@ from airflow_provider_delta.log import DeltaTable, StorageError
 from airflow_provider_delta.spark.staged_write import new_staging, publish
 from airflow_provider_delta.spark.staging_cleanup import clean_stale_staging
 from task_context import task_context
-from test_spark_retry_events import SCHEMA, _app_operator, _in_session, source  # noqa: F401 (fixture)
+from test_spark_retry_events import SCHEMA, DiedAfterCommit, _app_operator, _in_session, source  # noqa: F401 (fixture)
 
 WEEK_AND_A_DAY_S = 8 * 24 * 3600
 
@@ -49,10 +49,6 @@ def test_application_whose_delete_matches_nothing_succeeds(monkeypatch, spark, t
     op.execute(task_context(task_id="delta_job"))
 
 
-class _DiedAfterCommit(Exception):
-    """The try's process died right after the application committed (before the task reported)."""
-
-
 @pytest.mark.spark
 @pytest.mark.xfail(strict=True, reason="DeltaSparkApplicationOperator: an application that sets its own userMetadata "
                    "write option (Delta Spark's option overrides the session's run marker) makes the commit "
@@ -65,10 +61,10 @@ def test_retry_announces_a_dead_try_commit_whose_write_set_user_metadata(monkeyp
     def copy_then_die(job):
         df = spark.read.format("delta").options(**job.read_options).load(job.input_table_uri)
         df.write.format("delta").option("userMetadata", "nightly load").mode("append").save(job.output_table_uri)
-        raise _DiedAfterCommit()
+        raise DiedAfterCommit()
     _in_session(monkeypatch, spark, copy_then_die)
     op, _ = _app_operator(out, source)
-    with pytest.raises(_DiedAfterCommit):
+    with pytest.raises(DiedAfterCommit):
         op.execute(task_context(task_id="delta_job"))
     retry, asset = _app_operator(out, source)
     ctx = task_context(task_id="delta_job", try_number=2)
