@@ -193,7 +193,14 @@ def publish(staged: StagedWrite, data_schema: pa.Schema, partition_columns: tupl
     storage = staged.table.storage
     base = storage.path(staged.staging_rel).rstrip("/") + "/"
     adds: list[AddFile] = []
-    for info in sorted(storage.walk_files(staged.staging_rel), key=lambda i: i.path):
+    staged_files = storage.walk_files(staged.staging_rel)
+    if not staged_files:
+        # Spark leaves at least a schema-only file (and _SUCCESS), even for an empty input: a folder
+        # without files was removed after Spark wrote it (another write's staging cleanup), and
+        # committing nothing would record the txn with the data lost.
+        raise StorageError(f"the staging folder {staged.staging_rel} of this write holds no files: Spark's "
+                           "output is gone (removed by the staging cleanup of another write?); not committing")
+    for info in sorted(staged_files, key=lambda i: i.path):
         rel = info.path[len(base):] if info.path.startswith(base) else info.path.rsplit(base, 1)[-1]
         if not _is_data_file(rel, partition_columns):
             continue

@@ -1,0 +1,98 @@
+"""Findings of the break-spark review of the spark-jobs branch (issue 27), as failing tests."""
+from __future__ import annotations
+
+import os
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from airflow_provider_delta.log import DeltaTable, StorageError
+from airflow_provider_delta.spark.staged_write import new_staging, publish
+from airflow_provider_delta.spark.staging_cleanup import clean_stale_staging
+from task_context import task_context
+from test_spark_retry_events import SCHEMA, DiedAfterCommit, _app_operator, _in_session, source  # noqa: F401 (fixture)
+
+WEEK_AND_A_DAY_S = 8 * 24 * 3600
+
+
+def test_publish_of_a_staging_folder_removed_by_cleanup_fails(tmp_path):
+    table = DeltaTable.create(str(tmp_path / "t"), SCHEMA)
+    staged = new_staging(table)
+    # what Spark's job commit left in staging; the driver then stalled (GC, suspended VM, clock skew)
+    folder = table.storage.path(staged.staging_rel)
+    os.makedirs(folder)
+    data = os.path.join(folder, "part-00000.parquet")
+    pq.write_table(pa.table({"id": [1, 2], "name": ["a", "b"]}, schema=SCHEMA), data)
+    open(os.path.join(folder, "_SUCCESS"), "w").close()
+    old = os.stat(data).st_mtime - WEEK_AND_A_DAY_S
+    for p in (data, os.path.join(folder, "_SUCCESS"), folder):
+        os.utime(p, (old, old))
+    assert clean_stale_staging(table) == [staged.write_id]        # another write's housekeeping
+    with pytest.raises(StorageError, match="staging folder"):
+        publish(staged, SCHEMA, (), {}, {})                       # was: [] (an empty, "successful" write)
+
+
+@pytest.mark.spark
+@pytest.mark.xfail(strict=True, reason="DeltaSparkApplicationOperator: an application whose one Delta write is a "
+                   "DELETE that changes nothing "
+                   "records no txn (Delta Spark's DeleteCommand commits nothing, so the session pair is neither "
+                   "recorded nor reset): the task fails with 'records no commit' on every try")
+def test_application_whose_delete_matches_nothing_succeeds(monkeypatch, spark, tmp_path, source):  # noqa: F811
+    out = tmp_path / "out"
+    spark.createDataFrame([(1, "a")], "id long, name string").write.format("delta").save(str(out))
+
+    def delete_nothing(job):
+        spark.sql(f"DELETE FROM delta.`{job.output_table_uri}` WHERE id < 0")
+    _in_session(monkeypatch, spark, delete_nothing)
+    op, _ = _app_operator(out, source)
+    op.execute(task_context(task_id="delta_job"))
+
+
+@pytest.mark.spark
+@pytest.mark.xfail(strict=True, reason="DeltaSparkApplicationOperator: an application that sets its own userMetadata "
+                   "write option (Delta Spark's option overrides the session's run marker) makes the commit "
+                   "anonymous: a retry after a try that died after committing announces nothing, so the commit "
+                   "gets no asset event at all")
+def test_retry_announces_a_dead_try_commit_whose_write_set_user_metadata(monkeypatch, spark, tmp_path,
+                                                                         source):  # noqa: F811
+    out = tmp_path / "out"
+
+    def copy_then_die(job):
+        df = spark.read.format("delta").options(**job.read_options).load(job.input_table_uri)
+        df.write.format("delta").option("userMetadata", "nightly load").mode("append").save(job.output_table_uri)
+        raise DiedAfterCommit()
+    _in_session(monkeypatch, spark, copy_then_die)
+    op, _ = _app_operator(out, source)
+    with pytest.raises(DiedAfterCommit):
+        op.execute(task_context(task_id="delta_job"))
+    retry, asset = _app_operator(out, source)
+    ctx = task_context(task_id="delta_job", try_number=2)
+    assert retry.execute(ctx) == 0
+    assert ctx["outlet_events"][asset].extra.get("version") == 0     # today: {} (the event is dropped)
+
+
+TXN_KEYS = ("spark.databricks.delta.write.txnAppId", "spark.databricks.delta.write.txnVersion",
+            "spark.databricks.delta.write.txnVersion.autoReset.enabled")
+
+
+@pytest.mark.spark
+@pytest.mark.xfail(strict=True, reason="DeltaSparkApplicationOperator passes the txn pair as --conf (SparkConf): "
+                   "autoReset only unsets it in the session that wrote, and every new session "
+                   "(spark.newSession(), or one a library makes) starts from SparkConf with the pair again, so a "
+                   "second Delta write there is silently skipped (its rows lost) instead of failing as the docs say")
+def test_a_second_write_from_a_new_session_fails_instead_of_being_skipped(spark, tmp_path):
+    out = str(tmp_path / "out")
+    live = spark.sparkContext._jsc.sc().conf()       # the SparkConf that spark-submit --conf fills
+    for key, value in zip(TXN_KEYS, ("dag.task@run", "7", "true")):
+        live.set(key, value)
+    try:
+        first = spark.newSession()                     # the application's session, built from SparkConf
+        first.range(2).write.format("delta").mode("append").save(out)
+        with pytest.raises(Exception, match="(?i)txnVersion|txnAppId|idempotent"):
+            first.range(2, 4).write.format("delta").mode("append").save(out)   # refused, as documented
+        with pytest.raises(Exception, match="(?i)txnVersion|txnAppId|idempotent"):
+            first.newSession().range(4, 6).write.format("delta").mode("append").save(out)   # today: skipped
+    finally:
+        for key in TXN_KEYS:
+            live.remove(key)
