@@ -1,13 +1,15 @@
 # Two entry points, both doing their own set-up on a fresh machine:
 #   make run    - install and run the example pipeline (local Spark, SQLite commit owner)
 #   make test   - install and run the test suite (with CI set: also a local PostgreSQL server)
+# and the example DAGs under Airflow's own processes, to click through the UI:
+#   make airflow-up / make airflow-down   (scripts/airflow_deploy.py; AIRFLOW_DEPLOY_ARGS adds options)
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 # Delta Spark jars for spark.jars, fetched through Maven once (scripts/delta-spark/pom.xml pins them)
 JARS_STAMP := .jars/.fetched
 
-.PHONY: install jars servers run test bench docs clean
+.PHONY: install jars servers run test bench docs clean airflow-up airflow-down
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -25,6 +27,16 @@ jars: $(JARS_STAMP)
 run: install jars
 	$(PY) scripts/check_java.py
 	$(PY) scripts/run_example.py
+
+# api-server (http://localhost:8080), scheduler, dag-processor, triggerer on ./airflow_home with a
+# PostgreSQL metadata database (DELTA_TEST_POSTGRES_URL's server; --sqlite for none), in the background
+AIRFLOW_DEPLOY_ARGS ?=
+airflow-up: install jars
+	$(PY) scripts/check_java.py
+	$(PY) scripts/airflow_deploy.py up $(AIRFLOW_DEPLOY_ARGS)
+
+airflow-down:
+	$(PY) scripts/airflow_deploy.py down $(AIRFLOW_DEPLOY_ARGS)
 
 # Object-store servers for tests/objectstore (Azurite from npm into .tools/; moto and the GCS
 # emulator come with the test extra)

@@ -20,6 +20,7 @@ import urllib.parse
 from typing import Any
 from urllib.parse import SplitResult, urlsplit
 
+
 SCHEME = "delta"
 #: storage schemes with a registered ``delta+<scheme>`` variant (any other works too,
 #: it just gets Airflow's generic normalization only)
@@ -62,9 +63,28 @@ def sanitize_uri(uri: SplitResult) -> SplitResult:
     return uri._replace(scheme=scheme, netloc=netloc, path=norm, fragment="")
 
 
+def is_absolute_uri(uri: str) -> bool:
+    """True for URLs with a scheme (``s3://``, ``file:``) and absolute local paths (``/data/t``, ``~/t``)."""
+    uri = str(uri)
+    if len(urlsplit(uri).scheme) > 1:
+        return True
+    return os.path.isabs(uri) or uri.startswith("~")
+
+
 def asset_uri_for_table(table_uri: str) -> str:
-    """The canonical asset URI of the table at ``table_uri`` (an absolute path or URL)."""
+    """The canonical asset URI of the table at ``table_uri`` (an absolute path or URL).
+
+    A relative path is refused (``ValueError``, as for any URI Airflow's asset handlers
+    refuse): resolved against the working directory it would name a different table in each
+    process (the DAG processor's, a worker's). This module imports nothing of the transaction
+    log: Airflow loads it with the provider's info in every process.
+    """
     table_uri = str(table_uri).strip()
+    if not is_absolute_uri(table_uri):
+        raise ValueError(
+            f"table_uri {table_uri!r} is relative: an asset needs the table's absolute path or URL "
+            "(e.g. /data/orders or s3://bucket/orders: the delta connection's base URI joined with the "
+            "relative path the tasks use)")
     parsed = urlsplit(table_uri)
     scheme = parsed.scheme.lower()
     if len(scheme) <= 1 or scheme == "file":
@@ -88,7 +108,8 @@ def table_uri_for_asset(asset_uri: str) -> str:
 
 
 def to_asset(*, table_uri: str, extra: dict[str, Any] | None = None, name: str | None = None) -> Any:
-    """Airflow asset factory: the :class:`~airflow.sdk.Asset` of the table at ``table_uri``."""
+    """Airflow asset factory: the :class:`~airflow.sdk.Asset` of the table at ``table_uri`` (absolute;
+    a relative path is refused, see :func:`asset_uri_for_table`)."""
     from airflow.sdk import Asset
     uri = asset_uri_for_table(table_uri)
     kwargs: dict[str, Any] = {"uri": uri}

@@ -40,6 +40,9 @@ def get_provider_info() -> dict[str, Any]:
                                           "airflow_provider_delta.operators.checkpoint",
                                           "airflow_provider_delta.operators.snapshot",
                                           "airflow_provider_delta.operators.maintenance",
+                                          "airflow_provider_delta.operators.restore",
+                                          "airflow_provider_delta.operators.clone",
+                                          "airflow_provider_delta.operators.optimize",
                                           "airflow_provider_delta.operators.spark",
                                           "airflow_provider_delta.operators.delta_spark"]}],
         "asset-uris": [{

@@ -39,6 +39,7 @@ APP_ID = "delta_customer_changes.apply"
 with DAG("delta_customer_changes", schedule=[CUSTOMERS_ASSET], start_date=datetime(2026, 1, 1), catchup=False,
          tags=["delta", "example"], doc_md=__doc__):
 
+    # [START howto_delta_process_changes]
     wait = DeltaCommitSensor(
         task_id="wait_for_customers",
         table_uri=CUSTOMERS,
@@ -56,3 +57,4 @@ with DAG("delta_customer_changes", schedule=[CUSTOMERS_ASSET], start_date=dateti
                 "rows": step.rows}
 
     wait >> apply_changes("{{ ti.xcom_pull(task_ids='wait_for_customers', key='version') }}")
+    # [END howto_delta_process_changes]

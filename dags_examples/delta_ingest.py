@@ -23,6 +23,7 @@ from example_settings import JOBS_FILE, ORDERS, ORDERS_ASSET, ORDERS_CONN_ID, SP
 with DAG("delta_ingest", schedule="@daily", start_date=datetime(2026, 1, 1), catchup=False,
          tags=["delta", "example"], doc_md=__doc__):
 
+    # [START howto_delta_create_managed_table]
     @task
     def create_orders_table() -> int:
         """Create the managed-commit table (version 0) unless it exists; returns its latest version.
@@ -47,9 +48,11 @@ with DAG("delta_ingest", schedule="@daily", start_date=datetime(2026, 1, 1), cat
             DeltaTable.create(ORDERS, schema, partition_by=["order_date"], name="orders", commit_owner=owner,
                               properties={"delta.enableInCommitTimestamps": "true"})
         except TableAlreadyExistsError:
-            pass                      # created concurrently: fine
+            pass                      # created meanwhile by another run (an identical race returns): fine
         return hook.latest_version(ORDERS)
+    # [END howto_delta_create_managed_table]
 
+    # [START howto_operator_delta_spark_submit]
     ingest = DeltaSparkSubmitOperator(
         task_id="ingest_orders",
         output_table_uri=ORDERS,
@@ -63,5 +66,6 @@ with DAG("delta_ingest", schedule="@daily", start_date=datetime(2026, 1, 1), cat
         env_vars=SPARK_ENV,
         outlets=[ORDERS_ASSET],
     )
+    # [END howto_operator_delta_spark_submit]
 
     create_orders_table() >> ingest

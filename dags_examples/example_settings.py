@@ -5,16 +5,17 @@ path whatever the working directory) is the base directory of the example tables
 (no ``spark_default`` connection is needed) with small settings for a laptop.
 
 ``orders`` is a managed-commit table: a SQLite commit owner (a file next to the
-tables) ratifies its commits. The example's Airflow connection ``delta_example``
-names that owner; it is defined here through its environment variable unless you
-defined it yourself (a real deployment defines it in Airflow, e.g. with a PostgreSQL
-owner for writers on many machines). ``daily_totals`` and ``customer_totals`` are
-plain tables.
+tables) ratifies its commits. The tasks and the watcher reach that owner through the
+Airflow connection ``delta_example``, which the deployment defines, never a DAG file
+(the triggerer and the workers do not parse DAG files the way the dag-processor does):
+``scripts/airflow_deploy.py`` adds it with ``airflow connections add``, ``make run``
+sets ``AIRFLOW_CONN_DELTA_EXAMPLE`` (README, "Run the examples under a real Airflow").
+A real deployment would name a PostgreSQL owner for writers on many machines.
+``daily_totals`` and ``customer_totals`` are plain tables.
 """
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
 
 from airflow_provider_delta.assets import to_asset
@@ -32,13 +33,9 @@ DAILY_TOTALS_ASSET = to_asset(table_uri=DAILY_TOTALS, name="example_daily_totals
 CUSTOMER_TOTALS_ASSET = to_asset(table_uri=CUSTOMER_TOTALS, name="example_customer_totals")
 
 #: the delta connection of the managed orders table: its commit owner (backfilling after every commit,
-#: so that readers without the owner, Delta Spark among them, see every commit at once)
+#: so that readers without the owner, Delta Spark among them, see every commit at once). Defined by the
+#: deployment (scripts/airflow_deploy.py, ``example_connection``), never here.
 ORDERS_CONN_ID = "delta_example"
-COMMIT_OWNER_DB = os.path.join(BASE, "commit_owner.db")
-os.environ.setdefault(f"AIRFLOW_CONN_{ORDERS_CONN_ID.upper()}", json.dumps({
-    "conn_type": "delta",
-    "extra": {"commit_owner": {"type": "sql", "url": f"sqlite:///{COMMIT_OWNER_DB}", "backfill_batch_size": 1}},
-}))
 
 JOBS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "jobs")
 #: the transforms the driver-side Spark jobs run, shipped to the driver with --py-files
@@ -55,6 +52,10 @@ SPARK_CONF = {
     "spark.ui.enabled": "false",
     "spark.log.level": "WARN",
     "spark.sql.session.timeZone": "UTC",
+    # a short-lived driver on a small machine and tiny data: C2 compilation and generated code cost
+    # more CPU than they save
+    "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+    "spark.sql.codegen.wholeStage": "false",
 }
 SPARK_ENV = {"SPARK_LOCAL_IP": os.environ.get("SPARK_LOCAL_IP", "127.0.0.1")}
 #: Delta Spark on a small local table: replay its log in 2 partitions (default 50)
@@ -64,13 +65,44 @@ DELTA_SPARK_CONF = {**SPARK_CONF, "spark.databricks.delta.snapshotPartitions": "
 def delta_spark_jars() -> str:
     """The Delta Spark jars for ``jars=`` (fetched by ``make jars`` into .jars/; scripts/delta_spark.py).
 
-    On a cluster that has Delta Spark installed, leave ``jars`` out; or pass
+    Called when a task renders its templates (``jars="{{ delta_spark_jars() }}"``, a DAG
+    macro), on the worker that runs it: parsing the DAG needs no jars, so a scheduler or
+    dag-processor host without them still loads the DAG. On a cluster that has Delta
+    Spark installed, leave ``jars`` out; or pass
     ``packages="io.delta:delta-spark_4.2_2.13:4.4.0"`` (the pair pinned in
     scripts/delta-spark/pom.xml) to let spark-submit fetch it.
     """
-    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "scripts", "delta_spark.py")
+    path = os.path.join(REPO, "scripts", "delta_spark.py")
     spec = importlib.util.spec_from_file_location("delta_spark", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return ",".join(str(p) for p in module.jar_paths())
+
+#: write-audit-publish (delta_write_audit_publish): two catalog-managed tables of a SqlCatalog in a
+#: SQLite file next to them, reached through the ``delta_wap`` connection's ``catalog`` extra
+WAP_CONN_ID = "delta_wap"
+WAP_ORDERS = os.path.join(BASE, "wap_orders")
+WAP_TOTALS = os.path.join(BASE, "wap_customer_totals")
+WAP_CATALOG_DB = os.path.join(BASE, "catalog.db")
+os.environ.setdefault(f"AIRFLOW_CONN_{WAP_CONN_ID.upper()}", json.dumps({
+    "conn_type": "delta", "extra": {"catalog": {"url": f"sqlite:///{WAP_CATALOG_DB}"}},
+}))
+
+
+def ensure_wap_tables() -> None:
+    """Create the two write-audit-publish tables in the catalog if they are not there yet."""
+    import pyarrow as pa
+
+    from airflow_provider_delta.hooks import DeltaTableHook
+    from airflow_provider_delta.log import DeltaTable, TableAlreadyExistsError
+
+    catalog = DeltaTableHook(WAP_CONN_ID).require_catalog()
+    schemas = {WAP_ORDERS: pa.schema([("day", pa.string()), ("customer", pa.string()), ("amount", pa.int64())]),
+               WAP_TOTALS: pa.schema([("day", pa.string()), ("customer", pa.string()), ("total", pa.int64())])}
+    for uri, schema in schemas.items():
+        if not catalog.manages(uri):
+            try:
+                DeltaTable.create(uri, schema, catalog=catalog)
+            except TableAlreadyExistsError:
+                pass      # the other writer task created it a moment ago

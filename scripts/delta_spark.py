@@ -8,7 +8,7 @@ Used by the tests (the shared SparkSession in tests/conftest.py) and by examples
         builder = builder.config(key, value)
 
 The Delta <-> Spark pair is recorded in one place, scripts/delta-spark/pom.xml (properties
-``delta.version`` and ``spark.version``); pyproject.toml pins pyspark and pyspark-client to
+``delta.version`` and ``spark.version``); pyproject.toml (test extra) pins pyspark and pyspark-client to
 that Spark version. The same pom pins hadoop-aws (``hadoop.version``, which must be the Hadoop
 that pyspark ships) and the AWS SDK modules of the s3a connector. The stamp .jars/.fetched
 records a fingerprint of the pom, so jars fetched for an older pom are reported as stale
@@ -131,7 +131,7 @@ def check_pyspark() -> None:
     if installed.split(".")[:2] != spark.split(".")[:2]:
         raise DeltaSparkJarsMissing(
             f"pyspark {installed} is installed, but Delta {delta} is pinned for Spark {spark} "
-            "(scripts/delta-spark/pom.xml); pin pyspark/pyspark-client in pyproject.toml to match "
+            "(scripts/delta-spark/pom.xml); pin pyspark/pyspark-client in pyproject.toml (test extra) to match "
             "and run `make install jars`")
     hadoop = _pyspark_hadoop()
     if hadoop is not None and hadoop != hadoop_version():

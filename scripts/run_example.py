@@ -4,6 +4,7 @@ What it does:
 
 1. points Airflow at its own home (``--airflow-home``, default ``./airflow_home``) with a
    SQLite metadata database and ``dags_examples/`` as the DAG folder, and migrates it;
+   defines the example's connection ``delta_example`` (``AIRFLOW_CONN_DELTA_EXAMPLE``);
 2. runs ``delta_ingest`` once per day (``--days``, ending today), then once more for the
    last day to show that a re-run commits nothing twice;
 3. runs ``delta_downstream`` (sensor, pinned snapshot, Spark aggregation) and
@@ -45,7 +46,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def configure(base: Path, home: Path) -> None:
     """Environment Airflow and the DAGs read at import: must run before anything imports airflow."""
-    for key in [k for k in os.environ if k.startswith("AIRFLOW__")]:
+    for key in [k for k in os.environ if k.startswith(("AIRFLOW__", "AIRFLOW_CONN_"))]:
         del os.environ[key]
     os.environ.update({
         "AIRFLOW_HOME": str(home),
@@ -57,6 +58,9 @@ def configure(base: Path, home: Path) -> None:
     })
     if str(DAGS) not in sys.path:
         sys.path.insert(0, str(DAGS))
+    # the example's connection, defined by the deployment (here: this process), never by a DAG file
+    from airflow_deploy import EXAMPLE_CONN_ID, example_connection     # scripts/, this script's folder
+    os.environ[f"AIRFLOW_CONN_{EXAMPLE_CONN_ID.upper()}"] = json.dumps(example_connection(base))
 
 
 def migrate() -> None:

@@ -7,6 +7,8 @@ are not the physical names but whose ids are right can only be read by field id.
 """
 from __future__ import annotations
 
+import json
+
 import pyarrow as pa
 
 
@@ -51,3 +53,39 @@ def nested_file(names: dict[int, str], with_ids: bool = True) -> pa.Table:
         pa.array([[{names[6]: "a"}, {names[6]: "b"}], []], pa.list_(pa.field("element", tag))),
         pa.array([[("k", {names[8]: 0.5})], None], pa.map_(pa.string(), pa.field("value", score))),
     ], schema=schema)
+
+
+# ----------------------------------------------------------------- a table to turn column mapping on
+#: A nested Arrow schema without column mapping (struct, array of struct, map to struct, partition ``p``).
+PLAIN_SCHEMA = pa.schema([
+    ("id", pa.int64()),
+    ("s", pa.struct([("a", pa.int32()), ("b", pa.string())])),
+    ("l", pa.list_(pa.struct([("x", pa.int64())]))),
+    ("m", pa.map_(pa.string(), pa.struct([("y", pa.float64())]))),
+    ("p", pa.string()),
+])
+PLAIN_DATA = pa.table({
+    "id": [1, 2], "s": [{"a": 1, "b": "u"}, {"a": 2, "b": "v"}], "l": [[{"x": 1}], []],
+    "m": [[("k", {"y": 1.5})], []], "p": ["a", "b"],
+}, schema=PLAIN_SCHEMA)
+
+
+def field_mapping(schema_string: str) -> list[tuple[str, int | None, str | None]]:
+    """(field path, column id, physical name) of every field of a Delta schema string, pre-order."""
+    out: list[tuple[str, int | None, str | None]] = []
+
+    def walk(t, prefix):
+        if isinstance(t, dict) and t.get("type") == "struct":
+            for f in t["fields"]:
+                m = f.get("metadata") or {}
+                out.append((prefix + f["name"], m.get("delta.columnMapping.id"),
+                            m.get("delta.columnMapping.physicalName")))
+                walk(f["type"], prefix + f["name"] + ".")
+        elif isinstance(t, dict) and t.get("type") == "array":
+            walk(t["elementType"], prefix + "element.")
+        elif isinstance(t, dict) and t.get("type") == "map":
+            walk(t["keyType"], prefix + "key.")
+            walk(t["valueType"], prefix + "value.")
+
+    walk(json.loads(schema_string), "")
+    return out

@@ -42,6 +42,19 @@ def copy_table(tmp_path, corpus):
     return _copy
 
 
+@pytest.fixture
+def file_tree():
+    """``file_tree(root)``: every file below ``root`` with its size (what a test checks was not touched)."""
+    def _tree(root) -> dict[str, int]:
+        out = {}
+        for d, _, files in os.walk(root):
+            for f in files:
+                p = os.path.join(d, f)
+                out[os.path.relpath(p, root)] = os.path.getsize(p)
+        return out
+    return _tree
+
+
 def _postgres_reachable(url: str) -> str | None:
     try:
         import sqlalchemy as sa

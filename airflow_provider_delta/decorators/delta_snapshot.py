@@ -11,6 +11,8 @@ version as of ``timestamp``, else the latest), opens that snapshot through the
 
 The pinned version goes to XCom ``version`` and into the task's OpenLineage input,
 and the snapshot never moves while the function runs, whatever other writers commit.
+With ``transaction`` (a staged multi-table transaction's id, e.g. from XCom) the
+function gets the table as that group leaves it: the audit step of write-audit-publish.
 """
 from __future__ import annotations
 
@@ -19,7 +21,8 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 from airflow.providers.common.compat.sdk import DecoratedOperator, task_decorator_factory
 from airflow.providers.standard.operators.python import PythonOperator
 
-from ..operators.base import DeltaTaskMixin, optional_int, optional_value
+from ..operators.arguments import optional_int, optional_value
+from ..operators.base import DeltaTaskMixin
 
 if TYPE_CHECKING:  # pragma: no cover
     from airflow.sdk import Context
@@ -32,7 +35,7 @@ class _DeltaSnapshotDecoratedOperator(DeltaTaskMixin, DecoratedOperator, PythonO
     """Run the function with ``snapshot=<the table pinned at the resolved version>``."""
 
     template_fields: Sequence[str] = ("templates_dict", "op_args", "op_kwargs", "table_uri", "delta_conn_id",
-                                      "version", "timestamp")
+                                      "version", "timestamp", "transaction")
     template_fields_renderers = {"templates_dict": "json", "op_args": "py", "op_kwargs": "py"}
     custom_operator_name = "@task.delta_snapshot"
     lineage_role = "input"
@@ -40,7 +43,7 @@ class _DeltaSnapshotDecoratedOperator(DeltaTaskMixin, DecoratedOperator, PythonO
 
     def __init__(self, *, python_callable: Callable, op_args: Any, op_kwargs: Any, table_uri: str,
                  version: int | str | None = None, timestamp: Any = None, delta_conn_id: str | None = None,
-                 **kwargs: Any) -> None:
+                 transaction: str | None = None, **kwargs: Any) -> None:
         op_kwargs = {**(op_kwargs or {}), SNAPSHOT_ARG: None}     # filled in at execute time
         super().__init__(kwargs_to_upstream={"python_callable": python_callable, "op_args": op_args,
                                              "op_kwargs": op_kwargs},
@@ -49,8 +52,16 @@ class _DeltaSnapshotDecoratedOperator(DeltaTaskMixin, DecoratedOperator, PythonO
         self.version = version
         self.timestamp = timestamp
         self.delta_conn_id = delta_conn_id
+        #: a staged multi-table transaction's id: the function gets the table as that group leaves it
+        self.transaction = transaction
 
     def execute(self, context: "Context") -> Any:
+        if self.transaction:
+            snapshot = self.hook.snapshot(self.table_uri, transaction=str(self.transaction))
+            self.log.info("Audit view of %s in transaction %s (version %s) for %s", self.table_uri,
+                          self.transaction, snapshot.version, self.python_callable.__name__)
+            self.op_kwargs = {**self.op_kwargs, SNAPSHOT_ARG: snapshot}
+            return super().execute(context)
         version = self.hook.resolve_version(self.table_uri, version=optional_int(self.version, "version"),
                                             timestamp=optional_value(self.timestamp))
         snapshot = self.hook.get_table(self.table_uri).snapshot(version=version)
@@ -66,6 +77,7 @@ class _DeltaSnapshotDecoratedOperator(DeltaTaskMixin, DecoratedOperator, PythonO
 
 def delta_snapshot_task(python_callable: Callable | None = None, multiple_outputs: bool | None = None,
                         **kwargs: Any) -> Any:
-    """``@task.delta_snapshot(table_uri=..., version=None, timestamp=None, delta_conn_id=None)``."""
+    """``@task.delta_snapshot(table_uri=..., version=None, timestamp=None, delta_conn_id=None,
+    transaction=None)``; ``transaction``: audit a staged multi-table transaction."""
     return task_decorator_factory(python_callable=python_callable, multiple_outputs=multiple_outputs,
                                   decorated_operator_class=_DeltaSnapshotDecoratedOperator, **kwargs)

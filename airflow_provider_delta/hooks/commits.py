@@ -16,17 +16,26 @@ What counts, and when the wait is over:
 * the wait is over when a matching commit has a version ``>= target_version`` (if
   given) and ``> after_version`` (if given).
 
-Every matching commit in the range is kept, oldest first, as a JSON-ready summary
-(:func:`summarize_commit`), so the sensor can return all of them, not just the last.
-State round-trips through :meth:`CommitWatch.to_dict` for the trigger's kwargs.
+Operation names match without regard to case (``"write"`` matches ``WRITE``), as
+Delta Spark's own names are upper case but users type them either way.
+
+Matching commits are counted, and the newest :data:`~.payloads.MAX_LISTED` are kept,
+oldest first, as JSON-ready summaries (:func:`summarize_commit`): what the sensor
+returns and the trigger carries stays small however long the range (each matching
+commit is logged as it is found). State round-trips through :meth:`CommitWatch.to_dict`
+for the trigger's kwargs.
 """
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable
 
 from ..log import InvalidArgumentError, TableNotFoundError
+from .payloads import MAX_LISTED, newest
 from .run_identity import app_id_matches
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..log import DeltaTable
@@ -66,17 +75,29 @@ def summarize_commit(version: int, actions: list[dict[str, Any]], timestamp: int
     return out
 
 
-def _as_names(value: str | Iterable[str] | None) -> tuple[str, ...] | None:
+def as_names(value: str | Iterable[str] | None) -> tuple[str, ...] | None:
+    """Operation names to match, upper-cased (a name, a list, or None for any operation)."""
     if value is None or value == "" or value == []:
         return None
     if isinstance(value, str):
-        return (value,)
-    return tuple(str(v) for v in value)
+        names = (value,)
+    elif isinstance(value, (list, tuple, set, frozenset)):
+        names = tuple(value)
+    else:
+        raise InvalidArgumentError(f"operation must be a name or a list of names, got {value!r}")
+    out = tuple(str(v).strip().upper() for v in names)
+    if not all(out):
+        raise InvalidArgumentError(f"operation names must not be empty, got {value!r}")
+    # a list param rendered as text ("['WRITE', 'MERGE']") would be one name that never matches
+    if any(n[0] in "[(" for n in out):
+        raise InvalidArgumentError(f"operation {value!r} looks like a rendered list, not an operation name: pass "
+                                   "a list, or render with render_template_as_native_obj=True")
+    return out
 
 
-def _as_version(value: Any, name: str) -> int | None:
+def as_version(value: Any, name: str) -> int | None:
     """Versions may arrive as rendered template strings ('12', 'None', '')."""
-    if value is None or (isinstance(value, str) and value.strip() in ("", "None", "none", "null")):
+    if value is None or (isinstance(value, str) and value.strip().lower() in ("", "none", "null")):
         return None
     if isinstance(value, bool):
         raise InvalidArgumentError(f"{name} must be a table version (an integer), got {value!r}")
@@ -100,13 +121,24 @@ class CommitWatch:
     last_seen: int | None = None
     commits: list[dict[str, Any]] = field(default_factory=list)
     latest: int | None = None
+    #: matching commits so far (``commits`` keeps only the newest ``keep`` of them)
+    count: int | None = None
+    first_version: int | None = None
+    #: how many summaries to keep (None: all; the commit-event trigger splits them into events itself)
+    keep: int | None = MAX_LISTED
+    #: operations of the commits the ``operation`` filter left out (a hint when nothing matches)
+    skipped_operations: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self.target_version = _as_version(self.target_version, "target_version")
-        self.after_version = _as_version(self.after_version, "after_version")
-        self.operation = _as_names(self.operation)
+        self.target_version = as_version(self.target_version, "target_version")
+        self.after_version = as_version(self.after_version, "after_version")
+        self.operation = as_names(self.operation)
         self.app_id = (str(self.app_id) if self.app_id not in (None, "") else None)
-        self.last_seen = _as_version(self.last_seen, "after_version") if self.last_seen is not None else None
+        if self.count is None:
+            self.count = len(self.commits)
+        if self.first_version is None and self.commits:
+            self.first_version = self.commits[0]["version"]
+        self.last_seen = as_version(self.last_seen, "after_version") if self.last_seen is not None else None
         if self.last_seen is None:
             if self.after_version is not None:
                 self.last_seen = self.after_version
@@ -144,7 +176,7 @@ class CommitWatch:
         return max(lows)
 
     def matches(self, summary: dict[str, Any]) -> bool:
-        if self.operation is not None and summary.get("operation") not in self.operation:
+        if self.operation is not None and str(summary.get("operation") or "").upper() not in self.operation:
             return False
         if self.app_id is not None:
             ids = [t["appId"] for t in summary.get("txns", [])] or [summary.get("appId")]
@@ -154,7 +186,8 @@ class CommitWatch:
 
     @property
     def done(self) -> bool:
-        return any(c["version"] >= self.threshold for c in self.commits)
+        # commits are oldest first and the newest is always kept
+        return bool(self.commits) and self.commits[-1]["version"] >= self.threshold
 
     # ------------------------------------------------------------------- poll
     def poll(self, table: "DeltaTable") -> bool:
@@ -175,9 +208,20 @@ class CommitWatch:
         for c in new.commits:
             summary = summarize_commit(c.version, c.actions, c.timestamp)
             if self.matches(summary):
-                self.commits.append(summary)
+                self._keep(summary)
+            elif self.operation is not None and summary.get("operation") not in self.skipped_operations:
+                self.skipped_operations = newest(self.skipped_operations + [summary.get("operation")])
         self.last_seen = new.latest
         return self.done
+
+    def _keep(self, summary: dict[str, Any]) -> None:
+        log.info("Matching commit: %s", summary)   # the full detail, in the task log
+        self.count = (self.count or 0) + 1
+        if self.first_version is None:
+            self.first_version = summary["version"]
+        self.commits.append(summary)
+        if self.keep is not None and len(self.commits) > self.keep:
+            self.commits = newest(self.commits, self.keep)
 
     # --------------------------------------------------------- serialization
     def to_dict(self) -> dict[str, Any]:
@@ -190,6 +234,8 @@ class CommitWatch:
             "last_seen": self.last_seen,
             "commits": list(self.commits),
             "latest": self.latest,
+            "count": self.count,
+            "first_version": self.first_version,
         }
 
     @classmethod
@@ -197,10 +243,18 @@ class CommitWatch:
         return cls(target_version=d.get("target_version"), after_version=d.get("after_version"),
                    operation=d.get("operation"), app_id=d.get("app_id"),
                    last_seen=d.get("last_seen"), commits=list(d.get("commits") or []),
-                   latest=d.get("latest"))
+                   latest=d.get("latest"), count=d.get("count"), first_version=d.get("first_version"))
 
     def result(self) -> dict[str, Any]:
-        """The asset-event extra: the newest table version seen and the matching commits."""
+        """What the sensor returns and puts in its asset events (bounded, see :mod:`.payloads`).
+
+        ``version``: the newest table version seen; ``count``: matching commits in the range;
+        ``first_version`` / ``last_version``: the oldest and newest of them; ``commits``: the
+        newest summaries, oldest first; ``truncated``: whether older ones were left out.
+        """
         version = self.latest if self.latest is not None else (
             self.commits[-1]["version"] if self.commits else None)
-        return {"version": version, "commits": list(self.commits)}
+        count = self.count or 0
+        return {"version": version, "count": count, "first_version": self.first_version,
+                "last_version": self.commits[-1]["version"] if self.commits else None,
+                "commits": list(self.commits), "truncated": count > len(self.commits)}

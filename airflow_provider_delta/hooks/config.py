@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 from urllib.parse import urlsplit
 
+from ..assets import is_absolute_uri
 from ..log import InvalidArgumentError
 from ..log import normalize_uri
 from .storage_connections import storage_options_of
@@ -53,15 +54,6 @@ _FORM_PREFIX = "extra__delta__"
 
 SENSITIVE_OPTION_WORDS = ("secret", "password", "token", "key", "credential", "sas", "session",
                          "connection_string", "conn_str")   # Azure connection strings hold the account key
-
-
-def is_absolute_uri(uri: str) -> bool:
-    """True for URLs with a scheme (``s3://``, ``file:``) and absolute local paths."""
-    uri = str(uri)
-    scheme = urlsplit(uri).scheme
-    if len(scheme) > 1:
-        return True
-    return os.path.isabs(uri) or uri.startswith("~")
 
 
 def uri_protocol(uri: str) -> str:
@@ -208,6 +200,18 @@ def _commit_owner_extra(extra: Mapping[str, Any]) -> dict[str, Any] | None:
     return owner or None
 
 
+def _catalog_url(value: Any, conn_id: str | None) -> str | None:
+    """The ``catalog`` extra: ``{"url": "<SQLAlchemy URL>"}`` (or the URL itself) of a SqlCatalog."""
+    if not value:
+        return None
+    if isinstance(value, str) and not value.lstrip().startswith("{"):
+        return value.strip()
+    url = _as_dict(value, "catalog").get("url")
+    if not url:
+        raise InvalidArgumentError(f"connection {conn_id!r}: the catalog extra needs a 'url'")
+    return str(url)
+
+
 @dataclass(frozen=True)
 class DeltaConnectionConfig:
     """The resolved meaning of one ``delta`` connection (or of none, for local tables)."""
@@ -219,6 +223,8 @@ class DeltaConnectionConfig:
     credential_keys: tuple[str, str] | None = None
     commit_owner: CommitOwnerSpec | None = None
     single_writer: bool = False
+    #: SQLAlchemy URL of the SqlCatalog of catalog-managed tables (the ``catalog`` extra)
+    catalog_url: str | None = field(default=None, repr=False)
 
     @classmethod
     def from_connection(cls, conn_id: str | None, host: str | None, login: str | None,
@@ -266,7 +272,8 @@ class DeltaConnectionConfig:
             spec = CommitOwnerSpec(otype, str(url), owner)
         return cls(conn_id=conn_id, base_uri=base, storage_options=options,
                    credentials=(login or None, password or None), credential_keys=cred_keys,
-                   commit_owner=spec, single_writer=_as_bool(extra.get("single_writer", False)))
+                   commit_owner=spec, single_writer=_as_bool(extra.get("single_writer", False)),
+                   catalog_url=_catalog_url(extra.get("catalog"), conn_id))
 
     # ------------------------------------------------------------------ uris
     def resolve(self, table_uri: str) -> str:

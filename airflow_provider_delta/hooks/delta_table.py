@@ -16,7 +16,9 @@ Connection fields (conn type ``delta``):
   ``gs``: ``project``/``token``; others: ``username``/``password``), or onto the keys
   named by the ``credential_keys`` extra (``{"login": "...", "password": "..."}``).
   They are never logged;
-* extras: ``storage_options`` (JSON object, passed to fsspec), ``commit_owner``
+* extras: ``catalog`` (``{"url": "sqlite:////data/catalog.db"}``: the ``SqlCatalog`` of
+  catalog-managed tables; a table it manages is opened through it, and multi-table
+  transactions go through it), ``storage_options`` (JSON object, passed to fsspec), ``commit_owner``
   (``{"type": "sql", "url": "..."}`` or ``{"type": "sql", "conn_id": "<db connection>"}``,
   other keys go to the owner, e.g. ``backfill_batch_size``; the flat
   ``commit_owner_conn_id`` field is a shortcut), ``single_writer`` (bool), ``storage_conn_id``
@@ -28,17 +30,23 @@ Without a connection id, absolute paths and URLs (``/data/t``, ``file:///data/t`
 """
 from __future__ import annotations
 
+import errno
 import time
 from typing import Any
 
 from airflow.providers.common.compat.lineage.hook import get_hook_lineage_collector
 from airflow.sdk import BaseHook
 
-from ..log import (AddFile, ChangeRange, DeltaTable, IncrementalStep, InvalidArgumentError, format_ms,
-                    pending_changes, process_changes, to_epoch_ms)
+from ..log import (AddFile, ChangeRange, DeltaTable, IncrementalStep, InvalidArgumentError, StorageError,
+                    format_ms, pending_changes, process_changes, to_epoch_ms)
 from .config import DeltaConnectionConfig, commit_owner_conn_id, is_absolute_uri, storage_conn_id, uri_protocol
-from .env_connections import unparsable_env_connection
+from .env_connections import env_variable, unparsable_env_connection
 from .manifest import build_manifest, default_manifest_uri, resolve_manifest_uri, write_json
+
+def _not_writable(error: BaseException | None) -> bool:
+    """Whether a write failed for want of permission (or on a read-only file system), not for a fault."""
+    return isinstance(error, PermissionError) or (isinstance(error, OSError) and error.errno == errno.EROFS)
+
 
 def _connection_fields(conn: Any, extra: dict[str, Any]) -> dict[str, Any]:
     return {"conn_type": conn.conn_type, "host": conn.host, "login": conn.login,
@@ -62,6 +70,7 @@ class DeltaTableHook(BaseHook):
         self.delta_conn_id = delta_conn_id or None
         self._configs: dict[str | None, DeltaConnectionConfig] = {}
         self._owners: dict[str | None, Any] = {}
+        self._catalogs: dict[str | None, Any] = {}
         self._tables: dict[str, DeltaTable] = {}
 
     def __repr__(self) -> str:
@@ -104,10 +113,16 @@ class DeltaTableHook(BaseHook):
         try:
             return self.get_connection(conn_id)
         except AirflowNotFoundException:
-            raise InvalidArgumentError(
-                unparsable_env_connection(conn_id) or f"Airflow connection {conn_id!r} is not defined"
-                + (" (relative table URIs without delta_conn_id use it as their base URI)"
-                   if conn_id == self.default_conn_name and not self.delta_conn_id else "")) from None
+            raise InvalidArgumentError(self._missing_connection(conn_id)) from None
+
+    def _missing_connection(self, conn_id: str) -> str:
+        """The one message for a connection that cannot be found, in tasks and in the triggerer alike."""
+        return unparsable_env_connection(conn_id) or (
+            f"Airflow connection {conn_id!r} is not defined: create it where every Airflow process sees it "
+            f"(the metadata database, a secrets backend, or {env_variable(conn_id)} in the environment of "
+            "the workers and the triggerer)"
+            + (" - relative table URIs without delta_conn_id use it as their base URI"
+               if conn_id == self.default_conn_name and not self.delta_conn_id else ""))
 
     async def aget_config(self, table_uri: str | None = None) -> DeltaConnectionConfig:
         """:meth:`get_config` for the event loop (the trigger): connections fetched asynchronously."""
@@ -128,8 +143,8 @@ class DeltaTableHook(BaseHook):
                 if sid := storage_conn_id(extra):
                     sconn = await self.aget_connection(sid)
                     storage_fields = _connection_fields(sconn, await sconn.aextra_dejson())
-            except AirflowNotFoundException as e:
-                raise InvalidArgumentError(unparsable_env_connection(conn_id) or str(e)) from None
+            except AirflowNotFoundException:
+                raise InvalidArgumentError(self._missing_connection(conn_id)) from None
             cfg = DeltaConnectionConfig.from_connection(conn_id, conn.host, conn.login, conn.password,
                                                         extra, owner_fields, storage_fields)
         self._configs[conn_id] = cfg
@@ -149,31 +164,82 @@ class DeltaTableHook(BaseHook):
             self._owners[cfg.conn_id] = cfg.commit_owner.build()
         return self._owners[cfg.conn_id]
 
+    def get_catalog(self, table_uri: str | None = None) -> Any:
+        """The connection's ``SqlCatalog`` (the ``catalog`` extra; one per hook), or None."""
+        cfg = self.get_config(table_uri)
+        if cfg.catalog_url is None:
+            return None
+        if cfg.conn_id not in self._catalogs:
+            from ..log import SqlCatalog     # SQLAlchemy: loaded only for connections with a catalog
+            self._catalogs[cfg.conn_id] = SqlCatalog(cfg.catalog_url, storage_options=cfg.storage_options)
+        return self._catalogs[cfg.conn_id]
+
+    def require_catalog(self, table_uri: str | None = None) -> Any:
+        catalog = self.get_catalog(table_uri)
+        if catalog is None:
+            raise InvalidArgumentError(
+                f"connection {self.get_config(table_uri).conn_id!r} has no catalog; set its 'catalog' extra "
+                "({\"url\": \"<SQLAlchemy URL>\"}) for catalog-managed tables and multi-table transactions")
+        return catalog
+
     def get_table(self, table_uri: str) -> DeltaTable:
-        """The table at ``table_uri`` with the connection's storage options and commit owner.
+        """The table at ``table_uri`` with the connection's storage options and commit owner (or its
+        catalog, when the connection's catalog manages the table).
 
         One object per URI and hook, so repeated reads refresh its snapshot incrementally.
         """
         cfg = self.get_config(table_uri)
         uri = cfg.resolve(table_uri)
         if uri not in self._tables:
-            self._tables[uri] = DeltaTable(uri, storage_options=cfg.storage_options_for(uri),
-                                           commit_owner=self.get_commit_owner(table_uri),
-                                           single_writer=cfg.single_writer)
+            catalog = self.get_catalog(table_uri)
+            if catalog is not None and catalog.manages(uri):
+                self._tables[uri] = DeltaTable(uri, storage_options=cfg.storage_options_for(uri), catalog=catalog)
+            else:
+                self._tables[uri] = DeltaTable(uri, storage_options=cfg.storage_options_for(uri),
+                                               commit_owner=self.get_commit_owner(table_uri),
+                                               single_writer=cfg.single_writer)
         return self._tables[uri]
+
+    # ------------------------------------------------------ multi-table transactions
+    def begin_transaction(self) -> str:
+        """A new multi-table transaction recorded in the connection's catalog; its id (for XCom)."""
+        return self.require_catalog().begin().record().id
+
+    def stage_write(self, transaction_id: str, table_uri: str, data: Any, mode: str = "append",
+                    **kwargs: Any) -> int:
+        """Write ``data`` into ``table_uri`` as the transaction's staged commit on it (nothing is
+        visible until the transaction is published); returns the proposed version."""
+        catalog = self.require_catalog(table_uri)
+        tx = catalog.group(transaction_id)
+        version = tx.write(self.resolve_uri(table_uri), data, mode=mode, **kwargs)
+        tx.stage()
+        return version
+
+    def publish_transaction(self, transaction_id: str) -> dict[str, int]:
+        """Group-ratify and publish a staged transaction; ``{table uri: version}``."""
+        return self.require_catalog().group(transaction_id).publish()
+
+    def abort_transaction(self, transaction_id: str) -> str:
+        """Abort a transaction that is not ratified (its staged commits and data files go); its state."""
+        tx = self.require_catalog().group(transaction_id)
+        tx.abort()
+        return tx.state
 
     # ----------------------------------------------------------------- reads
     def latest_version(self, table_uri: str) -> int:
         return self.get_table(table_uri).latest_version()
 
     def snapshot(self, table_uri: str, version: int | None = None, timestamp: Any = None,
-                 allow_after_latest: bool = False) -> Any:
+                 allow_after_latest: bool = False, transaction: str | None = None) -> Any:
         """The snapshot at ``version``, at ``timestamp`` (in-commit-timestamp rules), or the latest.
 
         A timestamp after the latest commit is an error, as in Delta Spark, unless
-        ``allow_after_latest`` (see :meth:`resolve_version`).
+        ``allow_after_latest`` (see :meth:`resolve_version`). ``transaction`` (a multi-table
+        transaction id of the connection's catalog) gives the table as that staged group leaves it.
         """
         table = self.get_table(table_uri)
+        if transaction:
+            return table.snapshot(transaction=transaction)
         if timestamp is not None:
             version = self.resolve_version(table_uri, version, timestamp, allow_after_latest)
         return table.snapshot(version=version)
@@ -293,24 +359,37 @@ class DeltaTableHook(BaseHook):
 
     def write_snapshot_manifest(self, table_uri: str, version: int | None = None, timestamp: Any = None,
                                 manifest_uri: str | None = None, job: dict[str, Any] | None = None,
-                                allow_after_latest: bool = True) -> dict[str, Any]:
+                                allow_after_latest: bool = True, write: bool = True) -> dict[str, Any]:
         """Pin a version (given, or resolved from ``timestamp``) in a manifest file.
 
         Returns ``{"version", "timestamp", "manifest_uri", "num_files", "table_uri"}``. The
-        manifest format is documented in :mod:`airflow_provider_delta.hooks.manifest`.
+        manifest format is documented in :mod:`airflow_provider_delta.hooks.manifest`. With
+        ``write=False`` nothing is written (``manifest_uri`` None: the version is the pin). The
+        default location is inside the table folder; where this task may not write there (a
+        read-only credential) the manifest is skipped with a warning, while an explicit
+        ``manifest_uri`` that cannot be written is an error.
         """
         table = self.get_table(table_uri)
         snap = table.snapshot(version=self.resolve_version(table_uri, version, timestamp, allow_after_latest))
         requested = {"version": version, "timestamp": None if timestamp is None else str(timestamp)}
         doc = build_manifest(snap, table.uri, requested=requested, job=job)
-        if manifest_uri:
-            target = resolve_manifest_uri(manifest_uri, table.uri)
-        else:
-            job = job or {}
-            target = default_manifest_uri(table.uri, snap.version, job.get("dag_id"), job.get("run_id"))
-        cfg = self.get_config(table_uri)
-        written = write_json(target, doc, cfg.storage_options_for(target)
-                             if uri_protocol(target) == uri_protocol(table.uri) else None)
+        written = None
+        if write:
+            if manifest_uri:
+                target = resolve_manifest_uri(manifest_uri, table.uri)
+            else:
+                job = job or {}
+                target = default_manifest_uri(table.uri, snap.version, job.get("dag_id"), job.get("run_id"))
+            cfg = self.get_config(table_uri)
+            try:
+                written = write_json(target, doc, cfg.storage_options_for(target)
+                                     if uri_protocol(target) == uri_protocol(table.uri) else None)
+            except StorageError as e:
+                if manifest_uri or not _not_writable(e.__cause__):
+                    raise
+                self.log.warning("No snapshot manifest: this task may not write to the table folder (%s). The "
+                                 "pinned version is in the result; pass manifest_uri=<a writable location> for a "
+                                 "manifest, or write_manifest=False to skip it without this warning", e)
         self._hook_lineage(table.uri, output=False)
         return {"version": doc["version"], "timestamp": doc["timestamp"], "manifest_uri": written,
                 "num_files": doc["num_files"], "table_uri": table.uri}

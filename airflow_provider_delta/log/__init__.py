@@ -15,7 +15,8 @@ from .base.errors import DeletionVectorError
 from .base.errors import ConditionalCreateError
 from .base.features import column_mapping_mode
 from .base.errors import (
-    ChangeDataFeedNotEnabledError, CommitFailedError, CommitOutcomeUnknownError, CommitOwnerUnavailableError, ConcurrentModificationError,
+    CatalogUnavailableError, ChangeDataFeedNotEnabledError, CommitFailedError, GroupCommitError, CommitOutcomeUnknownError, CommitOwnerUnavailableError, ConcurrentModificationError,
+    ConcurrentAppendError, ConcurrentDeleteReadError, ConcurrentDeleteDeleteError, MetadataChangedError, ProtocolChangedError, ConcurrentTransactionError,
     CorruptLogError, DataFileNotFoundError, DeltaError,
     InvalidArgumentError, InvalidTableStateError, StorageError, TableAlreadyExistsError,
     TableNotFoundError, TimestampOutOfRangeError, UnsupportedFeatureError, VersionNotFoundError,
@@ -33,22 +34,28 @@ from .base.timeutil import format_ms, to_epoch_ms
 __all__ = [
     "DeltaTable", "Snapshot", "Transaction", "AddFile", "RemoveFile", "Metadata", "Protocol", "DomainMetadata",
     "CommitOwner", "InMemoryCommitOwner", "SqlCommitOwner", "CommitSource", "StagedCommitsCatalog",
+    "SqlCatalog", "CatalogTransaction", "GroupCommitError", "CatalogUnavailableError",
     "CommitRecord", "CommitsSince", "to_epoch_ms", "format_ms",
     # for engines that write a checkpoint with parallel workers (spark/checkpoint_engine.py)
     "plan_checkpoint", "CheckpointPlan",
+    # for engines that rewrite OPTIMIZE bins with parallel workers (spark/optimize_engine.py)
+    "plan_optimize", "OptimizePlan", "rewrite_bin", "commit_optimize",
     # for engines that write data files themselves (the Spark integration): the same schema,
     # statistics and write-planning rules DeltaTable.write follows
     "schema_to_arrow", "arrow_to_schema", "schema_string", "partition_values_to_arrow",
     "serialize_partition_value", "collect_stats", "normalize_uri", "owner_from_conf", "owner_of",
-    "WritePlan", "plan_write", "write_transaction", "check_mode", "partition_arg", "column_mapping_mode",
+    "WritePlan", "PlannedWrite", "plan_write", "write_transaction", "check_mode", "partition_arg", "column_mapping_mode",
     # for engines that read data files themselves (the Spark reader): deleted rows, physical names
     "read_deletion_vector", "physical_schema", "DeletionVectorError",
+    # restore and shallow clone with what they did (DeltaTable.restore / .clone return less)
+    "RestoreResult", "restore_table", "CloneResult", "clone_table",
     # the change feed consumed incrementally, exactly once (position = the output's txn record)
     "ChangeRange", "IncrementalStep", "pending_changes", "process_changes",
     "DeltaError", "TableNotFoundError", "TableAlreadyExistsError",
     "VersionNotFoundError", "TimestampOutOfRangeError", "UnsupportedFeatureError",
     "CorruptLogError", "DataFileNotFoundError", "InvalidTableStateError", "InvalidArgumentError", "StorageError", "ConditionalCreateError",
-    "CommitFailedError", "ConcurrentModificationError", "ChangeDataFeedNotEnabledError", "CommitOwnerUnavailableError", "CommitOutcomeUnknownError",
+    "CommitFailedError", "ConcurrentModificationError",
+    "ConcurrentAppendError", "ConcurrentDeleteReadError", "ConcurrentDeleteDeleteError", "MetadataChangedError", "ProtocolChangedError", "ConcurrentTransactionError", "ChangeDataFeedNotEnabledError", "CommitOwnerUnavailableError", "CommitOutcomeUnknownError",
 ]
 
 
@@ -70,6 +77,10 @@ def __getattr__(name: str):
     elif name in ("AddFile", "RemoveFile", "DomainMetadata"):
         from .base import commit_actions as module
         value = getattr(module, name)
+    elif name == "SqlCatalog":
+        from .catalogs.sql_catalog import SqlCatalog as value
+    elif name == "CatalogTransaction":
+        from .catalogs.group import CatalogTransaction as value
     elif name == "StagedCommitsCatalog":
         from .base.catalog import StagedCommitsCatalog as value
     elif name == "Transaction":
@@ -77,10 +88,21 @@ def __getattr__(name: str):
     elif name in ("CheckpointPlan", "plan_checkpoint"):
         from .maintenance import distributed_checkpoint as module
         value = getattr(module, name)
+    elif name in ("OptimizePlan", "plan_optimize", "commit_optimize"):
+        from .write import optimize as module
+        value = getattr(module, name)
+    elif name == "rewrite_bin":
+        from .write.optimize_rewrite import rewrite_bin as value
     elif name in ("ChangeRange", "IncrementalStep", "pending_changes", "process_changes"):
         from . import incremental as module
         value = getattr(module, name)
-    elif name in ("WritePlan", "check_mode", "partition_arg", "plan_write", "write_transaction"):
+    elif name in ("RestoreResult", "restore_table"):
+        from .write import restore as module
+        value = getattr(module, name)
+    elif name in ("CloneResult", "clone_table"):
+        from .write import clone as module
+        value = getattr(module, name)
+    elif name in ("WritePlan", "PlannedWrite", "check_mode", "partition_arg", "plan_write", "write_transaction"):
         from .write import write_plan as module
         value = getattr(module, name)
     else:

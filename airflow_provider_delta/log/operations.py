@@ -37,8 +37,14 @@ def __getattr__(name: str) -> ModuleType:
         from .maintenance import cleanup as module
     elif name == "vacuum":
         from .maintenance import vacuum as module
+    elif name == "optimize":
+        from .write import optimize as module
     elif name == "managed":
         from .write import managed as module
+    elif name == "restore":
+        from .write import restore as module
+    elif name == "clone":
+        from .write import clone as module
     elif name == "change_feed":
         from .read import change_feed as module
     else:

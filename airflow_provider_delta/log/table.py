@@ -6,6 +6,7 @@ delegates to the module that holds the logic, so this file stays a map of the AP
 creation (:mod:`.create`), transactions (:mod:`.transaction`), data writes
 (:mod:`.writer`), checkpoints (:mod:`.checkpoint`), log compaction
 (:mod:`.compaction`), metadata cleanup (:mod:`.cleanup`), vacuum (:mod:`.vacuum`),
+restore (:mod:`.restore`), shallow clone (:mod:`.clone`), OPTIMIZE (:mod:`.optimize`),
 in-commit timestamps and managed commits (:mod:`.transaction`, :mod:`.managed`).
 Those modules are reached through :mod:`.operations`, which imports each on first use:
 opening a table to read it loads only the read engine.
@@ -15,6 +16,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Iterable
 
 from . import operations as ops
+from .base.errors import InvalidArgumentError
+from .base.storage import normalize_uri
 from .read.table_log import TableLog
 
 if TYPE_CHECKING:
@@ -22,6 +25,8 @@ if TYPE_CHECKING:
 
     from .base.commit_owner.base import CommitOwner
     from .base.commit_source import CommitSource
+    from .catalogs.sql_catalog import SqlCatalog
+    from .read.snapshot import Snapshot
     from .write.transaction import Transaction
 
 
@@ -36,15 +41,44 @@ class DeltaTable(TableLog):
     """
 
     # ----------------------------------------------------------------- writes
+    def __init__(self, uri: str, storage_options: dict[str, Any] | None = None,
+                 commit_owner: CommitSource | None = None, single_writer: bool = False,
+                 conditional_put: bool | None = None, catalog: "SqlCatalog | None" = None):
+        if catalog is not None:
+            if commit_owner is not None:
+                raise InvalidArgumentError("pass commit_owner or catalog, not both")
+            commit_owner = catalog.source(uri, storage_options)
+        super().__init__(uri, storage_options, commit_owner, single_writer, conditional_put)
+        #: the catalog of a catalog-managed table (None otherwise)
+        self.catalog = catalog
+
+    def snapshot(self, version: int | None = None, timestamp: Any = None, allow_after_latest: bool = False,
+                 transaction: str | None = None) -> "Snapshot":
+        """The table at ``version``, ``timestamp`` or the latest; with ``transaction`` (a multi-table
+        transaction id of the table's catalog) the table as that staged group leaves it: the audit view."""
+        if transaction is None:
+            return super().snapshot(version, timestamp, allow_after_latest)
+        if version is not None or timestamp is not None:
+            raise InvalidArgumentError("pass transaction alone, not with version or timestamp")
+        if self.catalog is None:
+            raise InvalidArgumentError("snapshot(transaction=...) needs the table opened with its catalog: "
+                                       "DeltaTable(uri, catalog=...)")
+        return self.catalog.group_snapshot(self, transaction)
+
     @classmethod
     def create(cls, uri: str, schema: "pa.Schema", partition_by: Iterable[str] = (),
                properties: dict[str, str] | None = None, name: str | None = None,
                description: str | None = None, commit_owner: CommitSource | None = None,
                storage_options: dict[str, Any] | None = None, single_writer: bool = False,
-               conditional_put: bool | None = None, **commit_kwargs: Any) -> "DeltaTable":
-        """Create a new table (version 0); fails with TableAlreadyExistsError if one exists."""
+               conditional_put: bool | None = None, catalog: "SqlCatalog | None" = None,
+               **commit_kwargs: Any) -> "DeltaTable":
+        """Create a new table (version 0); fails with TableAlreadyExistsError if one exists.
+
+        With ``catalog`` the table is catalog-managed (``catalogManaged``, in-commit timestamps,
+        ``multiTableTransaction-dev``) and registered in that catalog.
+        """
         table = cls(uri, storage_options=storage_options, commit_owner=commit_owner,
-                    single_writer=single_writer, conditional_put=conditional_put)
+                    single_writer=single_writer, conditional_put=conditional_put, catalog=catalog)
         ops.create.create_table(table, schema, partition_by=partition_by, properties=properties, name=name,
                                 description=description, **commit_kwargs)
         return table
@@ -105,6 +139,51 @@ class DeltaTable(TableLog):
         """Delete unreferenced data files older than the retention; dry run by default."""
         return ops.vacuum.vacuum(self, retention_hours=retention_hours, dry_run=dry_run,
                                  enforce_retention=enforce_retention, **kwargs)
+
+    def restore(self, version: int | None = None, *, timestamp: Any = None, **kwargs: Any) -> int:
+        """Make the table's files those of ``version`` (or of the version as of ``timestamp``) again,
+        in a new commit; returns the table's version afterwards (unchanged when ``version`` is the latest).
+
+        Delta Spark's RESTORE: its metadata, the protocol never downgraded, ``dataChange=true``;
+        refused, writing nothing, when a file of that version is gone. Concurrent blind appends are
+        kept (see :mod:`.restore`); other concurrent changes fail with ConcurrentModificationError.
+        ``kwargs``: ``enforce_retention`` and the transaction's (``job``, ``user_metadata``, ...).
+        """
+        return ops.restore.restore_table(self, version, timestamp, **kwargs).version
+
+    def clone(self, target_uri: str, *, version: int | None = None, timestamp: Any = None,
+              storage_options: dict[str, Any] | None = None, commit_owner: CommitSource | None = None,
+              **kwargs: Any) -> "DeltaTable":
+        """Shallow-clone this table (at ``version`` / ``timestamp``, default the latest) to the empty
+        location ``target_uri``; returns the clone.
+
+        The clone lists this table's files by absolute URI and has its own history from a ``CLONE``
+        commit (see :mod:`.clone`). ``storage_options`` default to this table's when the target is on
+        the same kind of store. A managed-commit source gives a filesystem clone unless ``commit_owner``
+        is given. ``kwargs`` go to the transaction (``job``, ``user_metadata``, ...).
+        """
+        if storage_options is None and normalize_uri(target_uri)[0] == self.storage.protocol:
+            storage_options = self.storage.storage_options
+        target = type(self)(target_uri, storage_options=storage_options, commit_owner=commit_owner)
+        ops.clone.clone_table(self, target, version=version, timestamp=timestamp, **kwargs)
+        return target
+
+    def optimize(self, *, partition_filter: Any = None, target_size: int | str | None = None,
+                 min_file_size: int | str | None = None, z_order_by: Iterable[str] | str | None = None,
+                 max_concurrent: int | None = None, engine: Any = "local", **kwargs: Any) -> dict[str, Any]:
+        """OPTIMIZE: compact small files per partition, Z-order, rewrite files without deleted rows.
+
+        ``partition_filter``: ``[(column, op, value), ...]`` on partition columns. ``target_size``:
+        bytes of the new files (default ``delta.targetFileSize``, else 1 GiB); ``min_file_size``:
+        files below it are compacted (default: the target). ``z_order_by``: columns to cluster
+        by on a Z-order curve (every file of a partition is rewritten). ``purge=True`` is
+        ``REORG TABLE ... APPLY (PURGE)``: only files with deletion vectors, rewritten without
+        their deleted rows. One commit, every action ``dataChange=false``. Returns the metrics,
+        ``version`` None when there was nothing to do. See :mod:`.optimize`.
+        """
+        return ops.optimize.optimize(self, partition_filter=partition_filter, target_size=target_size,
+                                     min_file_size=min_file_size, z_order_by=z_order_by,
+                                     max_concurrent=max_concurrent, engine=engine, **kwargs)
 
     def enable_in_commit_timestamps(self, **kwargs: Any) -> int:
         """Turn on in-commit timestamps on an existing table; returns the enabling version."""

@@ -1,13 +1,20 @@
-"""Airflow operators for Delta tables: backfill, checkpoint, time-travel snapshot, maintenance, Spark."""
+"""Airflow operators for Delta tables: backfill, checkpoint, time-travel snapshot, maintenance, restore, clone, Spark."""
 from .backfill import DeltaBackfillOperator
 from .base import DeltaBaseOperator
 from .checkpoint import DeltaCheckpointOperator
+from .clone import DeltaCloneOperator
 from .maintenance import DeltaMetadataCleanupOperator, DeltaVacuumOperator
+from .restore import DeltaRestoreOperator
+from .optimize import DeltaOptimizeOperator
 from .snapshot import DeltaTimeTravelSnapshotOperator
+from .write_audit_publish import (DeltaAbortTransactionOperator, DeltaBeginTransactionOperator,
+                                  DeltaPublishTransactionOperator)
 
 __all__ = ["DeltaBaseOperator", "DeltaBackfillOperator", "DeltaCheckpointOperator",
            "DeltaTimeTravelSnapshotOperator", "DeltaMetadataCleanupOperator", "DeltaVacuumOperator",
-           "DeltaSparkSubmitOperator", "DeltaSparkApplicationOperator"]
+           "DeltaRestoreOperator", "DeltaCloneOperator", "DeltaOptimizeOperator",
+           "DeltaSparkSubmitOperator", "DeltaSparkApplicationOperator",
+           "DeltaBeginTransactionOperator", "DeltaPublishTransactionOperator", "DeltaAbortTransactionOperator"]
 
 
 def __getattr__(name: str):

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Sequence
 
-from .base import DeltaBaseOperator, optional_int
+from .arguments import optional_int
+from .base import DeltaBaseOperator
 
 if TYPE_CHECKING:  # pragma: no cover
     from airflow.sdk import Context

@@ -1,4 +1,4 @@
-"""What every Delta task shares: the hook, commit job info, asset events, argument coercion.
+"""What every Delta task shares: the hook, commit job info, asset events (arguments: :mod:`.arguments`).
 
 Kept in a mixin so the sensor (a ``BaseSensorOperator``) and the operators (plain
 ``BaseOperator``) behave the same way without duplicating code.
@@ -11,24 +11,11 @@ from typing import TYPE_CHECKING, Any
 from airflow.sdk import Asset, BaseOperator
 
 from ..assets import asset_uri_for_table
-from ..hooks.commits import _as_version
 from ..hooks.delta_table import DeltaTableHook
 from ..lineage import operator_lineage
 
 if TYPE_CHECKING:  # pragma: no cover
     from airflow.sdk import Context
-
-
-def optional_int(value: Any, name: str) -> int | None:
-    """Versions and counts may arrive as rendered template strings ('12', 'None', '')."""
-    return _as_version(value, name)
-
-
-def optional_value(value: Any) -> Any:
-    """Rendered templates turn a missing value into '' or 'None': both mean None."""
-    if isinstance(value, str) and value.strip() in ("", "None", "none", "null"):
-        return None
-    return value
 
 
 def job_info(context: "Context") -> dict[str, Any]:

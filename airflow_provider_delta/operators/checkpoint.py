@@ -16,9 +16,12 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 
-from ..log import InvalidArgumentError, InvalidTableStateError, plan_checkpoint
+from ..log import InvalidTableStateError, plan_checkpoint
 from ..spark.job_args import SECRETS_ENV
-from .base import DeltaBaseOperator, optional_int, optional_value
+from .arguments import (check_flags, choice, flag, is_template, mapping, optional_int, optional_positive_int,
+                        optional_value)
+from .base import DeltaBaseOperator
+from .maintenance import bounded_report
 from .spark_base import job_secrets, resolve_master
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -38,9 +41,10 @@ class DeltaCheckpointOperator(DeltaBaseOperator):
     :param parts: number of checkpoint parts (templated); None or 1 writes a single file with the
         local engine; with the Spark engine None means about ``actions_per_part`` actions per part
         (sidecars of a V2 checkpoint on ``v2Checkpoint`` tables)
-    :param cleanup: afterwards run metadata cleanup (log files older than the retention)
+    :param cleanup: afterwards run metadata cleanup (log files older than the retention); a bool or
+        true/false/1/0/yes/no
     :param cleanup_dry_run: that cleanup only reports what it would delete (default True: like every
-        Delta operator, nothing is deleted unless you say so; pass False to delete)
+        Delta operator, nothing is deleted unless you say so; pass False to delete); same spellings
     :param delta_conn_id: ``delta`` connection
     :param engine: ``local`` (default: this worker writes it) or ``spark`` (a Spark application
         reads and reconciles the log on its executors; for logs of many millions of files)
@@ -52,21 +56,26 @@ class DeltaCheckpointOperator(DeltaBaseOperator):
         ``num_executors``, ``py_files``...). The job needs no Delta Spark jars: it reads and writes
         the log with this package (installed on the cluster's Python, or shipped with ``py_files``).
 
+    All arguments are templated; the flags are parsed strictly before anything is written (an
+    unclear ``cleanup`` or ``cleanup_dry_run`` fails the task without retry).
+
     Returns ``{"table_uri", "version", "parts", "cleanup"}`` (either engine) where ``cleanup`` is the
-    metadata cleanup report (or None when not asked for).
+    metadata cleanup report, bounded like the cleanup operator's (or None when not asked for).
     """
 
-    template_fields: Sequence[str] = ("table_uri", "delta_conn_id", "version", "parts", "master")
+    template_fields: Sequence[str] = ("table_uri", "delta_conn_id", "version", "parts", "cleanup",
+                                      "cleanup_dry_run", "engine", "spark_conn_id", "master", "actions_per_part",
+                                      "spark_submit_kwargs")
 
     def __init__(self, *, table_uri: str, version: int | str | None = None, parts: int | str | None = None,
                  cleanup: bool = False, cleanup_dry_run: bool = True, engine: str = "local", spark_conn_id: str = "spark_default",
                  master: str | None = None, actions_per_part: int | None = None,
                  spark_submit_kwargs: dict[str, Any] | None = None, **kwargs: Any) -> None:
-        if engine not in ENGINES:
-            raise InvalidArgumentError(f"engine must be one of {ENGINES}, got {engine!r}")
-        if actions_per_part is not None and (isinstance(actions_per_part, bool) or
-                                             not isinstance(actions_per_part, int) or actions_per_part < 1):
-            raise InvalidArgumentError(f"actions_per_part must be a positive integer, got {actions_per_part!r}")
+        check_flags(cleanup=cleanup, cleanup_dry_run=cleanup_dry_run)
+        if not is_template(engine):                 # checked here when it can be, again after rendering
+            choice(engine, "engine", ENGINES)
+        if not is_template(actions_per_part):
+            optional_positive_int(actions_per_part, "actions_per_part")
         super().__init__(table_uri=table_uri, **kwargs)
         self.version = version
         self.parts = parts
@@ -76,37 +85,45 @@ class DeltaCheckpointOperator(DeltaBaseOperator):
         self.spark_conn_id = spark_conn_id
         self.master = master
         self.actions_per_part = actions_per_part
-        self.spark_submit_kwargs = dict(spark_submit_kwargs or {})
+        self.spark_submit_kwargs = spark_submit_kwargs if is_template(spark_submit_kwargs) else \
+            dict(spark_submit_kwargs or {})
 
     def execute(self, context: "Context") -> dict[str, Any]:
+        # every rendered argument first: nothing is written (or deleted) on a value that means nothing
         version = optional_int(self.version, "version")
         parts = optional_int(self.parts, "parts")
+        cleanup = flag(self.cleanup, "cleanup")
+        cleanup_dry_run = flag(self.cleanup_dry_run, "cleanup_dry_run", deletes=True)
+        engine = choice(self.engine, "engine", ENGINES)
+        actions_per_part = optional_positive_int(self.actions_per_part, "actions_per_part")
+        submit_kwargs = mapping(self.spark_submit_kwargs, "spark_submit_kwargs")
         table = self.hook.get_table(self.table_uri)
-        if self.engine == "spark":
-            written, parts = self._spark_checkpoint(table, version, parts)
+        if engine == "spark":
+            written, parts = self._spark_checkpoint(table, version, parts, actions_per_part, submit_kwargs)
         else:
             written = self.hook.checkpoint(self.table_uri, version=version, parts=parts)
         self.log.info("Wrote a %s checkpoint of %s at version %s (%s engine)",
-                      f"{parts}-part" if parts and parts > 1 else "single-file", table.uri, written, self.engine)
-        cleanup = (self.hook.cleanup_metadata(self.table_uri, dry_run=bool(self.cleanup_dry_run))
-                   if self.cleanup else None)
-        if cleanup is not None:
-            self.log.info("Metadata cleanup of %s: %s", table.uri, _summary(cleanup))
-        result = {"table_uri": table.uri, "version": int(written), "parts": parts or 1, "cleanup": cleanup}
+                      f"{parts}-part" if parts and parts > 1 else "single-file", table.uri, written, engine)
+        report = self.hook.cleanup_metadata(self.table_uri, dry_run=cleanup_dry_run) if cleanup else None
+        if report is not None:
+            self.log.info("Metadata cleanup of %s: %s", table.uri, _summary(report))
+        cleanup_result = bounded_report(report, self.log, "metadata cleanup") if report is not None else None
+        result = {"table_uri": table.uri, "version": int(written), "parts": parts or 1, "cleanup": cleanup_result}
         # a checkpoint adds no table version: the event says so, for DAGs scheduled on the table
         self.emit_asset_events(context, {"version": int(written), "checkpoint_version": int(written),
                                          "committed": False})
         return result
 
-    def _spark_checkpoint(self, table: Any, version: int | None, parts: int | None) -> tuple[int, int]:
+    def _spark_checkpoint(self, table: Any, version: int | None, parts: int | None, actions_per_part: int | None,
+                          submit_kwargs: dict[str, Any]) -> tuple[int, int]:
         """Submit the checkpoint job and check its outcome: (version, parts) of the published checkpoint."""
         if version is None:
             version = table.latest_backfilled_version()
         # the gate and the argument checks, here, so a refusal is a typed error and nothing is submitted
-        plan = plan_checkpoint(table, version, parts, **({"actions_per_part": self.actions_per_part}
-                                                          if self.actions_per_part else {}))
-        doc = {"table_uri": table.uri, "version": version, "parts": parts, "actions_per_part": self.actions_per_part}
-        kwargs = dict(self.spark_submit_kwargs)
+        plan = plan_checkpoint(table, version, parts, **({"actions_per_part": actions_per_part}
+                                                          if actions_per_part else {}))
+        doc = {"table_uri": table.uri, "version": version, "parts": parts, "actions_per_part": actions_per_part}
+        kwargs = dict(submit_kwargs)
         env = dict(kwargs.pop("env_vars", None) or {})
         secrets = job_secrets(self.hook, self.table_uri)
         if secrets:

@@ -43,10 +43,12 @@ from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOpe
 from ..hooks.manifest import read_manifest
 from ..log import CommitFailedError, InvalidArgumentError, TableNotFoundError, UnsupportedFeatureError
 from ..spark import exactly_once
-from ..spark.delta_job import CONTEXT_ARG, ENV_HADOOP_CONF, ENV_VARS, DeltaJobContext
+from ..spark.delta_job import CONTEXT_ARG, ENV_HADOOP_CONF, ENV_VARS, USER_METADATA_CONF, DeltaJobContext
 from ..spark.uris import spark_uri
-from .base import DeltaTaskMixin, job_info, optional_int, optional_value
-from .spark_base import LocalSparkMixin, report_commit, resolve_app, resolve_incremental_app, s3a_job_conf
+from .arguments import flag, is_template, optional_int, optional_value
+from .base import DeltaTaskMixin, job_info
+from .spark_base import (LocalSparkMixin, StopDriverOnKillMixin, report_commit, resolve_app,
+                         resolve_incremental_app, s3a_job_conf)
 
 if TYPE_CHECKING:  # pragma: no cover
     from airflow.sdk import Context
@@ -66,7 +68,7 @@ class CoordinatedCommitsError(UnsupportedFeatureError):
     """The output table's commits go through a commit owner or catalog, which Delta Spark cannot use."""
 
 
-class DeltaSparkApplicationOperator(DeltaTaskMixin, LocalSparkMixin, SparkSubmitOperator):
+class DeltaSparkApplicationOperator(DeltaTaskMixin, StopDriverOnKillMixin, LocalSparkMixin, SparkSubmitOperator):
     """Run a PySpark application that reads a pinned Delta version and appends exactly once with Delta Spark.
 
     :param application: your PySpark program (``.py``); it calls ``delta_job_context()``
@@ -106,7 +108,8 @@ class DeltaSparkApplicationOperator(DeltaTaskMixin, LocalSparkMixin, SparkSubmit
 
     template_fields: Sequence[str] = tuple(SparkSubmitOperator.template_fields) + (
         "output_table_uri", "input_table_uri", "input_version", "input_timestamp", "input_manifest_uri",
-        "app_id", "app_version", "delta_conn_id", "master")
+        "app_id", "app_version", "delta_conn_id", "master",
+        "input_changes", "initial_version", "delta_sql_conf")
     ui_color = "#00add4"
 
     def __init__(self, *, application: str, output_table_uri: str, input_table_uri: str | None = None,
@@ -118,7 +121,7 @@ class DeltaSparkApplicationOperator(DeltaTaskMixin, LocalSparkMixin, SparkSubmit
                  **kwargs: Any) -> None:
         if input_manifest_uri is not None and input_table_uri is not None:
             raise InvalidArgumentError("pass input_manifest_uri or input_table_uri, not both")
-        if input_changes and app_version is not None:
+        if not is_template(input_changes) and flag(input_changes, "input_changes") and app_version is not None:
             raise InvalidArgumentError("input_changes=True uses the pinned input version as app_version: "
                                        "do not pass app_version")
         super().__init__(application=application, conn_id=conn_id,
@@ -133,7 +136,7 @@ class DeltaSparkApplicationOperator(DeltaTaskMixin, LocalSparkMixin, SparkSubmit
         self.delta_conn_id = delta_conn_id
         self.delta_sql_conf = delta_sql_conf
         self.master = master
-        self.input_changes = bool(input_changes)
+        self.input_changes = input_changes     # a flag: parsed when the task runs (templated)
         self.initial_version = initial_version
 
     # DeltaTaskMixin works on ``table_uri``: here, the table the application writes.
@@ -205,16 +208,25 @@ class DeltaSparkApplicationOperator(DeltaTaskMixin, LocalSparkMixin, SparkSubmit
             output_table_uri=spark_uri(self.hook.resolve_uri(self.output_table_uri)),
             txn_app_id=app_id, txn_version=app_version, job=job_info(context))
 
-    def spark_conf(self) -> dict[str, Any]:
-        """``conf`` with the Delta SQL extension and catalog where the user did not set them."""
+    def spark_conf(self, ctx: DeltaJobContext | None = None) -> dict[str, Any]:
+        """``conf`` with the Delta SQL extension and catalog where the user did not set them and, for
+        ``ctx``, the session's exactly-once settings (:attr:`DeltaJobContext.session_conf`: the txn
+        pair, which overrides the user's, and the run marker in ``userMetadata`` unless set)."""
         conf = dict(self.conf or {})
         if self.delta_sql_conf:
             for key, value in DELTA_SQL_CONF.items():
                 conf.setdefault(key, value)
+        if ctx is not None:
+            session = ctx.session_conf
+            user_metadata = session.pop(USER_METADATA_CONF)
+            conf.update(session)
+            conf.setdefault(USER_METADATA_CONF, user_metadata)
         return conf
 
     # --------------------------------------------------------------- execution
     def execute(self, context: "Context") -> int | None:
+        self.input_changes = flag(self.input_changes, "input_changes")
+        self.delta_sql_conf = flag(self.delta_sql_conf, "delta_sql_conf")
         table = self.hook.get_table(self.output_table_uri)
         try:
             snap = table.snapshot()
@@ -266,15 +278,15 @@ class DeltaSparkApplicationOperator(DeltaTaskMixin, LocalSparkMixin, SparkSubmit
         if hadoop:      # the connection's S3 credentials, for the application's apply_hadoop_conf(spark)
             env[ENV_HADOOP_CONF] = json.dumps(hadoop)
         self.env_vars = env
-        self.conf = self.spark_conf()
+        self.conf = self.spark_conf(ctx)
         self._hook = None                     # built from the settings above
         super().execute(context)
         if not exactly_once.already_committed(table, app_id, app_version):
             raise CommitFailedError(
                 f"the Spark application finished but {table.uri} records no commit with txnAppId={app_id!r} "
-                f"txnVersion={app_version}: the application must write its output to ctx.output_table_uri with "
-                "the options of delta_job_context(), e.g. df.write.format('delta').options(**ctx.write_options)"
-                ".mode('append').save(ctx.output_table_uri); see the spark-submit output above")
+                f"txnVersion={app_version}: the application must write its output once with Delta Spark to "
+                "ctx.output_table_uri, e.g. df.write.format('delta').mode('append').save(ctx.output_table_uri) "
+                "(the operator sets the pair for the session); see the spark-submit output above")
         more = {"input_starting_version": ctx.input_starting_version} if ctx.incremental else {}
         return report_commit(self, context, table, app_id, app_version, committed=True,
                              input_table_uri=ctx.input_table_uri, input_version=ctx.input_version, **more)

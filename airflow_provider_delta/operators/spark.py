@@ -27,9 +27,10 @@ from ..hooks.manifest import read_manifest
 from ..log import CommitFailedError, InvalidArgumentError
 from ..spark import exactly_once
 from ..spark.job_args import SECRETS_ENV, JobSpec
-from .base import DeltaTaskMixin, job_info, optional_int, optional_value
-from .spark_base import (LOCAL_MASTER, LocalSparkMixin, bundled_spark_submit, default_app_version, job_secrets,
-                         report_commit, resolve_app, resolve_incremental_app)
+from .arguments import flag, is_template, optional_int, optional_value
+from .base import DeltaTaskMixin, job_info
+from .spark_base import (LOCAL_MASTER, LocalSparkMixin, StopDriverOnKillMixin, bundled_spark_submit,
+                         default_app_version, job_secrets, report_commit, resolve_app, resolve_incremental_app)
 
 if TYPE_CHECKING:  # pragma: no cover
     from airflow.sdk import Context
@@ -41,7 +42,7 @@ __all__ = ["DeltaSparkSubmitOperator", "DEFAULT_APPLICATION", "LOCAL_MASTER", "b
 DEFAULT_APPLICATION = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "spark", "job.py")
 
 
-class DeltaSparkSubmitOperator(DeltaTaskMixin, LocalSparkMixin, SparkSubmitOperator):
+class DeltaSparkSubmitOperator(DeltaTaskMixin, StopDriverOnKillMixin, LocalSparkMixin, SparkSubmitOperator):
     """Run a PySpark transform from a pinned Delta snapshot into a Delta table, committing once.
 
     :param output_table_uri: table to commit to (absolute, or relative to the delta connection's base URI)
@@ -70,7 +71,8 @@ class DeltaSparkSubmitOperator(DeltaTaskMixin, LocalSparkMixin, SparkSubmitOpera
 
     template_fields: Sequence[str] = tuple(SparkSubmitOperator.template_fields) + (
         "output_table_uri", "input_manifest_uri", "input_table_uri", "input_version", "transform",
-        "transform_params", "app_id", "app_version", "delta_conn_id", "mode", "master")
+        "transform_params", "app_id", "app_version", "delta_conn_id", "mode", "master",
+        "partition_by", "table_properties", "input_changes", "initial_version")
     template_fields_renderers = {"transform_params": "json"}
     ui_color = "#00add4"
 
@@ -84,7 +86,8 @@ class DeltaSparkSubmitOperator(DeltaTaskMixin, LocalSparkMixin, SparkSubmitOpera
                  initial_version: int = 0, **kwargs: Any) -> None:
         if input_manifest_uri is not None and input_table_uri is not None:
             raise InvalidArgumentError("pass input_manifest_uri or input_table_uri, not both")
-        if input_changes and (app_version is not None or input_manifest_uri is not None):
+        if not is_template(input_changes) and flag(input_changes, "input_changes") and (
+                app_version is not None or input_manifest_uri is not None):
             raise InvalidArgumentError("input_changes=True reads input_table_uri's changes and uses the pinned "
                                        "input version as app_version: pass neither app_version nor a manifest")
         if mode not in ("append", "overwrite") and "{{" not in str(mode):
@@ -97,14 +100,16 @@ class DeltaSparkSubmitOperator(DeltaTaskMixin, LocalSparkMixin, SparkSubmitOpera
         self.input_table_uri = input_table_uri
         self.input_version = input_version
         self.mode = mode
-        self.partition_by = list(partition_by) if partition_by else None
-        self.table_properties = dict(table_properties) if table_properties else None
+        self.partition_by = partition_by if is_template(partition_by) else (list(partition_by) if partition_by
+                                                                             else None)
+        self.table_properties = table_properties if is_template(table_properties) else (
+            dict(table_properties) if table_properties else None)
         self.transform_params = transform_params or {}
         self.app_id = app_id
         self.app_version = app_version
         self.delta_conn_id = delta_conn_id
         self.master = master
-        self.input_changes = bool(input_changes)
+        self.input_changes = input_changes     # a flag: parsed when the task runs (templated)
         self.initial_version = initial_version
 
     # DeltaTaskMixin works on ``table_uri``: here, the table the job commits to.
@@ -168,6 +173,7 @@ class DeltaSparkSubmitOperator(DeltaTaskMixin, LocalSparkMixin, SparkSubmitOpera
 
     # --------------------------------------------------------------- execution
     def execute(self, context: "Context") -> int | None:
+        self.input_changes = flag(self.input_changes, "input_changes")
         spec, secrets = self.build_spec(context)
         table = self.hook.get_table(spec.output_table_uri)
         if exactly_once.already_committed(table, spec.app_id, spec.app_version):

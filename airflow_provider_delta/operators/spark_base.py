@@ -26,7 +26,8 @@ from ..hooks.run_identity import run_app_id, run_app_version
 from ..lineage import output_statistics
 from ..spark import exactly_once
 from ..spark.s3a import s3_bucket, s3a_bucket_conf
-from .base import optional_int, optional_value
+from .arguments import optional_int, optional_value
+from .base import job_info
 
 if TYPE_CHECKING:  # pragma: no cover
     from airflow.sdk import Context
@@ -95,8 +96,14 @@ def report_commit(task: Any, context: "Context", table: "DeltaTable", app_id: st
 
     Returns that commit's version (None when the table holds a newer version of ``app_id``
     instead, which is logged). XCom ``commit`` is ``{"version", "committed", "table_uri",
-    "app_id", "app_version"}`` plus ``more``; the asset events get the same without the URI,
-    and there are none when this run committed nothing.
+    "app_id", "app_version"}`` plus ``more``; the asset events get the same without the URI.
+
+    A try that committed nothing (``committed=False``) announces the commit all the same when
+    that commit was made by an earlier try of this same task run (its ``commitInfo`` says so,
+    :func:`~..spark.exactly_once.commit_origin`): that try died after committing and before it
+    could report, so no asset event was recorded for the data. The event then carries the
+    payload of a fresh commit (``committed`` true, the input recorded with the commit). Data
+    committed by another run stays silent: downstream DAGs must not start again for it.
     """
     version = exactly_once.find_txn_commit(table, app_id, app_version)
     current = exactly_once.committed_txn_version(table, app_id)
@@ -104,19 +111,35 @@ def report_commit(task: Any, context: "Context", table: "DeltaTable", app_id: st
         task.log.warning("%s holds version %s of %r, newer than this run's %s: this run was skipped. If "
                          "runs are processed out of order (backfills), give each run its own app_id",
                          table.uri, current, app_id, app_version)
+    ours = committed
+    if not committed and version is not None:
+        origin = exactly_once.commit_origin(table, version)
+        if _same_task_run(origin, context):
+            ours = True
+            more = {**more, **{k: origin[k] for k in more if k in origin}}   # the input it really read
+            task.log.info("version %s of %s holds this run's commit, made by try %s, which did not report it: "
+                          "announcing it now", version, table.uri, origin.get("try_number"))  # type: ignore[union-attr]
     info = {"version": version, "committed": committed, "table_uri": table.uri,
             "app_id": app_id, "app_version": app_version, **more}
     ti = context.get("ti")
     if ti is not None:
         ti.xcom_push(key="commit", value=info)
     inputs = [(more["input_table_uri"], more.get("input_version"))] if more.get("input_table_uri") else []
-    task.record_lineage(version, inputs, output_statistics(table, version) if committed and version is not None
+    task.record_lineage(version, inputs, output_statistics(table, version) if ours and version is not None
                         else None)
-    if committed:
-        task.emit_asset_events(context, {k: v for k, v in info.items() if k != "table_uri"})
+    if ours:
+        task.emit_asset_events(context, {**{k: v for k, v in info.items() if k != "table_uri"}, "committed": True})
     else:   # the data was there before this run: downstream DAGs must not start again for it
         task.drop_asset_events(f"{table.uri} already held version {app_version} of {app_id!r}")
     return version
+
+
+def _same_task_run(origin: dict[str, Any] | None, context: "Context") -> bool:
+    """Whether a commit's recorded origin is this task in this DAG run (any try)."""
+    if not origin:
+        return False
+    mine = job_info(context)
+    return all(origin.get(k) == mine[k] and mine[k] is not None for k in ("dag_id", "task_id", "run_id"))
 
 
 def job_secrets(hook: Any, uri: str) -> dict[str, Any]:
@@ -151,6 +174,49 @@ def s3a_job_conf(hook: Any, uris: "list[str | None]") -> dict[str, str]:
         fsspec_uri = "s3://" + str(uri).split("://", 1)[1]
         conf.update(s3a_bucket_conf(fsspec_uri, job_secrets(hook, fsspec_uri).get("storage_options")))
     return conf
+
+
+class StopDriverOnKillMixin:
+    """``on_kill`` of a ``SparkSubmitOperator`` that also stops what spark-submit started.
+
+    In local and client mode the PySpark driver is a child process of the spark-submit JVM;
+    the Spark provider's ``on_kill`` ends only the JVM, and the orphaned Python driver would
+    go on and commit after the task was killed. Its processes are collected before the JVM is
+    killed (afterwards they are re-parented and cannot be found) and killed after it. Put it
+    before ``SparkSubmitOperator`` in the bases.
+    """
+
+    _hook: Any
+    log: Any
+
+    def on_kill(self) -> None:
+        process = getattr(getattr(self, "_hook", None), "_submit_sp", None)
+        children = descendants(process.pid) if process is not None and process.poll() is None else []
+        try:
+            super().on_kill()  # type: ignore[misc]
+        finally:
+            stop_processes(children, self.log)
+
+
+def descendants(pid: int) -> list[Any]:
+    """The processes started (directly or not) by ``pid``, as psutil processes (none if it is gone)."""
+    import psutil
+    try:
+        return psutil.Process(pid).children(recursive=True)
+    except psutil.Error:
+        return []
+
+
+def stop_processes(processes: list[Any], log: Any, timeout_s: float = 10.0) -> None:
+    """SIGKILL ``processes`` (those still alive) and wait for them to be gone."""
+    import psutil
+    for p in processes:
+        try:
+            log.info("Killing process %s (%s) started by spark-submit", p.pid, " ".join(p.cmdline()[:3]))
+            p.kill()
+        except psutil.Error:
+            continue
+    psutil.wait_procs(processes, timeout=timeout_s)
 
 
 class LocalSparkMixin:

@@ -5,21 +5,36 @@ The rules of what counts (range, filters, end condition) live in
 Airflow side: modes ``poke`` and ``reschedule``, deferral to
 :class:`~airflow_provider_delta.triggers.DeltaCommitTrigger`, XComs and asset events.
 
-Baseline without ``after_version``/``target_version``: the table's version when the
-sensor started. In ``reschedule`` mode each poke is a new process, so "when the
-sensor started" is the first reschedule's start date, turned into a version by the
-table's commit timestamps; passing ``after_version`` (e.g. from an upstream XCom)
-is exact and cheaper.
+Baseline without ``after_version``/``target_version`` (``baseline``):
+
+* ``"run_start"`` (default): the table's version when the DAG run started, found from
+  the commit timestamps, so a commit made by an upstream task of the same run (or by
+  anyone after the run started) counts, however soon before the sensor that commit
+  landed. A sensor placed right after the task that writes never misses its commit.
+  The rule compares the writer's commit time with the run's start time, so it
+  trusts the clocks of the machines involved to agree to within the time between the
+  run's start and the commit (in-commit timestamps use the writer's clock, file
+  times the storage's);
+* ``"sensor_start"``: the table's version when the sensor started (in ``reschedule``
+  mode the first poke's date, turned into a version the same way): only commits
+  made while the sensor waits count.
+
+Without a DAG run in the context (``execute(context)`` from a test), ``run_start``
+falls back to ``sensor_start``. Passing ``after_version`` (e.g. an upstream task's
+XCom) is exact and cheaper.
 """
 from __future__ import annotations
 
 import datetime
+import time
 from typing import TYPE_CHECKING, Any, Sequence
 
 from airflow.sdk import BaseSensorOperator, PokeReturnValue, conf
 
-from ..hooks.commits import CommitWatch
-from ..log import TableNotFoundError, TimestampOutOfRangeError
+from .. import log as delta_log
+from ..hooks.commits import CommitWatch, as_names
+from ..log import DeltaError, InvalidArgumentError, TableNotFoundError, TimestampOutOfRangeError, to_epoch_ms
+from ..operators.arguments import DeltaArgumentError, choice, is_template, optional_int, optional_value
 from ..operators.base import DeltaTaskMixin
 from ..triggers.delta_commit import DeltaCommitTrigger
 
@@ -29,6 +44,12 @@ if TYPE_CHECKING:  # pragma: no cover
 
 #: below this poke interval, reschedule mode risks apache/airflow#71172 (see DeltaCommitSensor)
 RESCHEDULE_SAFE_POKE_SECONDS = 300
+#: where the range starts when neither after_version nor target_version is given (module docstring)
+BASELINES = ("run_start", "sensor_start")
+
+
+class DeltaCommitWaitError(DeltaError):
+    """The deferred wait ended with an error the trigger reported (its type and message are kept)."""
 
 
 class DeltaCommitSensor(DeltaTaskMixin, BaseSensorOperator):
@@ -36,10 +57,13 @@ class DeltaCommitSensor(DeltaTaskMixin, BaseSensorOperator):
 
     :param table_uri: table location: absolute path/URL, or relative to the connection's base URI
     :param target_version: done when a (matching) commit at or above this version exists
-    :param after_version: only commits after this version count; default: the version the
-        table had when the sensor started (or ``target_version`` when that is given)
+    :param after_version: only commits after this version count; default: see ``baseline``
+        (or ``target_version`` when that is given)
+    :param baseline: without either version: ``"run_start"`` (default; commits made since the DAG
+        run started count, so a sensor right after the writing task sees its commit) or
+        ``"sensor_start"`` (commits made since the sensor started)
     :param operation: only commits with this commitInfo.operation count (name or list of names,
-        e.g. ``"WRITE"``, ``["MERGE", "DELETE"]``)
+        e.g. ``"WRITE"``, ``["MERGE", "DELETE"]``; compared without regard to case)
     :param app_id: only commits with a ``txn`` action of this appId count (idempotent writers); a
         task's id (``"dag.task"``) also matches the per-interval ids its Spark commits carry
         (``"dag.task@<interval>"``, see :mod:`~airflow_provider_delta.hooks.run_identity`)
@@ -53,22 +77,28 @@ class DeltaCommitSensor(DeltaTaskMixin, BaseSensorOperator):
     more than ``poke_interval``; it was seen at 60 s under load, so in reschedule mode keep
     ``poke_interval`` at several minutes (the sensor warns below 300 s) or defer instead.
 
-    Returns (XCom ``return_value``) every matching commit in the range, oldest first, as
-    dicts with ``version``, ``timestamp`` (epoch ms), ``operation``,
+    Every argument but ``deferrable`` is templated.
+
+    Returns (XCom ``return_value``, and the extra of the outlet assets' events) a bounded
+    summary: ``version`` (the newest table version seen), ``count`` (matching commits in the
+    range), ``first_version`` / ``last_version`` (oldest and newest of them), ``commits`` (the
+    newest 20 as dicts with ``version``, ``timestamp`` (epoch ms), ``operation``,
     ``operationParameters``, ``operationMetrics`` and, when present, ``appId``/``txnVersion``
-    and ``job``; pushes the newest table version seen as XCom ``version``; outlet assets
-    get an event with extra ``{"version": ..., "commits": [...]}``.
+    and ``job``, oldest first) and ``truncated`` (whether older ones were left out; every
+    matching commit is in the task log). Pushes the newest table version as XCom ``version``.
     """
 
     template_fields: Sequence[str] = ("table_uri", "delta_conn_id", "target_version", "after_version",
-                                      "operation", "app_id")
+                                      "operation", "app_id", "baseline")
     ui_color = "#00add4"
 
     def __init__(self, *, table_uri: str, target_version: int | str | None = None,
                  after_version: int | str | None = None, operation: str | list[str] | None = None,
-                 app_id: str | None = None, delta_conn_id: str | None = None,
+                 app_id: str | None = None, delta_conn_id: str | None = None, baseline: str = "run_start",
                  deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
                  **kwargs: Any) -> None:
+        if not is_template(baseline):
+            choice(baseline, "baseline", BASELINES)
         super().__init__(**kwargs)
         self.table_uri = table_uri
         self.target_version = target_version
@@ -76,30 +106,52 @@ class DeltaCommitSensor(DeltaTaskMixin, BaseSensorOperator):
         self.operation = operation
         self.app_id = app_id
         self.delta_conn_id = delta_conn_id
+        self.baseline = baseline
         self.deferrable = deferrable
         self._watch: CommitWatch | None = None
 
     # ------------------------------------------------------------------ state
     def _new_watch(self, context: "Context") -> CommitWatch:
-        watch = CommitWatch(target_version=self.target_version, after_version=self.after_version,
-                            operation=self.operation, app_id=self.app_id)
+        """The watch of the rendered arguments (refused without retry when they mean nothing)."""
+        baseline = choice(self.baseline, "baseline", BASELINES)
+        try:
+            watch = CommitWatch(target_version=optional_int(self.target_version, "target_version"),
+                                after_version=optional_int(self.after_version, "after_version"),
+                                operation=as_names(optional_value(self.operation)),
+                                app_id=optional_value(self.app_id))
+        except InvalidArgumentError as e:
+            raise DeltaArgumentError(str(e)) from None
         if not watch.started:
             table = self.hook.get_table(self.table_uri)
-            watch.start(table, self._baseline_from_first_reschedule(context))
+            start = self._run_start(context) if baseline == "run_start" else None
+            if start is None and baseline == "run_start":
+                self.log.info("No DAG run start date in the context: counting commits made after the sensor "
+                              "started")
+            if start is None:
+                start = self._first_reschedule(context)
+            watch.start(table, self._version_before(start) if start is not None else None)
         return watch
 
-    def _baseline_from_first_reschedule(self, context: "Context") -> int | None:
-        """In reschedule mode, the version the table had when the first poke ran."""
+    @staticmethod
+    def _run_start(context: "Context") -> Any:
+        dag_run = context.get("dag_run")
+        return getattr(dag_run, "start_date", None)
+
+    def _first_reschedule(self, context: "Context") -> Any:
+        """In reschedule mode, when the first poke ran (each poke is a new process)."""
         if not self.reschedule or self.deferrable:
             return None
         ti = context.get("ti")
-        first = ti.get_first_reschedule_date(context) if ti is not None else None
-        if first is None:
-            return None
+        return ti.get_first_reschedule_date(context) if ti is not None else None
+
+    def _version_before(self, when: Any) -> int:
+        """The newest version committed before ``when`` (-1: every commit the table has came at or after it)."""
+        before = to_epoch_ms(when) - 1           # a commit in the same millisecond counts as after
+        before = min(before, int(time.time() * 1000))   # a scheduler clock ahead of this worker's
         try:
-            return self.hook.resolve_version(self.table_uri, timestamp=first)
+            return self.hook.resolve_version(self.table_uri, timestamp=before)
         except (TimestampOutOfRangeError, TableNotFoundError):
-            return -1  # every commit the table has came after the first poke
+            return -1
 
     # ------------------------------------------------------------ execution
     def execute(self, context: "Context") -> Any:
@@ -127,25 +179,52 @@ class DeltaCommitSensor(DeltaTaskMixin, BaseSensorOperator):
     def poke(self, context: "Context") -> bool | PokeReturnValue:
         if self._watch is None:
             self._watch = self._new_watch(context)
-        done = self._watch.poll(self.hook.get_table(self.table_uri))
-        self.log.info("Delta table %s at version %s: %d matching commit(s) so far",
-                      self.table_uri, self._watch.latest, len(self._watch.commits))
+        watch = self._watch
+        done = watch.poll(self.hook.get_table(self.table_uri))
+        if watch.latest is None:
+            self.log.info("Delta table %s does not exist yet (no commit in its _delta_log): waiting for it to "
+                          "be created", self.hook.resolve_uri(self.table_uri))
+        else:
+            self.log.info("Delta table %s at version %s: %d matching commit(s) so far",
+                          self.table_uri, watch.latest, watch.count)
+        if not watch.count and watch.skipped_operations:
+            self.log.info("Commits with other operations were left out: %s (the filter is %s)",
+                          watch.skipped_operations, list(watch.operation or ()))
         return done
 
     def execute_complete(self, context: "Context", event: dict[str, Any] | None = None) -> Any:
-        """Resume after the trigger fired: fail on its error, else return the commits it saw."""
-        from airflow.sdk.exceptions import AirflowException
-        if not event or event.get("status") != "success":
-            message = (event or {}).get("message", "the trigger returned no event")
-            raise AirflowException(f"waiting for commits on {self.table_uri} failed: "
-                                   f"{(event or {}).get('error_type', 'error')}: {message}")
-        return self._finish(context, {"version": event.get("version"), "commits": event.get("commits") or []})
+        """Resume after the trigger fired: fail on its error, else return what it saw.
 
-    def _finish(self, context: "Context", result: dict[str, Any]) -> list[dict[str, Any]]:
-        commits = list(result.get("commits") or [])
+        The trigger's error comes back as its own type where it is one of the log layer's
+        (``TableNotFoundError``, ``CorruptLogError``...), an invalid argument as
+        :class:`~..operators.arguments.DeltaArgumentError` (no retry), anything else as
+        :class:`DeltaCommitWaitError`.
+        """
+        if not event or event.get("status") != "success":
+            event = event or {}
+            error_type = str(event.get("error_type") or "")
+            message = (f"waiting for commits on {self.table_uri} failed: {error_type or 'error'}: "
+                       f"{event.get('message', 'the trigger returned no event')}")
+            raise _trigger_error(error_type)(message)
+        return self._finish(context, {k: v for k, v in event.items() if k != "status"})
+
+    def _finish(self, context: "Context", result: dict[str, Any]) -> dict[str, Any]:
+        result.setdefault("commits", [])
         ti = context.get("ti")
         if ti is not None:
             ti.xcom_push(key="version", value=result.get("version"))
-        self.emit_asset_events(context, {"version": result.get("version"), "commits": commits})
-        self.log.info("Done: %d matching commit(s), versions %s", len(commits), [c["version"] for c in commits])
-        return commits
+        self.emit_asset_events(context, result)
+        self.log.info("Done: %s matching commit(s), versions %s..%s (latest table version %s)%s",
+                      result.get("count"), result.get("first_version"), result.get("last_version"),
+                      result.get("version"), "; XCom lists the newest only" if result.get("truncated") else "")
+        return result
+
+
+def _trigger_error(error_type: str) -> type[Exception]:
+    """The error class that stands for a trigger error named ``error_type``."""
+    if error_type in ("InvalidArgumentError", DeltaArgumentError.__name__):
+        return DeltaArgumentError
+    cls = getattr(delta_log, error_type, None) if error_type in delta_log.__all__ else None
+    if isinstance(cls, type) and issubclass(cls, DeltaError):
+        return cls
+    return DeltaCommitWaitError

@@ -7,7 +7,8 @@ The operator runs *your* PySpark application, which reads and writes with
   for an incremental job, the range of versions whose changes it has to process
   (read them with ``readChangeFeed`` from ``startingVersion`` to ``endingVersion``), and
 * the output table and the exactly-once pair for Delta Spark's idempotent writes
-  (``txnAppId`` / ``txnVersion``), so a retried or re-run task never appends twice,
+  (``txnAppId`` / ``txnVersion``, set for the session by the operator), so a retried or
+  re-run task never appends twice,
 
 both as one application argument ``--delta-job-context=<JSON>`` and as environment
 variables (``DELTA_JOB_*``, below). In the application::
@@ -19,8 +20,15 @@ variables (``DELTA_JOB_*``, below). In the application::
     df = spark.read.format("delta").options(**ctx.read_options).load(ctx.input_table_uri)
     # read_options: {"versionAsOf": ...}, or for an incremental job (input.starting_version set)
     # {"readChangeFeed": "true", "startingVersion": ..., "endingVersion": ...}
-    df.write.format("delta").options(**ctx.write_options).mode("append").save(ctx.output_table_uri)
+    df.write.format("delta").mode("append").save(ctx.output_table_uri)     # once: the one Delta write
     # ctx.args: the application's other arguments (application_args), for argparse
+
+What the application must do: write the output with Delta Spark once, and make no other
+Delta write (or DML) in the session. The operator sets the exactly-once pair for the
+session (:attr:`DeltaJobContext.session_conf`), so that one write is idempotent without any
+option; a second Delta write fails instead of appending twice on a retry or being skipped.
+Do not pass ``txnAppId``/``txnVersion`` yourself: Delta Spark silently skips a write whose
+pair is already recorded.
 
 The JSON document (``format_version`` 1; ``input`` is null for a job without input;
 ``input.starting_version`` only for an incremental job, whose range is
@@ -67,6 +75,15 @@ ENV_TXN_VERSION = "DELTA_JOB_TXN_VERSION"
 ENV_HADOOP_CONF = "DELTA_JOB_HADOOP_CONF"
 ENV_VARS = (ENV_INPUT_TABLE_URI, ENV_INPUT_VERSION, ENV_INPUT_STARTING_VERSION, ENV_OUTPUT_TABLE_URI, ENV_TXN_APP_ID,
             ENV_TXN_VERSION)
+
+#: Delta Spark's session settings for idempotent writes (used when a write passes no options)
+TXN_APP_ID_CONF = "spark.databricks.delta.write.txnAppId"
+TXN_VERSION_CONF = "spark.databricks.delta.write.txnVersion"
+TXN_AUTO_RESET_CONF = "spark.databricks.delta.write.txnVersion.autoReset.enabled"
+#: Delta Spark's session setting for ``commitInfo.userMetadata``
+USER_METADATA_CONF = "spark.databricks.delta.commitInfo.userMetadata"
+#: the key of the run marker in ``commitInfo.userMetadata``
+RUN_MARKER_KEY = "airflow_run"
 
 _HOW = (f"this application expects to be run by DeltaSparkApplicationOperator, which passes "
         f"{CONTEXT_ARG}=<JSON> and the {', '.join(ENV_VARS)} environment variables")
@@ -137,8 +154,42 @@ class DeltaJobContext:
 
     @property
     def write_options(self) -> dict[str, str]:
-        """Options of Delta Spark's idempotent write: ``df.write.format("delta").options(**these)``."""
-        return {"txnAppId": self.txn_app_id, "txnVersion": str(self.txn_version)}
+        """Nothing any more: the pair is set for the whole session (:attr:`session_conf`).
+
+        Kept so that applications written as ``.options(**ctx.write_options)`` keep working.
+        Passing ``txnAppId``/``txnVersion`` as write options would defeat the one-write check:
+        Delta Spark silently skips a second write that carries a recorded pair.
+        """
+        return {}
+
+    @property
+    def run_marker(self) -> str:
+        """``commitInfo.userMetadata`` of the output commit: which Airflow run made it, from which input.
+
+        A retry that finds the pair already committed reads it back to tell this run's commit
+        (announce it: the try that made it died before it could) from another run's.
+        """
+        doc = {"dag_id": self.job.get("dag_id"), "task_id": self.job.get("task_id"),
+               "run_id": self.job.get("run_id"), "try_number": self.job.get("try_number"),
+               "input_table_uri": self.input_table_uri, "input_version": self.input_version}
+        if self.incremental:
+            doc["input_starting_version"] = self.input_starting_version
+        return json.dumps({RUN_MARKER_KEY: doc}, separators=(",", ":"), sort_keys=True, default=str)
+
+    @property
+    def session_conf(self) -> dict[str, str]:
+        """The Spark settings the operator passes (``--conf``) so that the output is written exactly once
+        without the application's help.
+
+        Delta Spark reads the idempotent-write pair from the session when a write has no
+        ``txnAppId``/``txnVersion`` options, for every Delta write and DML command. With
+        ``autoReset`` the first write uses the version up (committed, or skipped because a
+        previous try committed it); a second Delta write in the same application then fails
+        (the app id is left without a version) instead of appending outside the pair or being
+        skipped. ``userMetadata`` marks the commit with :attr:`run_marker`.
+        """
+        return {TXN_APP_ID_CONF: self.txn_app_id, TXN_VERSION_CONF: str(self.txn_version),
+                TXN_AUTO_RESET_CONF: "true", USER_METADATA_CONF: self.run_marker}
 
     @property
     def read_options(self) -> dict[str, str]:
@@ -225,6 +276,18 @@ class DeltaJobContext:
                        input_starting_version=environ.get(ENV_INPUT_STARTING_VERSION) or None)
         except DeltaJobContextError as e:
             raise DeltaJobContextError(f"in the DELTA_JOB_* environment variables: {e}") from None
+
+
+def parse_run_marker(user_metadata: Any) -> dict[str, Any] | None:
+    """The run marker (:attr:`DeltaJobContext.run_marker`) in a commit's ``userMetadata``, else None."""
+    if not isinstance(user_metadata, str) or RUN_MARKER_KEY not in user_metadata:
+        return None
+    try:
+        doc = json.loads(user_metadata)
+    except ValueError:
+        return None
+    marker = doc.get(RUN_MARKER_KEY) if isinstance(doc, dict) else None
+    return marker if isinstance(marker, dict) else None
 
 
 def split_argv(argv: Sequence[str]) -> tuple[str | None, list[str]]:

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..log import InvalidArgumentError, TableNotFoundError, VersionNotFoundError
+from ..log import DeltaError, InvalidArgumentError, TableNotFoundError, VersionNotFoundError
+from .delta_job import parse_run_marker
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..log import DeltaTable
@@ -68,4 +69,25 @@ def find_txn_commit(table: "DeltaTable", app_id: str, app_version: int,
             t = a.get("txn") if isinstance(a, dict) else None
             if isinstance(t, dict) and t.get("appId") == app_id and t.get("version") == app_version:
                 return v
+    return None
+
+
+def commit_origin(table: "DeltaTable", version: int) -> dict[str, Any] | None:
+    """Which Airflow task run made commit ``version``: ``{"dag_id", "task_id", "run_id", ...}``, or None.
+
+    Read from the commit's ``commitInfo``: ``job`` (commits of :func:`~.commit.commit_dataframe`)
+    or the run marker in ``userMetadata`` (Delta Spark commits of ``DeltaSparkApplicationOperator``,
+    which also name the input they read). None when the commit says nothing, or cannot be read.
+    """
+    try:
+        actions = table.read_commit(version)
+    except (DeltaError, FileNotFoundError):
+        return None
+    for a in actions:
+        info = a.get("commitInfo") if isinstance(a, dict) else None
+        if isinstance(info, dict):
+            job = info.get("job")
+            if isinstance(job, dict):
+                return job
+            return parse_run_marker(info.get("userMetadata"))
     return None

@@ -75,6 +75,25 @@ def _typed_partition_values(pinned: PinnedSnapshot) -> dict[str, list[Any]]:
     return out
 
 
+def partition_literal(value: Any, data_type: Any) -> Any:
+    """A Spark column holding one partition value of ``data_type``.
+
+    Dates and timestamps go in as ISO text cast by Spark, never as Python objects: Py4J hands
+    those to the JVM as ``java.sql.Date``/``Timestamp``, whose hybrid Julian calendar shifts
+    every value before 1582-10-15 by days (and refuses some), while Spark and Delta use the
+    proleptic Gregorian calendar throughout.
+    """
+    import datetime as dt
+
+    from pyspark.sql import functions as F
+    if isinstance(value, dt.datetime):
+        text = value.astimezone(dt.timezone.utc).isoformat() if value.tzinfo is not None else value.isoformat()
+        return F.lit(text).cast(data_type)
+    if isinstance(value, dt.date):
+        return F.lit(value.isoformat()).cast(data_type)
+    return F.lit(value).cast(data_type)
+
+
 def dataframe_of(spark: "SparkSession", pinned: PinnedSnapshot) -> "DataFrame":
     """The rows of ``pinned`` as a DataFrame with the table's columns in schema order."""
     from pyspark.sql import functions as F
@@ -104,7 +123,7 @@ def dataframe_of(spark: "SparkSession", pinned: PinnedSnapshot) -> "DataFrame":
         cols = []
         for f in schema.fields:
             if f.name in pcols:
-                cols.append(F.lit(key[pcols.index(f.name)]).cast(f.dataType).alias(f.name))
+                cols.append(partition_literal(key[pcols.index(f.name)], f.dataType).alias(f.name))
             elif mapped[f.name] != f.name:
                 cols.append(F.col(f"`{mapped[f.name]}`").cast(f.dataType).alias(f.name))
             else:

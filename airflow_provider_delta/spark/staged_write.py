@@ -80,42 +80,55 @@ def _remove_if_empty(storage: Any, rel: str) -> None:
             pass
 
 
-def _tzinfo(name: str) -> _dt.tzinfo:
-    """Spark's session time zone (a region id or an offset such as '+01:00') as a tzinfo."""
-    if name.upper() in ("UTC", "Z", "GMT"):
-        return _dt.timezone.utc
-    if name[:1] in "+-":
-        sign = 1 if name[0] == "+" else -1
-        hh, _, mm = name[1:].partition(":")
-        return _dt.timezone(sign * _dt.timedelta(hours=int(hh), minutes=int(mm or 0)))
-    from zoneinfo import ZoneInfo
-    return ZoneInfo(name)
+#: the instant a zoned timestamp partition directory counts its microseconds from
+_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
 
 
-def partition_value_from_dir(text: str, t: pa.DataType, session_tz: str) -> str | None:
+def partition_value_from_dir(text: str, t: pa.DataType) -> str | None:
     """The log's ``partitionValues`` string for one Spark partition directory value.
 
-    Spark escapes directory values (``%XX``) and writes null as
-    ``__HIVE_DEFAULT_PARTITION__``; timestamps are rendered in the session time
-    zone, so they are converted to the UTC form the log uses.
+    Spark escapes directory values (``%XX``) and writes null as ``__HIVE_DEFAULT_PARTITION__``.
+    A zoned timestamp column is written partitioned by its microseconds since the epoch
+    (:func:`partition_frame`): Spark renders an instant in the session time zone, where an
+    hour is ambiguous when clocks go back (``01:30`` twice in America/Los_Angeles) and the
+    end of year 9999 UTC can be in year 10000, so the text would not say which instant it was.
     """
     raw = unquote(text)
     if text == HIVE_NULL:
         return None
+    if pa.types.is_timestamp(t) and t.tz is not None:
+        try:
+            value = _EPOCH + _dt.timedelta(microseconds=int(raw))
+        except (ValueError, OverflowError):
+            raise InvalidArgumentError(f"Spark wrote a timestamp partition value {raw!r} that is not a number of "
+                                       "microseconds") from None
+        return serialize_partition_value(value, t)
     if pa.types.is_timestamp(t):
         try:
             value = _dt.datetime.fromisoformat(raw)
         except ValueError:
             raise InvalidArgumentError(f"Spark wrote a timestamp partition value {raw!r} that cannot be parsed") \
                 from None
-        if t.tz is not None and value.tzinfo is None:
-            value = value.replace(tzinfo=_tzinfo(session_tz))
         return serialize_partition_value(value, t)
     return serialize_partition_value(raw, t)
 
 
-def _parse_partition_dirs(rel: str, partition_columns: tuple[str, ...], types: dict[str, pa.DataType],
-                          session_tz: str) -> dict[str, str | None]:
+def partition_frame(df: "DataFrame", partition_columns: tuple[str, ...], types: dict[str, pa.DataType]) -> "DataFrame":
+    """``df`` as written into staging: zoned timestamp partition columns as microseconds since the epoch.
+
+    Partition columns are not stored in the data files, so only the directory names change;
+    :func:`partition_value_from_dir` turns them back into the instant.
+    """
+    from pyspark.sql import functions as F
+    for c in partition_columns:
+        t = types[c]
+        if pa.types.is_timestamp(t) and t.tz is not None:
+            df = df.withColumn(c, F.unix_micros(F.col(f"`{c}`")))
+    return df
+
+
+def _parse_partition_dirs(rel: str, partition_columns: tuple[str, ...],
+                          types: dict[str, pa.DataType]) -> dict[str, str | None]:
     parts = rel.split("/")[:-1]
     if len(parts) != len(partition_columns):
         raise StorageError(f"Spark wrote {rel!r}, which is not in a partition directory for "
@@ -125,12 +138,25 @@ def _parse_partition_dirs(rel: str, partition_columns: tuple[str, ...], types: d
         name, sep, value = part.partition("=")
         if not sep or unquote(name) != col:
             raise StorageError(f"Spark wrote {rel!r}: expected a directory '{col}=...' at this level")
-        values[col] = partition_value_from_dir(value, types[col], session_tz)
+        values[col] = partition_value_from_dir(value, types[col])
     return values
 
 
-def _is_data_file(rel: str) -> bool:
-    return rel.endswith(".parquet") and not any(p.startswith(("_", ".")) for p in rel.split("/"))
+def _is_data_file(rel: str, partition_columns: tuple[str, ...]) -> bool:
+    """Whether Spark's output ``rel`` is a data file: a visible ``.parquet`` name, not in a hidden
+    folder (``_temporary``, ``.spark-staging``...). A partition folder ``_col=value`` is not
+    hidden when ``_col`` is a partition column (Delta Spark's ``isHiddenDirectory`` rule), so a
+    partition column whose name starts with ``_`` keeps its rows."""
+    *dirs, name = rel.split("/")
+    if not name.endswith(".parquet") or name.startswith(("_", ".")):
+        return False
+    for level, d in enumerate(dirs):
+        col = unquote(d.partition("=")[0]) if "=" in d else None
+        if level < len(partition_columns) and col == partition_columns[level]:
+            continue
+        if d.startswith(("_", ".")):
+            return False
+    return True
 
 
 def _move(storage: Any, src_rel: str, dst_rel: str) -> None:
@@ -162,17 +188,16 @@ def write_to_staging(df: "DataFrame", staged: StagedWrite, partition_columns: tu
 
 
 def publish(staged: StagedWrite, data_schema: pa.Schema, partition_columns: tuple[str, ...],
-            partition_types: dict[str, pa.DataType], configuration: dict[str, str],
-            session_tz: str) -> list[AddFile]:
+            partition_types: dict[str, pa.DataType], configuration: dict[str, str]) -> list[AddFile]:
     """Move the staged data files into the table; return their AddFile actions (empty files dropped)."""
     storage = staged.table.storage
     base = storage.path(staged.staging_rel).rstrip("/") + "/"
     adds: list[AddFile] = []
     for info in sorted(storage.walk_files(staged.staging_rel), key=lambda i: i.path):
         rel = info.path[len(base):] if info.path.startswith(base) else info.path.rsplit(base, 1)[-1]
-        if not _is_data_file(rel):
+        if not _is_data_file(rel, partition_columns):
             continue
-        values = _parse_partition_dirs(rel, partition_columns, partition_types, session_tz)
+        values = _parse_partition_dirs(rel, partition_columns, partition_types)
         with storage.open(info.path) as f:
             metadata = pq.read_metadata(f)
         if metadata.num_rows == 0:

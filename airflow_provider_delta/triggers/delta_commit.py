@@ -32,25 +32,29 @@ class DeltaCommitTrigger(BaseTrigger):
     :param operation: commitInfo.operation to wait for (a name or a list of names)
     :param app_id: wait for a commit carrying a ``txn`` action with this appId
     :param last_seen: newest version already examined (polling resumes after it)
-    :param commits: matching commit summaries already collected (oldest first)
+    :param commits: the newest matching commit summaries already collected (oldest first)
+    :param count: how many commits matched so far; ``first_version``: the oldest of them
     :param poke_interval: seconds between polls
 
-    The event payload is ``{"status": "success", "version": <latest seen>, "commits": [...]}``
-    or ``{"status": "error", "message": ..., "error_type": ...}``.
+    The event payload is ``{"status": "success", **CommitWatch.result()}`` (bounded: counts,
+    first and last version, the newest commits) or ``{"status": "error", "message": ...,
+    "error_type": ...}``.
     """
 
     def __init__(self, table_uri: str, delta_conn_id: str | None = None,
                  target_version: int | None = None, after_version: int | None = None,
                  operation: str | list[str] | None = None, app_id: str | None = None,
                  last_seen: int | None = None, commits: list[dict[str, Any]] | None = None,
-                 poke_interval: float = 60.0, latest: int | None = None) -> None:
+                 poke_interval: float = 60.0, latest: int | None = None, count: int | None = None,
+                 first_version: int | None = None) -> None:
         super().__init__()
         self.table_uri = table_uri
         self.delta_conn_id = delta_conn_id
         self.poke_interval = float(poke_interval)
         self.watch = CommitWatch(target_version=target_version, after_version=after_version,
                                  operation=operation, app_id=app_id, last_seen=last_seen,
-                                 commits=list(commits or []), latest=latest)
+                                 commits=list(commits or []), latest=latest, count=count,
+                                 first_version=first_version)
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         kwargs = {"table_uri": self.table_uri, "delta_conn_id": self.delta_conn_id,
@@ -73,7 +77,7 @@ class DeltaCommitTrigger(BaseTrigger):
             if done:
                 result = self.watch.result()
                 self.log.info("Delta table %s: %d matching commit(s), latest version %s",
-                              table.uri, len(result["commits"]), result["version"])
+                              table.uri, result["count"], result["version"])
                 yield TriggerEvent({"status": "success", **result})
                 return
             await asyncio.sleep(self.poke_interval)

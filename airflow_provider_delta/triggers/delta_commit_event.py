@@ -15,9 +15,11 @@ once, fires for every batch of new matching commits (or every commit, with
 
 The asset event's extra is ``{"from_trigger": True, "payload": <event payload>}``; the
 payload carries ``table_uri``, ``after_version`` (exclusive) and ``version`` (the
-range the event covers), ``versions``, ``operations``, ``timestamps`` (epoch ms) of
-the matching commits, their summaries under ``commits``, ``redelivered``, and
-``position`` (the watcher's key and the version the event accounts for).
+range the event covers), ``count``, ``first_version`` and ``last_version`` of the
+matching commits, ``versions``, ``operations``, ``timestamps`` (epoch ms) and summaries
+(``commits``) of the newest :data:`~..hooks.payloads.MAX_LISTED` of them (``truncated``
+says whether older ones were left out: read the range incrementally instead),
+``redelivered``, and ``position`` (the watcher's key and the version the event accounts for).
 
 The position survives triggerer restarts in the asset state store and moves only
 once Airflow has stored the event (an ack-mode shared stream, Airflow 3.3+; see
@@ -35,7 +37,8 @@ from typing import Any, AsyncIterator
 
 from airflow.triggers.base import BaseEventTrigger, TriggerEvent
 
-from ..hooks.commits import CommitWatch, _as_names, _as_version
+from ..hooks.commits import CommitWatch, as_names, as_version
+from ..hooks.payloads import newest
 from ..log import TableNotFoundError
 from .commit_stream import CommitLogProducer, CommitStream, SharedStreamProducer, lend_store, take_back_store
 from .watch_position import position_key
@@ -61,10 +64,10 @@ class DeltaCommitEventTrigger(BaseEventTrigger):
         super().__init__(**kwargs)
         self.table_uri = table_uri
         self.delta_conn_id = delta_conn_id
-        names = _as_names(operation)
+        names = as_names(operation)
         self.operation = list(names) if names else None
         self.app_id = app_id or None
-        self.after_version = _as_version(after_version, "after_version")
+        self.after_version = as_version(after_version, "after_version")
         self.per_commit = bool(per_commit)
         self.poke_interval = float(poke_interval)
 
@@ -95,10 +98,13 @@ class DeltaCommitEventTrigger(BaseEventTrigger):
             lo = after if not self.per_commit else group[0]["version"] - 1
             hi = through if not self.per_commit else group[0]["version"]
             accounted = through if i == len(groups) - 1 else hi
+            listed = newest(group)
             out.append(({
                 "table_uri": self.table_uri, "after_version": lo, "version": hi,
-                "versions": [c["version"] for c in group], "operations": [c["operation"] for c in group],
-                "timestamps": [c["timestamp"] for c in group], "commits": group,
+                "count": len(group), "first_version": group[0]["version"], "last_version": group[-1]["version"],
+                "versions": [c["version"] for c in listed], "operations": [c["operation"] for c in listed],
+                "timestamps": [c["timestamp"] for c in listed], "commits": listed,
+                "truncated": len(group) > len(listed),
                 "redelivered": group[0]["version"] <= announced_through,
                 # read by the listener that moves the position as Airflow stores this event
                 "position": {"key": self.position_key, "through": accounted}},
@@ -107,7 +113,7 @@ class DeltaCommitEventTrigger(BaseEventTrigger):
 
     def matching(self, table: Any, after: int) -> tuple[list[dict[str, Any]], int]:
         """Matching commit summaries after ``after`` and the newest version examined."""
-        watch = CommitWatch(after_version=after, operation=self.operation, app_id=self.app_id)
+        watch = CommitWatch(after_version=after, operation=self.operation, app_id=self.app_id, keep=None)
         watch.poll(table)
         return watch.commits, watch.last_seen if watch.last_seen is not None else after
 

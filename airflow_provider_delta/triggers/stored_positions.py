@@ -14,18 +14,69 @@ It acts only where it can see that it shares the event's transaction: the sessio
 must hold the event just added. Otherwise (a state store backend that is not
 Airflow's database, an Airflow that stores events elsewhere) it does nothing, and the
 watcher keeps its documented at-least-once behaviour.
+
+It writes through Airflow's internals (``airflow._shared.state``, ``airflow.state``, the
+ORM models and the session's identity map), which carry no compatibility promise. So it
+acts only on the Airflow versions it was tested with (:data:`TESTED_AIRFLOW`); on any
+other version, or where those modules do not import, it logs once and does nothing:
+the at-least-once path again.
 """
 from __future__ import annotations
 
 import json
 import logging
+from types import SimpleNamespace
 from typing import Any
 
+from airflow import __version__ as AIRFLOW_VERSION
 from airflow.listeners import hookimpl
 
 from .watch_position import KEY_PREFIX, stored_key
 
 log = logging.getLogger(__name__)
+
+#: Airflow (major, minor) releases the listener is tested with (tests/airflow/test_stored_positions.py,
+#: test_commit_event_processes.py); extend it only after running those tests on the new release
+TESTED_AIRFLOW = ((3, 3),)
+_warned: set[str] = set()
+
+
+def _once(reason: str) -> None:
+    if reason not in _warned:
+        _warned.add(reason)
+        log.warning("The Delta watcher-position listener is off (%s): a commit watcher may announce an event "
+                    "again after a triggerer restart (flagged redelivered), as documented", reason)
+
+
+def major_minor(version: str) -> tuple[int, int] | None:
+    """(3, 3) of ``"3.3.2"``, ``"3.3.0rc1"``, ``"3.3.0.dev0"``; None when it does not start with two numbers."""
+    parts = version.split(".")
+    try:
+        return int(parts[0]), int("".join(ch for ch in parts[1] if ch.isdigit()) or "x")
+    except (IndexError, ValueError):
+        return None
+
+
+def airflow_internals(version: str = AIRFLOW_VERSION) -> SimpleNamespace | None:
+    """The core modules the listener writes through, or None (logged once) on an Airflow release it was not
+    tested with or where they do not import. Imported on the first event: a task worker loads this plugin
+    too, and never needs them."""
+    if major_minor(version) not in TESTED_AIRFLOW:
+        _once(f"Airflow {version} is not among the tested releases {TESTED_AIRFLOW}")
+        return None
+    try:
+        from airflow import settings
+        from airflow._shared.state import AssetScope, AssetStateStoreWriterKind
+        from airflow.models.asset import AssetEvent, AssetModel
+        from airflow.state import get_state_backend
+        from airflow.state.metastore import MetastoreBackend
+        from sqlalchemy import select
+    except ImportError as e:
+        _once(f"Airflow internals do not import: {e}")
+        return None
+    return SimpleNamespace(settings=settings, AssetScope=AssetScope, WriterKind=AssetStateStoreWriterKind,
+                           AssetEvent=AssetEvent, AssetModel=AssetModel, get_state_backend=get_state_backend,
+                           MetastoreBackend=MetastoreBackend, select=select)
 
 
 def watch_position_of(extra: Any) -> tuple[str, int] | None:
@@ -56,29 +107,24 @@ def on_asset_event_emitted(asset_event: Any) -> None:
 
 def record_in_event_transaction(asset: Any, extra: dict[str, Any], key: str, through: int) -> bool:
     """Write ``through`` under ``stored_key(key)`` of ``asset`` in the session storing the event; False
-    when that session cannot be found or the state store is not Airflow's database."""
-    # Airflow's ORM and state store, imported when an event is being stored (a process with the
-    # metadata database): a task worker loads this plugin too, and never needs them
-    from airflow import settings
-    from airflow.models.asset import AssetEvent, AssetModel
-    from airflow.state import get_state_backend
-    from airflow.state.metastore import MetastoreBackend
-    from airflow._shared.state import AssetScope, AssetStateStoreWriterKind
-    from sqlalchemy import select
-
-    if settings.Session is None:
+    when that session cannot be found, the state store is not Airflow's database, or this Airflow is not
+    one the listener is tested with (:func:`airflow_internals`)."""
+    core = airflow_internals()
+    if core is None:
         return False
-    backend = get_state_backend()
-    if not isinstance(backend, MetastoreBackend):
+    if core.settings.Session is None:
         return False
-    session = settings.Session()          # the thread's scoped session: the one storing the event, if any
-    asset_id = session.scalar(select(AssetModel.id).where(AssetModel.name == asset.name,
-                                                          AssetModel.uri == asset.uri))
+    backend = core.get_state_backend()
+    if not isinstance(backend, core.MetastoreBackend):
+        return False
+    session = core.settings.Session()     # the thread's scoped session: the one storing the event, if any
+    asset_id = session.scalar(core.select(core.AssetModel.id).where(core.AssetModel.name == asset.name,
+                                                               core.AssetModel.uri == asset.uri))
     if asset_id is None or not session.in_transaction() or not any(
-            isinstance(obj, AssetEvent) and obj.asset_id == asset_id and obj.extra == extra
+            isinstance(obj, core.AssetEvent) and obj.asset_id == asset_id and obj.extra == extra
             for obj in list(session.identity_map.values())):
         return False
-    scope = AssetScope(asset_id=asset_id)
+    scope = core.AssetScope(asset_id=asset_id)
     # in a savepoint: should our write fail, only it rolls back, and the event is still stored
     with session.begin_nested():
         old = backend.get(scope, stored_key(key), session=session)
@@ -86,5 +132,5 @@ def record_in_event_transaction(asset: Any, extra: dict[str, Any], key: str, thr
         if isinstance(previous, int) and previous >= through:
             return True
         backend.set_asset_state_store(scope, stored_key(key), json.dumps({"through": through}),
-                                      kind=AssetStateStoreWriterKind.WATCHER, session=session)
+                                      kind=core.WriterKind.WATCHER, session=session)
     return True

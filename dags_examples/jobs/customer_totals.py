@@ -4,13 +4,44 @@ It reads the orders table at the version the DAG pinned (``versionAsOf``) and ap
 one row per customer to ``customer_totals`` with Delta Spark's idempotent-write options
 (``txnAppId`` / ``txnVersion``): Delta Spark commits, and a retried or re-run task
 appends nothing twice. Everything it needs comes from ``delta_job_context()``.
+
+Two runs of the DAG at once race in two ways, and Delta Spark fails the loser of each:
+on a first deployment both create ``customer_totals`` (``DELTA_PROTOCOL_CHANGED``,
+"multiple writers are writing to an empty directory"), and two runs that pinned the
+same orders version append under the same ``txnAppId`` / ``txnVersion``
+(``DELTA_CONCURRENT_TRANSACTION``). The job then writes once more: the table exists
+now, so it appends, or Delta Spark finds this version already written and skips it.
+Appends do not conflict with each other, so once is enough; if the other run created a
+different table, Delta Spark's schema check fails that second write with its own error.
 """
 from __future__ import annotations
 
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from airflow_provider_delta.spark.delta_job import delta_job_context
+
+#: Delta Spark's error conditions for a write that lost a race a second write settles: the winner's
+#: version 0 changed the protocol and metadata the loser had read as absent, or the winner recorded
+#: the same txnAppId the loser had read
+RACE_CONDITIONS = ("DELTA_PROTOCOL_CHANGED", "DELTA_METADATA_CHANGED", "DELTA_CONCURRENT_TRANSACTION")
+
+
+def lost_race(error: Exception) -> bool:
+    """True for Delta Spark's error of a write that a concurrent create or same-txn write beat."""
+    condition = getattr(error, "getCondition", lambda: None)()
+    return condition in RACE_CONDITIONS or any(c in str(error) for c in RACE_CONDITIONS)
+
+
+def append(totals: DataFrame, path: str, options: dict[str, str]) -> None:
+    """Append with the exactly-once options; once more after losing a race (see the module doc)."""
+    try:
+        totals.write.format("delta").options(**options).mode("append").save(path)
+    except Exception as e:
+        if not lost_race(e):
+            raise
+        print(f"customer_totals: another run wrote {path} first ({type(e).__name__}); writing again")
+        totals.write.format("delta").options(**options).mode("append").save(path)
 
 
 def main() -> None:
@@ -20,7 +51,7 @@ def main() -> None:
     totals = (orders.groupBy("customer")
               .agg(F.count(F.lit(1)).alias("orders"), F.sum("amount").cast("decimal(18,2)").alias("revenue"))
               .withColumn("orders_version", F.lit(ctx.input_version).cast("long")))
-    totals.write.format("delta").options(**ctx.write_options).mode("append").save(ctx.output_table_uri)
+    append(totals, ctx.output_table_uri, ctx.write_options)
     spark.stop()
 
 

@@ -5,6 +5,7 @@ No ``__init__.py`` in this folder on purpose: a package named ``airflow`` under
 """
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 from pathlib import Path
@@ -15,6 +16,21 @@ RUNNER = HERE / "dag_runner.py"
 PYTHON = sys.executable
 AIRFLOW_BIN = str(Path(sys.executable).with_name("airflow"))
 REPORT_MARK = "@@DAG_TEST_REPORT@@"
+
+
+def load_script(name: str):
+    """scripts/<name>.py as a module (the scripts folder is not a package); imported once."""
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, HERE.parents[1] / "scripts" / f"{name}.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+#: the deployment script of `make airflow-up`: its process and database machinery serves the tests too
+airflow_deploy = load_script("airflow_deploy")
 
 
 def airflow_env(home: Path, dags_folder: Path | None = None, extra: dict[str, str] | None = None) -> dict[str, str]:

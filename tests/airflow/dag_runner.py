@@ -4,6 +4,7 @@ Used by the integration tests as a subprocess, so that each run gets the Airflow
 home, database and connections its environment names (Airflow reads them at
 import). ``dag.test()`` does not raise when a task fails; the report carries the
 run's state, each task's state, all XComs and all asset events for the tests to check.
+``DELTA_DAG_RUN_CONF`` (JSON) is passed as the run's conf.
 """
 from __future__ import annotations
 
@@ -22,7 +23,8 @@ def main(dag_id: str) -> int:
         print(f"DAG {dag_id!r} not found; import errors: {bag.import_errors}", file=sys.stderr)
         return 2
     dag = bag.dags[dag_id]
-    dr = dag.test()
+    conf = os.environ.get("DELTA_DAG_RUN_CONF")        # the run's conf, as JSON (optional)
+    dr = dag.test(run_conf=json.loads(conf)) if conf else dag.test()
 
     from sqlalchemy import select
 

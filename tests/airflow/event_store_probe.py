@@ -6,7 +6,9 @@ session, as ``Trigger.submit_event`` does), so the provider's listener runs insi
 - ``commit:N``   an event accounting for version N, committed;
 - ``rollback:N`` the same, then the transaction fails and rolls back;
 - ``outside:N``  the listener's writer called in a session of its own, with no event in it;
-- ``failing:N``  an event whose position write fails in the database (a statement on a missing table).
+- ``failing:N``  an event whose position write fails in the database (a statement on a missing table);
+- ``untested:N`` an event stored while the listener believes this Airflow is a release it was not tested on;
+- ``noimport:N`` an event stored while one of the Airflow internals the listener uses cannot be imported.
 
 Prints one JSON line: how many asset events the database holds and the asset state store's rows.
 """
@@ -21,6 +23,7 @@ from airflow.models.asset_state_store import AssetStateStoreModel
 from airflow.state.metastore import MetastoreBackend
 from airflow.utils.session import create_session
 
+from airflow_provider_delta.triggers import stored_positions
 from airflow_provider_delta.triggers.stored_positions import record_in_event_transaction
 
 KEY = "delta_commit_watch_0123456789abcdef"
@@ -48,6 +51,11 @@ def main() -> None:
                                                                KEY, int(through)))
                     continue
                 working = MetastoreBackend.set_asset_state_store
+                tested, saved_module = stored_positions.TESTED_AIRFLOW, sys.modules.get("airflow.state.metastore")
+                if kind == "untested":
+                    stored_positions.TESTED_AIRFLOW = ((2, 11),)
+                if kind == "noimport":
+                    sys.modules["airflow.state.metastore"] = None   # "import airflow.state.metastore" fails
                 if kind == "failing":
                     def broken_write(self, *args, session, **kwargs):
                         session.execute(text("INSERT INTO no_such_table VALUES (1)"))
@@ -56,6 +64,8 @@ def main() -> None:
                     AssetManager.register_asset_change(asset=asset, extra=extra(int(through)), session=s)
                 finally:
                     MetastoreBackend.set_asset_state_store = working
+                    stored_positions.TESTED_AIRFLOW = tested
+                    sys.modules["airflow.state.metastore"] = saved_module
                 if kind == "rollback":
                     raise RuntimeError("the transaction storing the event fails")
         except RuntimeError:

@@ -23,7 +23,6 @@ import json
 import os
 import signal
 import sqlite3
-import subprocess
 import time
 from pathlib import Path
 
@@ -34,7 +33,7 @@ from cryptography.fernet import Fernet
 from airflow_provider_delta.assets import asset_uri_for_table
 from airflow_provider_delta.log import DeltaTable
 from airflow_provider_delta.triggers.watch_position import KEY_PREFIX, STORED_SUFFIX
-from airflow_test_support import AIRFLOW_BIN, airflow_env
+from airflow_test_support import airflow_deploy, airflow_env
 
 pytestmark = [pytest.mark.airflow, pytest.mark.slow]
 
@@ -44,39 +43,8 @@ BUDGET = float(os.environ.get("DELTA_EVENT_TEST_BUDGET", "240"))
 #: enough for the triggerer to store an event and confirm it to the watcher (one or two syncs)
 CONFIRM_SECONDS = 5
 SCHEMA = pa.schema([("id", pa.int64())])
-
-
-class Processes:
-    """The Airflow processes of one test, each in its own session, logs in files."""
-
-    def __init__(self, home: Path, env: dict[str, str]) -> None:
-        self.home, self.env, self.procs = home, env, {}
-
-    def start(self, name: str) -> subprocess.Popen:
-        log = open(self.home / f"{name}.log", "ab")
-        self.procs[name] = subprocess.Popen([AIRFLOW_BIN, name], env=self.env, stdout=log,
-                                            stderr=subprocess.STDOUT, start_new_session=True)
-        return self.procs[name]
-
-    def stop(self, name: str, timeout: float = 30, sig: int = signal.SIGTERM) -> None:
-        proc = self.procs.pop(name)
-        if proc.poll() is None:
-            os.killpg(proc.pid, sig)
-            try:
-                proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(10)
-
-    def stop_all(self) -> None:
-        for name in list(self.procs):
-            self.stop(name)
-
-    def tails(self) -> str:
-        out = []
-        for log in sorted(self.home.glob("*.log")):
-            out.append(f"--- {log.name}\n" + log.read_text(errors="replace")[-4000:])
-        return "\n".join(out)
+#: the Airflow processes and bounded waits of scripts/airflow_deploy.py (make airflow-up)
+Processes, wait_for = airflow_deploy.Processes, airflow_deploy.wait_for
 
 
 def query(home: Path, sql: str, *args) -> list[tuple]:
@@ -111,18 +79,6 @@ def consumed_versions(home: Path) -> set[int]:
     rows = query(home, "SELECT DISTINCT e.extra FROM dagrun_asset_event x JOIN asset_event e ON e.id = x.event_id "
                        "JOIN dag_run r ON r.id = x.dag_run_id WHERE r.dag_id = ?", DAG_ID)
     return {v for r in rows for v in json.loads(r[0])["payload"]["versions"]}
-
-
-def wait_for(condition, deadline: float, what: str, procs: Processes, step: float = 1.0):
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        for name, proc in procs.procs.items():
-            if proc.poll() is not None:
-                raise RuntimeError(f"airflow {name} exited with {proc.returncode}")
-        time.sleep(step)
-    raise TimeoutError(f"timed out waiting for {what}")
 
 
 def test_commits_of_another_process_make_dag_runs_across_a_triggerer_restart(airflow_home, tmp_path):

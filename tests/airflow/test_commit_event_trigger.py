@@ -303,3 +303,22 @@ def test_without_a_state_store_the_position_lives_in_memory(make_table):
     assert rebuilt(trig, None).shared_stream_key() is None       # the trigger's own run() loop
     (event,) = collect(rebuilt(trig, None), 1)
     assert event["versions"] == [1]
+
+
+def test_a_batch_over_a_long_history_is_bounded(make_table):
+    """A watcher started at -1 on 300 commits: one event with the count, the range and the newest 20."""
+    from airflow_provider_delta.hooks.payloads import MAX_LISTED
+    table = make_table(commits=299)               # versions 0..299
+    trig = DeltaCommitEventTrigger(table_uri=table.storage.root, operation="write", after_version=-1,
+                                   poke_interval=0.05)
+    (event,) = collect(rebuilt(trig, DictStore()), 1)
+    assert (event["count"], event["first_version"], event["last_version"]) == (299, 1, 299)   # 0 is the CREATE
+    assert event["truncated"] is True and event["versions"] == list(range(300 - MAX_LISTED, 300))
+    assert len(event["commits"]) == len(event["operations"]) == len(event["timestamps"]) == MAX_LISTED
+    assert event["position"]["through"] == 299 and len(json.dumps(event)) < 10_000
+    # one event per commit when asked: each whole, none truncated
+    per_commit = DeltaCommitEventTrigger(table_uri=table.storage.root, after_version=296, per_commit=True,
+                                         poke_interval=0.05)
+    events = collect(rebuilt(per_commit, DictStore()), 3)
+    assert [(e["versions"], e["count"], e["truncated"]) for e in events] == [([297], 1, False), ([298], 1, False),
+                                                                            ([299], 1, False)]

@@ -33,7 +33,8 @@ def test_range_after_a_version_returns_every_commit_not_just_the_last(make_table
     assert first["operationParameters"]["mode"] == "Append"
     history = {h["version"]: h["timestamp"] for h in table.history()}
     assert [c["timestamp"] for c in watch.commits] == [history[1], history[2], history[3]]
-    assert watch.result() == {"version": 3, "commits": watch.commits}
+    assert watch.result() == {"version": 3, "count": 3, "first_version": 1, "last_version": 3,
+                              "commits": watch.commits, "truncated": False}
     json.dumps(watch.to_dict())
 
 

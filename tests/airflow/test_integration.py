@@ -46,15 +46,16 @@ def test_deferrable_sensor_waits_for_commits_of_another_process(run_dag, tmp_pat
     assert json.loads(out) == [2, 3, 4]  # plain append, then two commits of app "external-writer"
     assert report.state == "success", report.output[-5000:]
     assert "[DAG TEST] running trigger in line" in report.output  # it really deferred
-    commits = report.xcoms["wait_for_writer"]["return_value"]
-    assert [c["version"] for c in commits] == [3, 4]
+    result = report.xcoms["wait_for_writer"]["return_value"]
+    commits = result["commits"]
+    assert [c["version"] for c in commits] == [3, 4] and result["count"] == 2
     assert [c["txnVersion"] for c in commits] == [1, 2] and {c["appId"] for c in commits} == {"external-writer"}
     history = {h["version"]: h["timestamp"] for h in table.history()}
     assert [c["timestamp"] for c in commits] == [history[3], history[4]]
     assert report.xcoms["wait_for_writer"]["version"] == 4
     events = [e for e in report.asset_events if e["source_task_id"] == "wait_for_writer"]
     assert len(events) == 1 and events[0]["uri"] == f"delta://{table.storage.root}"
-    assert events[0]["extra"] == {"version": 4, "commits": commits}
+    assert events[0]["extra"] == result
 
 
 def test_snapshot_checkpoint_and_maintenance_dag(run_dag, tmp_path):

@@ -12,11 +12,14 @@ from datetime import datetime, timezone
 import pyarrow as pa
 import pytest
 from airflow.sdk import Asset
-from airflow.sdk.exceptions import (AirflowException, AirflowRescheduleException, AirflowSensorTimeout,
-                                    TaskDeferred)
+from airflow.sdk.exceptions import (AirflowException, AirflowFailException, AirflowRescheduleException,
+                                    AirflowSensorTimeout, TaskDeferred)
 
 from airflow_provider_delta.assets import to_asset
+from airflow_provider_delta.log import CorruptLogError
+from airflow_provider_delta.operators.arguments import DeltaArgumentError
 from airflow_provider_delta.sensors import DeltaCommitSensor
+from airflow_provider_delta.sensors.delta_commit import DeltaCommitWaitError
 from airflow_provider_delta.triggers import DeltaCommitTrigger
 
 ROW = pa.table({"id": [1], "day": ["2026-01-01"]})
@@ -33,10 +36,13 @@ def test_poke_mode_returns_all_commits_pushes_version_and_emits_asset_event(make
     asset = to_asset(table_uri=table.storage.root)
     s = sensor(table, after_version=1, outlets=[asset])
     ctx = make_context()
-    commits = s.execute(ctx)
+    result = s.execute(ctx)
+    commits = result["commits"]
     assert [c["version"] for c in commits] == [2, 3]
     assert ctx["ti"].xcoms["version"] == 3
-    assert ctx["outlet_events"][asset].extra == {"version": 3, "commits": commits}
+    assert result == {"version": 3, "count": 2, "first_version": 2, "last_version": 3, "commits": commits,
+                      "truncated": False}
+    assert ctx["outlet_events"][asset].extra == result
 
 
 def test_poke_mode_waits_for_a_commit(make_table, make_context):
@@ -51,7 +57,7 @@ def test_poke_mode_waits_for_a_commit(make_table, make_context):
         table.write(ROW)
 
     threading.Thread(target=writer, daemon=True).start()
-    commits = s.execute(make_context())
+    commits = s.execute(make_context())["commits"]
     assert [(c["version"], c["operation"]) for c in commits] == [(3, "WRITE")]
 
 
@@ -66,7 +72,8 @@ def test_reschedule_mode_reschedules_until_done(make_table, make_context):
     with pytest.raises(AirflowRescheduleException):
         sensor(table, target_version=2, mode="reschedule").execute(make_context())
     table.write(ROW)
-    assert [c["version"] for c in sensor(table, target_version=2, mode="reschedule").execute(make_context())] == [2]
+    result = sensor(table, target_version=2, mode="reschedule").execute(make_context())
+    assert [c["version"] for c in result["commits"]] == [2]
 
 
 def test_reschedule_mode_baseline_is_the_first_poke_time(make_table, make_context):
@@ -78,7 +85,7 @@ def test_reschedule_mode_baseline_is_the_first_poke_time(make_table, make_contex
     table.write(ROW)  # version 2, after the first poke
     ctx = make_context()
     ctx["ti"].get_first_reschedule_date = lambda context: first_poke
-    commits = sensor(table, mode="reschedule").execute(ctx)
+    commits = sensor(table, mode="reschedule").execute(ctx)["commits"]
     assert [c["version"] for c in commits] == [2]
 
 
@@ -99,29 +106,37 @@ def test_deferrable_defers_with_its_state_then_returns_the_trigger_commits(make_
     table.write(ROW)
     import asyncio
     event = asyncio.run(trigger.run().__anext__())
-    commits = s.execute_complete(ctx, event=event.payload)
-    assert [c["version"] for c in commits] == [1, 2, 3]
+    result = s.execute_complete(ctx, event=event.payload)
+    assert [c["version"] for c in result["commits"]] == [1, 2, 3] and result["count"] == 3
     assert ctx["ti"].xcoms["version"] == 3
     assert ctx["outlet_events"][asset].extra["version"] == 3
 
 
 def test_deferrable_completes_without_deferring_when_already_done(make_table, make_context):
     table = make_table(commits=2)
-    commits = sensor(table, target_version=2, deferrable=True).execute(make_context())
+    commits = sensor(table, target_version=2, deferrable=True).execute(make_context())["commits"]
     assert [c["version"] for c in commits] == [2]
 
 
-def test_trigger_error_fails_the_task(make_table, make_context):
+def test_trigger_error_fails_the_task_with_a_typed_error(make_table, make_context):
     s = sensor(make_table(commits=0), deferrable=True)
-    with pytest.raises(AirflowException, match="CorruptLogError: boom"):
+    with pytest.raises(CorruptLogError, match="CorruptLogError: boom"):
         s.execute_complete(make_context(), {"status": "error", "error_type": "CorruptLogError", "message": "boom"})
-    with pytest.raises(AirflowException, match="no event"):
+    # an invalid argument is not retried
+    with pytest.raises(DeltaArgumentError, match="connection 'x' is not defined") as bad:
+        s.execute_complete(make_context(), {"status": "error", "error_type": "InvalidArgumentError",
+                                            "message": "Airflow connection 'x' is not defined"})
+    assert isinstance(bad.value, AirflowFailException)
+    with pytest.raises(DeltaCommitWaitError, match="no event") as none:
         s.execute_complete(make_context(), None)
+    assert not isinstance(none.value, AirflowException)
+    with pytest.raises(DeltaCommitWaitError, match="OSError: disk"):
+        s.execute_complete(make_context(), {"status": "error", "error_type": "OSError", "message": "disk"})
 
 
 def test_template_fields_cover_every_argument():
     assert set(DeltaCommitSensor.template_fields) == {"table_uri", "delta_conn_id", "target_version",
-                                                      "after_version", "operation", "app_id"}
+                                                      "after_version", "operation", "app_id", "baseline"}
 
 
 @pytest.mark.parametrize("value,expected", [("True", True), ("False", False)])

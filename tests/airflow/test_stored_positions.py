@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from airflow_provider_delta.triggers.stored_positions import watch_position_of
+from airflow_provider_delta.triggers.stored_positions import (TESTED_AIRFLOW, airflow_internals, major_minor,
+                                                              watch_position_of)
 from airflow_provider_delta.triggers.watch_position import PositionStore, WatchPosition, stored_key
 from airflow_test_support import AIRFLOW_BIN, PYTHON, airflow_env
 
@@ -83,6 +84,22 @@ def test_on_postgresql_too_and_a_failing_write_stays_in_its_savepoint(airflow_ho
     out = probe(airflow_home, "commit:2", "rollback:4", "failing:5", "commit:7", database=postgres_airflow_db)
     assert out["events"] == 3                                   # 2, 5 (its position write failed), 7
     assert out["store"] == {stored_key(KEY): {"through": 7}}
+
+
+@pytest.mark.parametrize("fallback", ["untested", "noimport"])
+def test_on_an_untested_airflow_or_without_its_internals_the_listener_stands_aside(airflow_home, fallback):
+    """The at-least-once path: the event is stored, no position is written with it (the watcher's own
+    confirmation moves the position later), and nothing fails."""
+    out = probe(airflow_home, "commit:2", f"{fallback}:5")
+    assert out["events"] == 2                                   # both events stored
+    assert out["store"] == {stored_key(KEY): {"through": 2}}   # 5 recorded nowhere: the watcher confirms it
+
+
+@pytest.mark.parametrize("version, expected", [("3.3.2", (3, 3)), ("3.3.0rc1", (3, 3)), ("3.4.0.dev0", (3, 4)),
+                                               ("10.12", (10, 12)), ("main", None), ("3", None)])
+def test_the_release_gate_reads_major_and_minor(version, expected):
+    assert major_minor(version) == expected
+    assert (airflow_internals(version) is not None) is (expected in TESTED_AIRFLOW)
 
 
 def test_nothing_is_written_outside_the_events_transaction(airflow_home):

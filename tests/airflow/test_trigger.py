@@ -37,7 +37,7 @@ def test_serialize_round_trip_is_plain_kwargs():
     assert kwargs == {"table_uri": "/data/t", "delta_conn_id": "lake", "poke_interval": 3.0,
                       "target_version": 5, "after_version": 2, "operation": ["WRITE", "MERGE"],
                       "app_id": "etl", "last_seen": 4, "commits": [{"version": 3, "operation": "WRITE"}],
-                      "latest": 4}
+                      "latest": 4, "count": 1, "first_version": 3}
     again = rebuild(trig)
     assert again.serialize() == (classpath, kwargs)
 

@@ -16,7 +16,7 @@ LOG = f"{PACKAGE}.log"
 #: ``log/`` itself: ``table``, ``operations``, ``incremental`` and the package). A module may
 #: import modules of its own tier or of a lower one, never of a higher one.
 LOG_TIERS: dict[str, str] = {"ground": "base", "read": "read", "maintenance": "maintenance",
-                             "write": "write", "top": ""}
+                             "write": "write", "catalogs": "catalogs", "top": ""}
 TOP_MODULES = {"table", "operations", "incremental", ""}
 TIER_ORDER = list(LOG_TIERS)
 

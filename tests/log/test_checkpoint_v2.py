@@ -19,7 +19,7 @@ LOG = "_delta_log"
 
 def make(tmp_path, commits=4, **props):
     t = DeltaTable.create(str(tmp_path / "t"), SCHEMA, partition_by=["p"],
-                          properties={"delta.checkpointPolicy": "v2", **props})
+                          properties={"delta.checkpointPolicy": "v2", "delta.feature.domainMetadata": "supported", **props})
     t.auto_checkpoint = False
     for i in range(commits):
         t.write(pa.table({"id": [i, 100 + i], "p": ["a", "b"]}))

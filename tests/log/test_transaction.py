@@ -49,8 +49,9 @@ def test_commit_info_is_first_and_complete(table):
     assert list(actions[0]) == ["commitInfo"]
     info = actions[0]["commitInfo"]
     assert info["operation"] == "MERGE"
-    assert info["operationParameters"] == {"predicate": "id = 1", "n": "3", "flag": "true"}
-    assert info["readVersion"] == 1 and info["isolationLevel"] == "WriteSerializable"
+    # as Delta Spark writes them: JSON numbers and booleans stay JSON values (its RESTORE writes "version":1)
+    assert info["operationParameters"] == {"predicate": "id = 1", "n": 3, "flag": True}
+    assert info["readVersion"] == 1 and info["isolationLevel"] == "Serializable"   # Delta Spark's default (DeltaConfigs.ISOLATION_LEVEL)
     assert info["isBlindAppend"] is False
     assert info["operationMetrics"] == {"numFiles": "1", "numOutputBytes": "70", "numOutputRows": "7",
                                         "numRemovedFiles": "1", "numRemovedBytes": "100"}

@@ -243,7 +243,7 @@ def test_delta_spark_table_with_its_checkpoint_and_deletion_vectors(spark, tmp_p
 def test_v2_checkpoint_table_gets_sidecars(spark, tmp_path):
     path = tmp_path / "v2"
     t = DeltaTable.create(str(path), pa.schema([("id", pa.int64()), ("p", pa.string())]), partition_by=["p"],
-                          properties={"delta.checkpointPolicy": "v2"})
+                          properties={"delta.checkpointPolicy": "v2", "delta.feature.domainMetadata": "supported"})
     t.auto_checkpoint = False
     for i in range(6):
         t.write(pa.table({"id": [i, 100 + i], "p": ["a", "b"]}))

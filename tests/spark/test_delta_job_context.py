@@ -12,7 +12,9 @@ import pytest
 
 from airflow_provider_delta.spark.delta_job import (CONTEXT_ARG, ENV_INPUT_TABLE_URI, ENV_INPUT_VERSION,
                                                     ENV_OUTPUT_TABLE_URI, ENV_TXN_APP_ID, ENV_TXN_VERSION,
-                                                    DeltaJobContext, DeltaJobContextError, delta_job_context)
+                                                    TXN_APP_ID_CONF, TXN_AUTO_RESET_CONF, TXN_VERSION_CONF,
+                                                    USER_METADATA_CONF, DeltaJobContext, DeltaJobContextError,
+                                                    delta_job_context, parse_run_marker)
 
 CTX = DeltaJobContext(input_table_uri="file:///data/orders", input_version=3,
                       output_table_uri="file:///data/out", txn_app_id="dag.task", txn_version=1767225600,
@@ -34,7 +36,13 @@ def test_round_trip_through_the_argument_keeps_the_other_arguments():
     ctx = delta_job_context(["--day", "2026-01-02", CTX.to_argument(), "extra"], environ={})
     assert ctx == DeltaJobContext(**{**CTX.__dict__, "args": ("--day", "2026-01-02", "extra")})
     assert ctx.job == {"dag_id": "dag", "task_id": "task"}
-    assert ctx.write_options == {"txnAppId": "dag.task", "txnVersion": "1767225600"}
+    assert ctx.write_options == {}            # the pair travels as session settings, not write options
+    conf = ctx.session_conf
+    assert conf[TXN_APP_ID_CONF] == "dag.task" and conf[TXN_VERSION_CONF] == "1767225600"
+    assert conf[TXN_AUTO_RESET_CONF] == "true"
+    marker = parse_run_marker(conf[USER_METADATA_CONF])
+    assert (marker["dag_id"], marker["task_id"]) == ("dag", "task")
+    assert parse_run_marker("not json airflow_run") is None and parse_run_marker(None) is None
     assert ctx.read_options == {"versionAsOf": "3"}
 
 

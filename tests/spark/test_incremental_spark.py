@@ -161,10 +161,17 @@ def test_delta_spark_application_incremental_input_pinned_by_a_manifest(spark, t
     assert pin["version"] == 2
     source.write(pa.table({"id": [3], "name": ["c"]}, schema=SCHEMA))                       # v3, after the pin
 
-    def application(self, context):   # CHANGES_JOB, given the arguments spark-submit would pass
+    def application(self, context):   # CHANGES_JOB, given the arguments and settings spark-submit would pass
         job = delta_job_context(self.application_args, environ={})
-        changes = spark.read.format("delta").options(**job.read_options).load(job.input_table_uri)
-        changes.write.format("delta").options(**job.write_options).mode("append").save(job.output_table_uri)
+        delta_conf = {k: v for k, v in self.conf.items() if k.startswith("spark.databricks.delta.")}
+        try:
+            for key, value in delta_conf.items():
+                spark.conf.set(key, value)
+            changes = spark.read.format("delta").options(**job.read_options).load(job.input_table_uri)
+            changes.write.format("delta").options(**job.write_options).mode("append").save(job.output_table_uri)
+        finally:
+            for key in delta_conf:
+                spark.conf.unset(key)
     monkeypatch.setattr(SparkSubmitOperator, "execute", application)
     ctx = task_context(task_id="apply")
     op = DeltaSparkApplicationOperator(task_id="apply", conn_id="spark_not_defined", application="changes_job.py",

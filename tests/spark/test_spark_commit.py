@@ -132,9 +132,14 @@ def test_timestamp_partitions_are_stored_in_utc(spark, tmp_path, session_time_zo
     df = spark.sql("select 1L as id, timestamp'2026-05-01 09:00:00' as hour")   # 09:00 Tokyo = 00:00 UTC
     commit_dataframe(df, root, partition_by=["hour"])
     adds = [a["add"] for a in _log_actions(Path(root), 0) if "add" in a]
-    assert [a["partitionValues"]["hour"] for a in adds] == ["2026-05-01 00:00:00.000000"]
+    # ISO 8601 in UTC with its zone, as Delta Spark writes it: every reader sees the same instant
+    assert [a["partitionValues"]["hour"] for a in adds] == ["2026-05-01T00:00:00.000000Z"]
     got = _deltalake_rows(root)[0]["hour"]
     assert got.astimezone(dt.timezone.utc) == dt.datetime(2026, 5, 1, tzinfo=dt.timezone.utc)
+    for tz in ("America/Los_Angeles", "UTC"):        # Delta Spark reads it in other session zones
+        session_time_zone(tz)
+        (row,) = spark.read.format("delta").load(root).selectExpr("cast(hour as long) as s").collect()
+        assert row.s == int(dt.datetime(2026, 5, 1, tzinfo=dt.timezone.utc).timestamp())
 
 
 def test_empty_dataframe_records_the_txn_without_files(spark, tmp_path, data_files):

@@ -113,6 +113,12 @@ class Metadata(Record):
             "schemaString": self.schema_string, "partitionColumns": list(self.partition_columns),
             "configuration": dict(self.configuration), "createdTime": self.created_time})
 
+    def with_schema(self, schema: dict[str, Any]) -> "Metadata":
+        """A copy with the schema replaced by ``schema`` (a Delta schema as a dict), serialized compactly."""
+        return Metadata(self.id, json.dumps(schema, separators=(",", ":")), self.partition_columns,
+                        dict(self.configuration), self.name, self.description, self.format_provider,
+                        dict(self.format_options), self.created_time)
+
     def with_configuration(self, updates: dict[str, str | None]) -> "Metadata":
         """A copy with properties set (or removed where the value is None)."""
         conf = dict(self.configuration)

@@ -44,6 +44,10 @@ class StagedCommitsCatalog:
 
     #: lets the reader accept the ``catalogManaged`` reader feature when this serves the table's commits
     served_reader_features = CATALOG_MANAGED_FEATURES
+    #: read-only: this view of a catalog cannot ratify commits
+    served_writer_features: frozenset[str] = frozenset()
+    #: PROTOCOL.md: published files after the catalog's latest version are ignored
+    authoritative_latest = True
 
     def __init__(self, ratified: Mapping[int, str], max_ratified_version: int | None = None,
                  allows_maintenance: bool = False):

@@ -10,7 +10,12 @@ question through this protocol, so listing and segment selection need neither a
 """
 from __future__ import annotations
 
-from typing import Protocol, Sequence, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, Sequence, runtime_checkable
+
+from .features import Operation, require
+
+if TYPE_CHECKING:
+    from .actions import Protocol as DeltaProtocol
 
 
 class RatifiedCommit(Protocol):
@@ -44,7 +49,37 @@ class CommitSource(Protocol):
     served_reader_features: frozenset[str]
     #: whether this client may run metadata cleanup and vacuum (a catalog may forbid them)
     allows_maintenance: bool
+    #: writer features a commit through this source honours (e.g. ``catalogManaged`` when the
+    #: source is a catalog that ratifies commits; empty for a read-only source)
+    served_writer_features: frozenset[str]
+    #: whether the source's newest version is authoritative: PROTOCOL.md (catalog-managed) has
+    #: readers ignore published files after the version the catalog names as its latest
+    authoritative_latest: bool
 
     def get_commits(self, table_id: str, start_version: int = 0,
                     end_version: int | None = None) -> CommitsAnswer:
         """Ratified commits with ``start_version <= version <= end_version``, ascending."""
+
+
+@runtime_checkable
+class CommitCoordinator(CommitSource, Protocol):
+    """A commit source that also takes commits: a commit owner, or a catalog bound to one table.
+
+    ``commit`` writes, ratifies and publishes ``actions`` as ``version``; it raises
+    ``CommitFailedError(conflict=True)`` when another commit took the version.
+    """
+
+    def commit(self, storage: Any, table_id: str, version: int, actions: bytes,
+               commit_timestamp: int) -> Any:
+        """Commit ``actions`` as ``version`` of the table."""
+
+
+def require_through(source: CommitSource | None, protocol: "DeltaProtocol", operation: Operation,
+                    where: str) -> None:
+    """The feature gate (:func:`.features.require`) for a table read or written through ``source``:
+    what the source serves (``catalogManaged`` through a catalog) counts as supported."""
+    if source is None:
+        require(protocol, operation, where)
+    else:
+        require(protocol, operation, where, source.served_reader_features, source.allows_maintenance,
+                source.served_writer_features)

@@ -143,10 +143,78 @@ class CommitOutcomeUnknownError(CommitFailedError):
 class ConcurrentModificationError(CommitFailedError):
     """A concurrent commit changed what this transaction depended on.
 
-    ``winning_version`` names the commit that won and ``reason`` says what conflicted.
+    ``winning_version`` names the commit that won and ``reason`` says what conflicted;
+    ``spark_name`` is the Delta Spark exception of the same case (the subclasses below).
     """
+
+    spark_name = "DeltaConcurrentModificationException"
 
     def __init__(self, message: str, winning_version: int | None = None, reason: str = ""):
         super().__init__(message, retryable=False, conflict=True, version=winning_version)
         self.winning_version = winning_version
         self.reason = reason
+
+
+# Delta Spark's concurrent-modification exceptions, one class each (``spark_name`` is the class a
+# Delta Spark user knows, and every message starts with it). As in Delta Spark, the commit is not
+# retried after one of them (``retryable`` is False: the same actions are no longer valid); the cure
+# is re-running the whole operation on a fresh snapshot. Compare a lost race without a logical
+# conflict, which the committer retries itself and reports as ``CommitFailedError(retryable=True)``
+# only when its budget runs out, and a winner whose protocol this package cannot write, which is an
+# ``UnsupportedFeatureError`` (re-running cannot help; Delta Spark fails with its protocol error).
+class ConcurrentAppendError(ConcurrentModificationError):
+    """Files were added to data this transaction read (Delta Spark's ConcurrentAppendException)."""
+
+    spark_name = "ConcurrentAppendException"
+
+
+class ConcurrentDeleteReadError(ConcurrentModificationError):
+    """A file this transaction read was removed (Delta Spark's ConcurrentDeleteReadException)."""
+
+    spark_name = "ConcurrentDeleteReadException"
+
+
+class ConcurrentDeleteDeleteError(ConcurrentModificationError):
+    """A file this transaction removes was removed already (ConcurrentDeleteDeleteException)."""
+
+    spark_name = "ConcurrentDeleteDeleteException"
+
+
+class MetadataChangedError(ConcurrentModificationError):
+    """The table metadata changed concurrently (Delta Spark's MetadataChangedException)."""
+
+    spark_name = "MetadataChangedException"
+
+
+class ProtocolChangedError(ConcurrentModificationError):
+    """The protocol changed concurrently (Delta Spark's ProtocolChangedException)."""
+
+    spark_name = "ProtocolChangedException"
+
+
+class ConcurrentTransactionError(ConcurrentModificationError):
+    """An application transaction id or a metadata domain this transaction depends on was
+    changed concurrently (Delta Spark's ConcurrentTransactionException)."""
+
+    spark_name = "ConcurrentTransactionException"
+
+
+class CatalogUnavailableError(CommitOwnerUnavailableError):
+    """The catalog's database cannot be reached; nothing was ratified or changed, retry later."""
+
+
+class GroupCommitError(CommitFailedError):
+    """A multi-table transaction was not ratified: no participant changed.
+
+    ``stale`` maps each participant table (its URI) whose proposed version was taken by
+    another commit to that table's latest version then; ``state`` is the group's state
+    when it could not be ratified (``aborted``, ``ratified``, ...) or None. A group
+    refused only for stale versions is ``retryable`` (re-stage at fresh versions).
+    """
+
+    def __init__(self, message: str, group_id: str, stale: dict[str, int] | None = None,
+                 state: str | None = None, retryable: bool = False):
+        super().__init__(message, retryable=retryable, conflict=bool(stale))
+        self.group_id = group_id
+        self.stale = dict(stale or {})
+        self.state = state

@@ -46,7 +46,11 @@ MANAGED_COMMIT_FEATURE = "managedCommit"
 #: V2 checkpoints (UUID-named, ``checkpointMetadata``, sidecars); forbids multi-part checkpoints.
 V2_CHECKPOINT_FEATURE = "v2Checkpoint"
 #: Delta 4.x catalog-managed tables (``_staged_commits``).
-CATALOG_MANAGED_FEATURES = frozenset({"catalogManaged", "catalogOwned-preview"})
+CATALOG_MANAGED_FEATURE = "catalogManaged"
+CATALOG_MANAGED_FEATURES = frozenset({CATALOG_MANAGED_FEATURE, "catalogOwned-preview"})
+#: The multi-table transactions RFC (delta-io/delta#7437), writer feature under its experimental name.
+MULTI_TABLE_TRANSACTION_FEATURE = "multiTableTransaction-dev"
+MULTI_TABLE_TRANSACTION_FEATURES = frozenset({MULTI_TABLE_TRANSACTION_FEATURE, "multiTableTransaction"})
 #: Every name under which a protocol says "commits go through a coordinator, not put-if-absent":
 #: the RFC's, Delta 3.3's preview (coordinated commits) and Delta 4.x catalog-managed tables.
 COMMIT_COORDINATION_FEATURES = frozenset({MANAGED_COMMIT_FEATURE, "managedCommit-preview",
@@ -71,6 +75,8 @@ COLUMN_MAPPING_MODE_DEFAULT = "none"
 PHYSICAL_NAME_KEY = "delta.columnMapping.physicalName"
 #: Per-field metadata key of a column's id under column mapping (the Parquet field id in mode ``id``).
 COLUMN_ID_KEY = "delta.columnMapping.id"
+#: The highest column id ever assigned (internal: writers keep it, users do not set it).
+COLUMN_MAPPING_MAX_ID_PROPERTY = "delta.columnMapping.maxColumnId"
 APPEND_ONLY_PROPERTY = "delta.appendOnly"
 CHANGE_DATA_FEED_PROPERTY = "delta.enableChangeDataFeed"
 DELETION_VECTORS_PROPERTY = "delta.enableDeletionVectors"
@@ -85,7 +91,7 @@ CHECKPOINT_INTERVAL_DEFAULT = 10
 #: Checkpoint ``add.stats`` as JSON text (default true) and as ``stats_parsed`` (default false).
 CHECKPOINT_STATS_AS_JSON_PROPERTY = "delta.checkpoint.writeStatsAsJson"
 CHECKPOINT_STATS_AS_STRUCT_PROPERTY = "delta.checkpoint.writeStatsAsStruct"
-#: ``WriteSerializable`` (default) or ``Serializable``.
+#: ``Serializable`` (default; the only value that may be set) or, from other engines, ``WriteSerializable``/``SnapshotIsolation`` (see write/isolation.py).
 ISOLATION_LEVEL_PROPERTY = "delta.isolationLevel"
 #: With ``checkpointProtection``: checkpoints before this version are protected (see cleanup).
 REQUIRE_CHECKPOINT_PROTECTION_BEFORE_PROPERTY = "delta.requireCheckpointProtectionBeforeVersion"
@@ -104,6 +110,9 @@ DATA_SKIPPING_NUM_INDEXED_COLS_DEFAULT = 32
 DATA_SKIPPING_STATS_COLUMNS_PROPERTY = "delta.dataSkippingStatsColumns"
 DATA_SKIPPING_STRING_PREFIX_LENGTH_PROPERTY = "delta.dataSkippingStringPrefixLength"
 DATA_SKIPPING_STRING_PREFIX_LENGTH_DEFAULT = 32
+#: Target size in bytes of the files OPTIMIZE writes (Databricks' property; Delta Spark's own
+#: default is its ``optimize.maxFileSize``, 1 GiB, used when the property is unset).
+TARGET_FILE_SIZE_PROPERTY = "delta.targetFileSize"
 #: UniForm Iceberg metadata (vacuum leaves its ``metadata/`` folder alone when set).
 ICEBERG_COMPAT_PREFIX = "delta.enableIcebergCompat"
 UNIVERSAL_FORMATS_PROPERTY = "delta.universalFormat.enabledFormats"
@@ -348,16 +357,21 @@ def check_writable(protocol: Protocol) -> None:
                 "the feature's rules (write with Delta Spark instead)", feature=f)
 
 
+#: Operations that re-add logical files exactly as another version (RESTORE) or table (CLONE) holds
+#: them, under that version's metadata: no new rows, so no SQL expression needs evaluating.
+FILE_REINSTATING_OPERATIONS = frozenset({"RESTORE", "CLONE", "SHALLOW CLONE"})
+
+
 def check_can_add_data(protocol: Protocol, metadata: Metadata) -> None:
     """Refuse data-adding commits when an active feature demands checks we cannot run.
 
-    CHECK constraints, column invariants, generated and identity columns are SQL
-    expressions over the rows; the protocol requires writers to enforce them, and
-    this package does not evaluate SQL, so it must not add rows to such tables.
+    CHECK constraints, column invariants, generated, identity and default columns are SQL
+    expressions over the rows (or values writers must generate); the protocol requires writers
+    to enforce them, and this package does not evaluate SQL, so it must not add rows to such tables.
     """
     _reader, writer = supported_features(protocol)
     active = features_in_use(metadata.schema_string, metadata.configuration)
-    for f in ("checkConstraints", "invariants", "generatedColumns", "identityColumns"):
+    for f in ("checkConstraints", "invariants", "generatedColumns", "identityColumns", "allowColumnDefaults"):
         if f in active and f in writer:
             raise UnsupportedFeatureError(
                 f"table has active feature {f!r} (SQL expressions every new row must satisfy); this package "
@@ -461,14 +475,16 @@ _CATALOG_RESTRICTED = frozenset({Operation.CLEANUP, Operation.VACUUM})
 
 
 def require(protocol: Protocol, operation: Operation, where: str,
-            served_reader_features: frozenset[str] = frozenset(), catalog_allows_maintenance: bool = False) -> None:
+            served_reader_features: frozenset[str] = frozenset(), catalog_allows_maintenance: bool = False,
+            served_writer_features: frozenset[str] = frozenset()) -> None:
     """The gate: raise :class:`UnsupportedFeatureError` unless ``operation`` may run on ``protocol``.
 
     Every operation of the package asks here before it reads anything for writing or
     touches storage. Listing versions needs nothing; everything else needs a reader
     protocol we honour (``served_reader_features`` are reader features the caller's
     commit source serves, e.g. ``catalogManaged``). Commits need every writer feature to
-    be one we can commit to; maintenance needs every writer feature to be one whose
+    be one we can commit to, or one the commit source honours (``served_writer_features``:
+    ``catalogManaged`` and ``multiTableTransaction-dev`` through our SQL catalog); maintenance needs every writer feature to be one whose
     rules maintenance keeps (``vacuumProtocolCheck`` asks exactly this of vacuum).
     Catalog-managed tables refuse cleanup and vacuum unless the catalog allows them.
     """
@@ -483,9 +499,10 @@ def require(protocol: Protocol, operation: Operation, where: str,
             f"this package supports up to {MAX_WRITER_VERSION}", feature=f"writerVersion{protocol.min_writer_version}")
     _reader, writer = supported_features(protocol)
     if operation in (Operation.COMMIT, Operation.BACKFILL):
-        unknown = sorted(f for f in writer if f not in WRITABLE_FEATURES)
+        unknown = sorted(f for f in writer if f not in WRITABLE_FEATURES and f not in served_writer_features)
     else:   # maintenance of published versions is allowed on tables whose commits a source serves
-        unknown = sorted(f for f in writer if f not in MAINTAINABLE_FEATURES and f not in served_reader_features)
+        unknown = sorted(f for f in writer if f not in MAINTAINABLE_FEATURES and f not in served_reader_features
+                         and f not in served_writer_features)
     if unknown:
         raise UnsupportedFeatureError(
             f"{where}: cannot {operation.value}: the table uses writer feature(s) {', '.join(unknown)}, whose "

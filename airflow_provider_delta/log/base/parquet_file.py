@@ -9,7 +9,7 @@ selects the leaves under it, as ``ParquetFile.read`` does), read them.
 """
 from __future__ import annotations
 
-from typing import IO, Iterable
+from typing import IO, Iterable, Iterator
 
 import pyarrow as pa
 from pyarrow._parquet import ParquetReader
@@ -44,6 +44,14 @@ class ParquetFile:
         if row_groups is not None:
             return self._reader.read_row_groups(row_groups, column_indices=indices, use_threads=use_threads)
         return self._reader.read_all(column_indices=indices, use_threads=use_threads)
+
+    def iter_row_groups(self, columns: Iterable[str] | None = None,
+                        use_threads: bool = True) -> Iterator[pa.Table]:
+        """The rows one row group at a time: memory is about a row group, whatever the file's size
+        (columns of a group are decoded in parallel, which batch-wise reading would not do)."""
+        indices = None if columns is None else [i for name in columns for i in self._leaves().get(name, ())]
+        for g in range(self._reader.metadata.num_row_groups):
+            yield self._reader.read_row_group(g, column_indices=indices, use_threads=use_threads)
 
     def row_groups_with_values(self, columns: Iterable[str]) -> list[int]:
         """The row groups where a leaf of ``columns`` may hold a value, by the null counts in

@@ -396,8 +396,11 @@ def serialize_partition_value(value: Any, t: pa.DataType) -> str | None:
     """Return the ``partitionValues`` string a writer records for ``value`` of type ``t``.
 
     ``None`` (and the empty string/bytes, which Delta cannot tell from null) gives None.
-    Timestamps are written as ``yyyy-MM-dd HH:mm:ss.SSSSSS`` in UTC; strings are parsed
-    as partition values and re-serialized, so they are validated and canonical.
+    Timestamps (instants) are written as ISO 8601 in UTC, ``yyyy-MM-ddTHH:mm:ss.SSSSSSZ``, as
+    Delta Spark writes them (PROTOCOL "Partition Value Serialization" recommends it: without
+    a zone each reader would apply its own session time zone); timestamp_ntz (wall-clock)
+    as ``yyyy-MM-dd HH:mm:ss.SSSSSS``. Strings are parsed as partition values and
+    re-serialized, so they are validated and canonical.
     """
     _check_partition_type(t)
     if isinstance(value, pa.Scalar):
@@ -505,8 +508,13 @@ def _serialize_timestamp(value: Any, t: pa.TimestampType) -> str:
     elif value.tzinfo is not None:
         value = value.astimezone(_dt.timezone.utc)
     # naive datetimes for a zoned column are taken as UTC, like pyarrow does
-    return (f"{value.year:04d}-{value.month:02d}-{value.day:02d} "
-            f"{value.hour:02d}:{value.minute:02d}:{value.second:02d}.{value.microsecond:06d}")
+    day = f"{value.year:04d}-{value.month:02d}-{value.day:02d}"
+    clock = f"{value.hour:02d}:{value.minute:02d}:{value.second:02d}.{value.microsecond:06d}"
+    if t.tz is None:
+        return f"{day} {clock}"
+    # An instant: ISO 8601 in UTC with its zone, as Delta Spark writes it (utcTimestampPartitionValues).
+    # A value without a zone would be read in each reader's session time zone instead.
+    return f"{day}T{clock}Z"
 
 
 def validate_partition_columns(schema: pa.Schema, partition_by: Iterable[str]) -> tuple[str, ...]:

@@ -29,7 +29,7 @@ import datetime as _dt
 import decimal
 import json
 import math
-from typing import Any, Iterable
+from typing import Any
 
 import pyarrow as pa
 
@@ -102,10 +102,23 @@ def _render_timestamp(value: Any, unit: str, tz: str | None) -> str:
     return text + "Z" if tz is not None else text
 
 
-def _bounds(arr: pa.ChunkedArray, typ: pa.DataType, prefix_len: int) -> tuple[Any, Any]:
-    """(min, max) rendered for JSON; either may be None when it cannot be stated."""
-    if (pa.types.is_integer(typ) or pa.types.is_floating(typ) or pa.types.is_decimal(typ)
-            or pa.types.is_date(typ) or pa.types.is_timestamp(typ)):
+def _is_numeric_like(typ: pa.DataType) -> bool:
+    return (pa.types.is_integer(typ) or pa.types.is_floating(typ) or pa.types.is_decimal(typ)
+            or pa.types.is_date(typ) or pa.types.is_timestamp(typ))
+
+
+def _is_text(typ: pa.DataType) -> bool:
+    return pa.types.is_string(typ) or pa.types.is_large_string(typ) or _is_string_view(typ)
+
+
+def _raw_bounds(arr: pa.ChunkedArray, typ: pa.DataType) -> tuple[Any, Any, bool]:
+    """(min, max, has_nan) of one column as plain Python values (dates and timestamps as their
+    integer storage, floats without NaN); (None, None, False) when there is no bound to state.
+
+    Raw values merge across batches by plain comparison (Python orders ``str`` by code point,
+    which is UTF-8 byte order, as Arrow's ``min_max`` does), so a file written in batches gets
+    the same statistics as one computed at once; :func:`_render` turns them into JSON values."""
+    if _is_numeric_like(typ):
         work = arr
         if pa.types.is_timestamp(typ) or pa.types.is_date(typ):
             storage = pa.int64() if (pa.types.is_timestamp(typ) or pa.types.is_date64(typ)) else pa.int32()
@@ -116,34 +129,37 @@ def _bounds(arr: pa.ChunkedArray, typ: pa.DataType, prefix_len: int) -> tuple[An
             if has_nan:
                 work = ak.if_else(ak.is_nan(arr), pa.nulls(1, typ)[0], arr)
         mm = ak.min_max(work)
-        lo, hi = mm["min"].as_py(), mm["max"].as_py()
-        if lo is None:
-            return None, None
-        if pa.types.is_floating(typ):
-            lo = None if math.isinf(lo) else lo
-            hi = None if (has_nan or math.isinf(hi)) else hi
-            return lo, hi
-        if pa.types.is_decimal(typ):
-            return _RawNumber(_decimal_text(lo)), _RawNumber(_decimal_text(hi))
-        if pa.types.is_timestamp(typ):
-            return (_render_timestamp(lo, typ.unit, typ.tz), _render_timestamp(hi, typ.unit, typ.tz))
-        if pa.types.is_date32(typ):
-            epoch = _dt.date(1970, 1, 1)
-            return ((epoch + _dt.timedelta(days=lo)).isoformat(), (epoch + _dt.timedelta(days=hi)).isoformat())
-        if pa.types.is_date64(typ):
-            epoch = _dt.date(1970, 1, 1)
-            return ((epoch + _dt.timedelta(days=lo // 86_400_000)).isoformat(),
-                    (epoch + _dt.timedelta(days=hi // 86_400_000)).isoformat())
-        return lo, hi
-    if pa.types.is_string(typ) or pa.types.is_large_string(typ) or _is_string_view(typ):
+        return mm["min"].as_py(), mm["max"].as_py(), bool(has_nan)
+    if _is_text(typ):
         if _is_string_view(typ):
             arr = ak.cast(arr, pa.large_string())
         mm = ak.min_max(arr)
-        lo, hi = mm["min"].as_py(), mm["max"].as_py()
-        if lo is None:
-            return None, None
+        return mm["min"].as_py(), mm["max"].as_py(), False
+    return None, None, False
+
+
+def _render(lo: Any, hi: Any, has_nan: bool, typ: pa.DataType, prefix_len: int) -> tuple[Any, Any]:
+    """(min, max) rendered for JSON; either may be None when it cannot be stated."""
+    if lo is None:
+        return None, None
+    if pa.types.is_floating(typ):
+        lo = None if math.isinf(lo) else lo
+        hi = None if (has_nan or math.isinf(hi)) else hi
+        return lo, hi
+    if pa.types.is_decimal(typ):
+        return _RawNumber(_decimal_text(lo)), _RawNumber(_decimal_text(hi))
+    if pa.types.is_timestamp(typ):
+        return (_render_timestamp(lo, typ.unit, typ.tz), _render_timestamp(hi, typ.unit, typ.tz))
+    if pa.types.is_date32(typ):
+        epoch = _dt.date(1970, 1, 1)
+        return ((epoch + _dt.timedelta(days=lo)).isoformat(), (epoch + _dt.timedelta(days=hi)).isoformat())
+    if pa.types.is_date64(typ):
+        epoch = _dt.date(1970, 1, 1)
+        return ((epoch + _dt.timedelta(days=lo // 86_400_000)).isoformat(),
+                (epoch + _dt.timedelta(days=hi // 86_400_000)).isoformat())
+    if _is_text(typ):
         return truncate_min_string(lo, prefix_len), truncate_max_string(hi, prefix_len)
-    return None, None
+    return lo, hi
 
 
 def _is_string_view(typ: pa.DataType) -> bool:
@@ -201,66 +217,126 @@ class _Selector:
 
 
 # -------------------------------------------------------------------- public
+class _Leaf:
+    """Running statistics of one indexed leaf column."""
+
+    __slots__ = ("typ", "nulls", "lo", "hi", "has_nan", "failed")
+
+    def __init__(self, typ: pa.DataType):
+        self.typ = typ
+        self.nulls = 0
+        self.lo: Any = None
+        self.hi: Any = None
+        self.has_nan = False
+        self.failed = False      # a batch whose bounds could not be computed: no bound at all
+
+    def add(self, arr: Any) -> None:
+        self.nulls += arr.null_count
+        if arr.null_count == len(arr) or self.failed:
+            return
+        try:
+            lo, hi, nan = _raw_bounds(arr, self.typ)
+        except (OverflowError, ValueError, pa.ArrowException):
+            self.failed, self.lo, self.hi = True, None, None
+            return
+        self.has_nan = self.has_nan or nan
+        if lo is not None:
+            self.lo = lo if self.lo is None or lo < self.lo else self.lo
+        if hi is not None:
+            self.hi = hi if self.hi is None or hi > self.hi else self.hi
+
+
+class StatsCollector:
+    """The ``stats`` of one data file whose rows arrive in batches (a file written as a stream).
+
+    ``add`` each batch (the columns stored in the file, partition columns excluded, in table
+    schema order), then ``result``: the same JSON :func:`collect_stats` gives for all the rows
+    at once, with memory per indexed column instead of per row.
+    """
+
+    def __init__(self, configuration: dict[str, str] | None = None):
+        self._conf = configuration or {}
+        try:
+            self._prefix_len = int(self._conf.get(DATA_SKIPPING_STRING_PREFIX_LENGTH_PROPERTY,
+                                                  DATA_SKIPPING_STRING_PREFIX_LENGTH_DEFAULT))
+        except ValueError:
+            self._prefix_len = DATA_SKIPPING_STRING_PREFIX_LENGTH_DEFAULT
+        self._rows = 0
+        #: leaf path -> running statistics, in schema order (None until the first batch)
+        self._leaves: dict[tuple[str, ...], _Leaf] | None = None
+
+    @property
+    def num_records(self) -> int:
+        return self._rows
+
+    def add(self, data: "pa.Table | pa.RecordBatch") -> "StatsCollector":
+        if self._leaves is None:
+            self._leaves = {}
+            _select(data.schema, (), _Selector(self._conf), self._leaves)
+        self._rows += data.num_rows
+        columns = {(f.name,): data.column(i) for i, f in enumerate(data.schema)}
+        for path, leaf in self._leaves.items():
+            leaf.add(_leaf_column(columns, path))
+        return self
+
+    def result(self) -> str:
+        stats: dict[str, Any] = {"numRecords": self._rows}
+        mins: dict[str, Any] = {}
+        maxs: dict[str, Any] = {}
+        nulls: dict[str, Any] = {}
+        for path, leaf in (self._leaves or {}).items():
+            *parents, name = path
+            _nested(nulls, parents)[name] = leaf.nulls
+            lo, hi = _render(leaf.lo, leaf.hi, leaf.has_nan, leaf.typ, self._prefix_len)
+            if lo is not None:
+                _nested(mins, parents)[name] = lo
+            if hi is not None:
+                _nested(maxs, parents)[name] = hi
+        if mins:
+            stats["minValues"] = mins
+        if maxs:
+            stats["maxValues"] = maxs
+        if nulls:
+            stats["nullCount"] = nulls
+        return _dumps(stats)
+
+
 def collect_stats(data: pa.Table, configuration: dict[str, str] | None = None) -> str:
     """The ``stats`` JSON string of a data file holding exactly ``data``.
 
     ``data`` must be the columns stored in the file (partition columns excluded),
     in table schema order; ``configuration`` is the table's ``metaData.configuration``.
     """
-    conf = configuration or {}
-    try:
-        prefix_len = int(conf.get(DATA_SKIPPING_STRING_PREFIX_LENGTH_PROPERTY,
-                                  DATA_SKIPPING_STRING_PREFIX_LENGTH_DEFAULT))
-    except ValueError:
-        prefix_len = DATA_SKIPPING_STRING_PREFIX_LENGTH_DEFAULT
-    selector = _Selector(conf)
-    mins: dict[str, Any] = {}
-    maxs: dict[str, Any] = {}
-    nulls: dict[str, Any] = {}
-    _collect(((f.name, data.column(i)) for i, f in enumerate(data.schema)), (), selector,
-             prefix_len, mins, maxs, nulls)
-    stats: dict[str, Any] = {"numRecords": data.num_rows}
-    if mins:
-        stats["minValues"] = mins
-    if maxs:
-        stats["maxValues"] = maxs
-    if nulls:
-        stats["nullCount"] = nulls
-    return _dumps(stats)
+    return StatsCollector(configuration).add(data).result()
 
 
-def _collect(columns: Iterable[tuple[str, pa.ChunkedArray]], parent: tuple[str, ...], selector: _Selector,
-             prefix_len: int, mins: dict, maxs: dict, nulls: dict) -> None:
-    for name, arr in columns:
-        path = parent + (name,)
-        typ = arr.type
-        if pa.types.is_struct(typ):
-            children = arr.flatten()   # children with the parent's nulls applied
-            sub_min: dict[str, Any] = {}
-            sub_max: dict[str, Any] = {}
-            sub_null: dict[str, Any] = {}
-            _collect(((typ.field(i).name, children[i]) for i in range(typ.num_fields)), path, selector,
-                     prefix_len, sub_min, sub_max, sub_null)
-            if sub_min:
-                mins[name] = sub_min
-            if sub_max:
-                maxs[name] = sub_max
-            if sub_null:
-                nulls[name] = sub_null
-            continue
-        if not selector.take(path):
-            continue
-        nulls[name] = arr.null_count
-        if arr.null_count == len(arr):
-            continue
-        try:
-            lo, hi = _bounds(arr, typ, prefix_len)
-        except (OverflowError, ValueError, pa.ArrowException):
-            lo = hi = None      # e.g. a date beyond year 9999: no bound is better than a wrong one
-        if lo is not None:
-            mins[name] = lo
-        if hi is not None:
-            maxs[name] = hi
+def _select(schema: Any, parent: tuple[str, ...], selector: _Selector,
+            out: dict[tuple[str, ...], _Leaf]) -> None:
+    """The indexed leaves of ``schema`` (struct fields walked), in schema order."""
+    for f in schema:
+        path = parent + (f.name,)
+        if pa.types.is_struct(f.type):
+            _select([f.type.field(i) for i in range(f.type.num_fields)], path, selector, out)
+        elif selector.take(path):
+            out[path] = _Leaf(f.type)
+
+
+def _leaf_column(columns: dict[tuple[str, ...], Any], path: tuple[str, ...]) -> Any:
+    """The column at ``path``; a struct's children with the struct's nulls applied (``flatten``)."""
+    if path in columns:
+        return columns[path]
+    parent = _leaf_column(columns, path[:-1])
+    typ = parent.type
+    for i, child in enumerate(parent.flatten()):
+        columns[path[:-1] + (typ.field(i).name,)] = child
+    return columns[path]
+
+
+def _nested(root: dict[str, Any], parents: list[str]) -> dict[str, Any]:
+    node = root
+    for p in parents:
+        node = node.setdefault(p, {})
+    return node
 
 
 def _dumps(value: Any) -> str:

@@ -51,6 +51,12 @@ def normalize_uri(uri: str) -> tuple[str, str]:
     return parsed.scheme, uri.rstrip("/")
 
 
+def canonical_uri(uri: str) -> str:
+    """The one spelling of a table location (what :attr:`Storage.uri` returns): catalogs key tables by it."""
+    protocol, location = normalize_uri(uri)
+    return "file://" + location if protocol == "file" else location
+
+
 class Storage:
     """Access rooted at a table location.
 

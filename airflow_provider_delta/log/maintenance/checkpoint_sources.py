@@ -19,8 +19,9 @@ import pyarrow.parquet as pq
 from ..base.actions import Metadata, Protocol
 from ..read.checkpoint_reader import read_checkpoint
 from ..read.commit_reader import read_blobs
+from ..read.data_paths import filesystem_path, sidecar_location
 from ..base.errors import CorruptLogError
-from ..base.names import SIDECARS_DIR, LogFile
+from ..base.names import LogFile
 from ..read.protocol_metadata import load_protocol_metadata, newest_protocol_metadata
 from ..read.segment import LogSegment
 from ..base.storage import Storage
@@ -102,7 +103,7 @@ def _sidecar_file(storage: Storage, ref: dict[str, Any], version: int) -> LogFil
     path = str(ref.get("path") or "")
     if not path:
         raise CorruptLogError(f"checkpoint {version} names a sidecar without a path")
-    full = path if "://" in path or path.startswith("/") else storage.path(f"{SIDECARS_DIR}/{path}")
+    full = filesystem_path(storage, sidecar_location(path))
     return LogFile("checkpoint", version, full, int(ref.get("sizeInBytes") or 0), fmt="parquet")
 
 

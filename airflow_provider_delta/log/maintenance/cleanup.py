@@ -40,6 +40,7 @@ from ..base.errors import InvalidArgumentError, TimestampOutOfRangeError
 from ..base.features import EXPIRED_LOG_CLEANUP_PROPERTY, Operation, checkpoint_protection_boundary
 from ..read.history import version_at
 from ..base.intervals import log_retention_ms
+from ..base.catalog_store.table_source import ORPHAN_AGE_MS, CatalogTableSource
 from ..read.listing import LogListing, list_backfilled
 from ..base.names import COMMITS_DIR, LOG_DIR, SIDECARS_DIR, STAGED_COMMITS_DIR, parse_uuid_commit_name
 from ..read.snapshot import Snapshot
@@ -190,15 +191,31 @@ STALE_TEMP_AGE_MS = 86_400_000
 def _stale_temp_files(table: TableLog, older_than_ms: int) -> list[str]:
     """Hidden temporary files of our own naming, left in the log folders by killed writers."""
     out = []
-    for d in (LOG_DIR, COMMITS_DIR, SIDECARS_DIR):
+    for d in (LOG_DIR, COMMITS_DIR, STAGED_COMMITS_DIR, SIDECARS_DIR):
         for e in table.storage.list_dir(d):
             if OWN_TEMP_FILE.match(e.name) and e.mtime_ms < older_than_ms:
                 out.append(table.storage.relative(e.path))
     return sorted(out)
 
 
+def _abandoned_staged(table: TableLog, snapshot: Snapshot, older_than_ms: int, dry_run: bool) -> list[str]:
+    """Staged commits of a catalog-managed table that its catalog says can never be ratified
+    (multi-table transactions RFC: orphans of groups never ratified go with metadata cleanup)."""
+    source = table.commit_owner
+    if not isinstance(source, CatalogTableSource):
+        return []
+    names = [e.name for e in table.storage.list_dir(STAGED_COMMITS_DIR)]
+    gone = source.abandoned_staged_commits(snapshot.metadata.id, names, older_than_ms, dry_run)
+    rels = [f"{STAGED_COMMITS_DIR}/{n}" for n in gone]
+    if not dry_run:
+        for rel in rels:
+            table.storage.delete(rel)
+    return rels
+
+
 def cleanup_metadata(table: TableLog, now_ms: int | None = None, retention_ms: int | None = None,
-                     dry_run: bool = False, force: bool = False, truncate: str | None = "day") -> dict[str, Any]:
+                     dry_run: bool = False, force: bool = False, truncate: str | None = "day",
+                     orphan_age_ms: int = ORPHAN_AGE_MS) -> dict[str, Any]:
     """Delete expired log files by Delta Spark's rules; returns what was (or would be) deleted.
 
     ``retention_ms`` overrides ``delta.logRetentionDuration``. With
@@ -207,6 +224,11 @@ def cleanup_metadata(table: TableLog, now_ms: int | None = None, retention_ms: i
     (the oldest version kept, None if nothing can be deleted), the deleted paths by
     kind (``commits``, ``checkpoints``, ``checksums``, ``compactions``,
     ``unbackfilled``, ``sidecars``), all of them in ``deleted``, and ``dry_run``/``enabled``.
+
+    On a catalog-managed table opened with its catalog, ``abandoned_staged`` lists the staged
+    commits the catalog says can never be ratified (rejected, of aborted groups, or unclaimed
+    for ``orphan_age_ms``: see :meth:`CatalogTableSource.abandoned_staged_commits`); they go
+    whether or not a checkpoint allows anything else to go.
     """
     now = now_or(now_ms)
     if retention_ms is not None and (isinstance(retention_ms, bool) or not isinstance(retention_ms, int)
@@ -224,7 +246,7 @@ def cleanup_metadata(table: TableLog, now_ms: int | None = None, retention_ms: i
         "enabled": enabled, "dry_run": bool(dry_run), "cutoff_timestamp": cutoff_ts,
         "retention_ms": retention, "cutoff_version": None, "checkpoint_version": None,
         "commits": [], "checkpoints": [], "checksums": [], "compactions": [], "unbackfilled": [],
-        "sidecars": [], "temp_files": [], "deleted": [],
+        "sidecars": [], "temp_files": [], "abandoned_staged": [], "deleted": [],
     }
     if not enabled and not force:
         log.info("%s: %s=false, metadata cleanup skipped", table.uri, EXPIRED_LOG_CLEANUP_PROPERTY)
@@ -233,11 +255,13 @@ def cleanup_metadata(table: TableLog, now_ms: int | None = None, retention_ms: i
     if not dry_run:
         for rel in result["temp_files"]:
             table.storage.delete(rel)
+    result["abandoned_staged"] = _abandoned_staged(table, snapshot, now - orphan_age_ms, dry_run)
     plan = _plan_cleanup(table, snapshot, cutoff_ts)
     result.update(cutoff_version=plan.cutoff_version, checkpoint_version=plan.checkpoint_version,
                   commits=plan.commits, checkpoints=plan.checkpoints, checksums=plan.checksums,
                   compactions=plan.compactions, unbackfilled=plan.unbackfilled)
     if plan.checkpoint_version is None:
+        result["deleted"] = list(result["abandoned_staged"])
         return result
     # Oldest first, commits before their checkpoints: a crash part-way leaves a log whose
     # oldest remaining files still start at a version that can be rebuilt.
@@ -253,7 +277,7 @@ def cleanup_metadata(table: TableLog, now_ms: int | None = None, retention_ms: i
             for rel in sidecars:
                 table.storage.delete_with_crc_companion(rel)
     result["sidecars"] = sidecars
-    result["deleted"] = ordered + sidecars
+    result["deleted"] = ordered + sidecars + result["abandoned_staged"]
     log.info("%s: metadata cleanup %s %d files older than %s (kept from version %d)", table.uri,
              "would delete" if dry_run else "deleted", len(result["deleted"]), format_ms(cutoff_ts),
              plan.checkpoint_version)

@@ -20,19 +20,20 @@ from __future__ import annotations
 import logging
 import math
 import os
-import posixpath
 from dataclasses import dataclass
 from typing import Any, Iterable
-from urllib.parse import unquote, urlparse
+from urllib.parse import unquote
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..read.data_paths import ABSOLUTE_PATH_REGEX, Undecided, table_relative
 from ..read.deletion_vectors import dv_file_path
-from ..base.errors import InvalidArgumentError
+from ..base.errors import DeltaError, InvalidArgumentError
 from ..base.features import UNIVERSAL_FORMATS_PROPERTY, Operation
 from ..base.intervals import deleted_file_retention_ms
-from ..base.names import LOG_DIR
+from ..base.names import LOG_DIR, STAGED_COMMITS_DIR, parse_uuid_commit_name
+from ..read.commit_reader import parse_json_lines
 from ..read.snapshot import Snapshot
 from ..read.table_log import TableLog
 from ..base.timeutil import format_ms, now_or
@@ -92,6 +93,8 @@ def _walk_local(root: str, hidden) -> tuple[list[_Listed], list[str]]:
                 if e.is_dir(follow_symlinks=False):
                     dirs.append(rel)
                     stack.append(rel)
+                elif e.is_symlink() and e.is_dir():
+                    continue    # a link to a directory is no data file: live paths may go through it
                 elif e.is_file(follow_symlinks=False) or e.is_symlink():
                     try:
                         st = e.stat(follow_symlinks=False)
@@ -112,40 +115,35 @@ def _walk_remote(table: TableLog, hidden) -> list[_Listed]:
     return out
 
 
-def _relativize(paths: list[str], table: TableLog) -> list[str]:
-    """Log paths (relative, or absolute URIs) as root-relative paths; outside the root -> dropped."""
-    storage = table.storage
-    out = []
-    root = storage.root.rstrip("/") + "/"
+#: Log paths that are absolute (``scheme:/...`` or ``/...``) or hold ``.``/``..`` segments or
+#: doubled slashes: the few that go through :func:`~..read.data_paths.table_relative` one by one.
+_NOT_PLAIN = ABSOLUTE_PATH_REGEX + r"|(^|/)\.\.?(/|$)|//"
+
+
+@dataclass
+class _Referenced:
+    """What the log references under the root: exact root-relative paths, and the path parts of
+    references this package cannot place (a listed file whose path ends one of them is kept)."""
+
+    paths: pa.Array
+    undecided: list[str]
+
+    def keeps(self, rel: str) -> bool:
+        return any(p == "/" + rel or p.endswith("/" + rel) for p in self.undecided)
+
+
+def _place(storage, paths: list[str], out: list[str], undecided: list[str]) -> None:
+    """Add each path's root-relative form to ``out`` (outside the root: nothing), or to ``undecided``."""
     for p in paths:
-        if "://" in p or p.startswith("/") or p.startswith("file:"):
-            if storage.is_local:
-                u = urlparse(p)
-                local = unquote(u.path) if u.scheme == "file" else (p if not u.scheme else None)
-                if local is None or not os.path.abspath(local).startswith(root):
-                    continue
-                out.append(os.path.abspath(local)[len(root):])
-            elif p.startswith(root):
-                out.append(p[len(root):])
-            continue
-        out.append(p)
-    return out
+        where = table_relative(storage, p)
+        if isinstance(where, Undecided):
+            undecided.append(where.path)
+        elif where is not None:
+            out.append(where)
 
 
-def _normalize_dots(paths: pa.Array) -> pa.Array:
-    """Resolve ``.``/``..`` segments and doubled slashes (as Hadoop's Path does); rare, so in Python."""
-    odd = pc.fill_null(pc.match_substring_regex(paths, r"(^|/)\.\.?(/|$)|//"), False)
-    if not pc.any(odd).as_py():
-        return paths
-    fixed = []
-    for p in paths.filter(odd).to_pylist():
-        n = posixpath.normpath(p)
-        fixed.append(None if n == ".." or n.startswith("../") else n)  # outside the root: no file here
-    return pa.concat_arrays([paths.filter(pc.invert(odd)), pa.array(fixed, pa.string())])
-
-
-def _dv_relative_paths(dv: pa.Array) -> list[str]:
-    """Table-relative paths of deletion vector files referenced by a DV struct column."""
+def _dv_paths(dv: pa.Array) -> list[str]:
+    """Paths of the deletion vector files a DV struct column references (relative or absolute)."""
     if dv.null_count == len(dv):
         return []
     st = dv.field("storageType")
@@ -156,14 +154,22 @@ def _dv_relative_paths(dv: pa.Array) -> list[str]:
         if not value:
             continue
         try:
-            out.append(dv_file_path({"storageType": storage_type, "pathOrInlineDv": value}))
+            path = dv_file_path({"storageType": storage_type, "pathOrInlineDv": value})
         except ValueError:
             continue
+        out.append(path)
+        if storage_type == "p" and path != value:
+            out.append(value)       # kept under its raw spelling too: a writer may not have encoded it
     return out
 
 
-def _valid_paths(table: TableLog, snapshot: Snapshot, delete_before: int) -> pa.Array:
-    """Every root-relative path the latest snapshot or a young-enough tombstone references."""
+def _valid_paths(table: TableLog, snapshot: Snapshot, delete_before: int) -> _Referenced:
+    """Every root-relative path the latest snapshot or a young-enough tombstone references.
+
+    Paths come decoded from the snapshot; every form the reader opens (relative, absolute URI
+    of this root under any scheme of its store, scheme-less absolute) is placed by the one rule
+    in :mod:`..read.data_paths`.
+    """
     table_retention = deleted_file_retention_ms(snapshot.metadata.configuration)
     files = snapshot.files()
     # tombstones() keeps deletion_timestamp > now - table retention; ask for those > delete_before - 1
@@ -171,24 +177,43 @@ def _valid_paths(table: TableLog, snapshot: Snapshot, delete_before: int) -> pa.
     keep = pc.greater_equal(pc.fill_null(tomb.column("deletion_timestamp"), 0), delete_before)
     tomb = tomb.filter(keep)
     parts: list[pa.Array] = []
+    placed: list[str] = []
+    undecided: list[str] = []
     for t in (files, tomb):
         if t.num_rows == 0:
             continue
-        paths = t.column("path").combine_chunks()
-        absolute = pc.fill_null(pc.or_(pc.match_substring(paths, "://"), pc.starts_with(paths, "/")), False)
-        if pc.any(absolute).as_py():
-            relative = paths.filter(pc.invert(absolute))
-            fixed = _relativize(paths.filter(absolute).to_pylist(), table)
-            paths = pa.concat_arrays([relative, pa.array(fixed, pa.string())])
-        parts.append(_normalize_dots(paths))
+        paths = t.column("path").combine_chunks().cast(pa.string())
+        odd = pc.fill_null(pc.match_substring_regex(paths, _NOT_PLAIN), False)
+        if pc.any(odd).as_py():
+            _place(table.storage, paths.filter(odd).to_pylist(), placed, undecided)
+            paths = paths.filter(pc.invert(odd))
+        parts.append(paths)
         if "deletion_vector" in t.column_names:
-            dv = t.column("deletion_vector").combine_chunks()
-            dvs = _relativize(_dv_relative_paths(dv), table)
-            if dvs:
-                parts.append(pa.array(dvs, pa.string()))
-    if not parts:
-        return pa.array([], pa.string())
-    return pa.concat_arrays([p.cast(pa.string()) for p in parts])
+            _place(table.storage, _dv_paths(t.column("deletion_vector").combine_chunks()), placed, undecided)
+    parts.append(pa.array(placed, pa.string()))
+    return _Referenced(pa.concat_arrays(parts), undecided)
+
+
+def _staged_data_paths(table: TableLog, snapshot: Snapshot) -> list[str] | None:
+    """Data files that staged commits after ``snapshot`` add (catalog-managed tables): a staged or
+    in-flight commit or multi-table transaction may still be ratified and then reference them, so
+    vacuum keeps them (cleanup removes abandoned staged commits first). None: a staged commit could
+    not be read, so vacuum deletes nothing (fail safe)."""
+    paths: list[str] = []
+    for e in table.storage.list_dir(STAGED_COMMITS_DIR):
+        parsed = parse_uuid_commit_name(e.name)
+        if parsed is None or parsed[0] <= snapshot.version:
+            continue
+        rel = f"{STAGED_COMMITS_DIR}/{e.name}"
+        try:
+            actions = parse_json_lines(table.storage.read_bytes(rel), rel)
+        except FileNotFoundError:
+            continue                  # went meanwhile (rejected, aborted or cleaned up)
+        except DeltaError as err:
+            log.warning("vacuum of %s deletes nothing: staged commit %s cannot be read (%s)", table.uri, rel, err)
+            return None
+        paths += [unquote(a["add"]["path"]) for a in actions if a.get("add") is not None]
+    return paths
 
 
 def vacuum(table: TableLog, retention_hours: float | None = None, dry_run: bool = True,
@@ -230,12 +255,17 @@ def vacuum(table: TableLog, retention_hours: float | None = None, dry_run: bool 
     else:
         listed, dirs = _walk_remote(table, hidden), []
     valid = _valid_paths(table, snapshot, delete_before)
-    candidates = [f for f in listed if f.mtime_ms < delete_before]
+    staged = _staged_data_paths(table, snapshot)
+    if staged:
+        extra: list[str] = []
+        _place(table.storage, staged, extra, valid.undecided)
+        valid = _Referenced(pa.concat_arrays([valid.paths, pa.array(extra, pa.string())]), valid.undecided)
+    candidates = [f for f in listed if f.mtime_ms < delete_before] if staged is not None else []
     to_delete: list[_Listed] = []
     if candidates:
         cand = pa.array([f.rel for f in candidates], pa.string())
-        referenced = pc.is_in(cand, value_set=pc.unique(valid)).to_numpy(zero_copy_only=False)
-        to_delete = [f for f, ref in zip(candidates, referenced) if not ref]
+        referenced = pc.is_in(cand, value_set=pc.unique(valid.paths)).to_numpy(zero_copy_only=False)
+        to_delete = [f for f, ref in zip(candidates, referenced) if not ref and not valid.keeps(f.rel)]
     to_delete.sort(key=lambda f: f.rel)
     dirs_deleted = 0
     if not dry_run:

@@ -17,10 +17,11 @@ import pyarrow as pa
 from ..base import arrow_kernels as ak
 from ..base.action_schemas import ADD_FIELDS, REMOVE_FIELDS, empty_file_actions
 from ..base.errors import CorruptLogError
-from ..base.names import SIDECARS_DIR, LogFile
+from ..base.names import LogFile
 from ..base.parquet_file import ParquetFile
 from ..base.records import Record
 from .column_mapping import partition_keys_of
+from .data_paths import open_path, sidecar_location
 from .replay import file_actions_from_struct, parse_json_logs
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -60,6 +61,16 @@ def _open_parquet(storage: "Storage", path: str) -> ParquetFile:
         raise
     except Exception as e:  # pyarrow raises several types for a damaged file
         raise CorruptLogError(f"checkpoint {path} cannot be read as parquet: {e}", path=path) from None
+
+
+def _open_parquet_at(storage: "Storage", log_path: str) -> ParquetFile:
+    """A parquet file a log action names (table-relative or absolute; :mod:`.data_paths`)."""
+    try:
+        return ParquetFile(open_path(storage, log_path))
+    except FileNotFoundError:
+        raise
+    except Exception as e:  # pyarrow raises several types for a damaged file
+        raise CorruptLogError(f"checkpoint {log_path} cannot be read as parquet: {e}", path=log_path) from None
 
 
 def _non_file_columns(pf: ParquetFile, with_pm: bool, with_others: bool) -> list[str]:
@@ -201,12 +212,9 @@ def read_checkpoint(storage: "Storage", files: list[LogFile], version: int,
     if with_files:
         for sc in sidecars:
             path = sc["path"]
-            full = path if "://" in path or path.startswith("/") else storage.path(f"{SIDECARS_DIR}/{path}")
-            if full.startswith("file:"):
-                full = full[5:].lstrip("/")
-                full = "/" + full
+            full = sidecar_location(path)
             try:
-                pf = _open_parquet(storage, full)
+                pf = _open_parquet_at(storage, full)
             except FileNotFoundError:
                 raise CorruptLogError(f"checkpoint {version} names sidecar {path}, which is missing",
                                       path=full) from None
@@ -253,4 +261,10 @@ def sidecar_names(storage: "Storage", f: LogFile) -> set[str]:
             return set()
         col = pf.read(columns=["sidecar"]).column("sidecar")
         refs = [r for r in ak.filter(col, ak.is_valid(col)).to_pylist()]
-    return {str(r["path"]).rstrip("/").rsplit("/", 1)[-1] for r in refs if r and r.get("path")}
+    names = set()
+    for r in refs:
+        if r and r.get("path"):
+            raw = str(r["path"])
+            for spelling in (raw, sidecar_location(raw)):   # raw too: a writer may not have encoded it
+                names.add(spelling.rstrip("/").rsplit("/", 1)[-1])
+    return names

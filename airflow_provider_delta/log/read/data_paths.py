@@ -1,32 +1,182 @@
-"""Opening the files a log action points at: table-relative paths and absolute URIs alike.
+"""Where the files a log action names live: table-relative paths and absolute URIs alike.
 
-``add.path`` and a ``p`` deletion vector's path may be relative to the table root
-(the usual case) or absolute URIs (``s3://...``, ``file:/...``; shallow clones and
-some writers). Data files and DV files are opened through this one rule, with the
-table's storage options, so both kinds of reference behave the same.
+``add.path``/``remove.path`` and a ``p`` deletion vector's path are URIs (PROTOCOL.md,
+"Add File and Remove File"): usually relative to the table root, sometimes absolute
+(``s3://bucket/t/x.parquet``, Hadoop's ``file:/t/x.parquet``, ``file:///t/x.parquet``,
+or a scheme-less ``/t/x.parquet`` on the table's own file system; shallow clones and
+some writers). This module is the one rule that says where such a path points, given
+paths as the read engine hands them out (already percent-decoded):
+
+- the reader opens data and DV files through :func:`open_path`;
+- vacuum and metadata cleanup, which delete files, ask :func:`table_relative` whether a
+  path names a file under the table root. It answers a root-relative path, ``None`` for a
+  file that is certainly elsewhere, or :class:`Undecided` when it cannot tell (another
+  file-system scheme that may alias this one), so a caller that deletes can keep every
+  file the path might name.
+
+Schemes that reach the same store under different names (``s3``/``s3a``/``s3n``,
+``gs``/``gcs``, ``abfs``/``abfss``, ``wasb``/``wasbs``) are one store here, as Hadoop's
+file systems make them.
 """
 from __future__ import annotations
 
-from typing import IO
+import os
+import posixpath
+import re
+from typing import IO, NamedTuple
+from urllib.parse import unquote
 
+from ..base.names import SIDECARS_DIR
 from ..base.storage import Storage, normalize_uri
+
+#: Scheme -> the store it names; schemes of one store reach the same objects.
+_STORE_OF_SCHEME = {
+    "file": "file", "s3": "s3", "s3a": "s3", "s3n": "s3", "gs": "gs", "gcs": "gs",
+    "abfs": "abfs", "abfss": "abfs", "wasb": "wasb", "wasbs": "wasb", "adl": "adl",
+    "az": "az", "memory": "memory", "hdfs": "hdfs", "http": "http", "https": "https",
+}
+
+
+#: RFC 3986: ALPHA *( ALPHA / DIGIT / "+" / "-" / "." )
+_SCHEME_PATTERN = r"[A-Za-z][A-Za-z0-9+.-]*"
+_SCHEME = re.compile(_SCHEME_PATTERN)
+#: A regular expression matching the start of every absolute log path (``scheme:/`` or ``/``), for
+#: vectorized kernels that send only those through :func:`table_relative`.
+ABSOLUTE_PATH_REGEX = rf"^/|^{_SCHEME_PATTERN}:/"
+
+
+class SplitUri(NamedTuple):
+    """An absolute log path split by hand: ``urlparse`` would cut a decoded name at ``#`` or ``?``."""
+
+    scheme: str          # lower-case; "" for a scheme-less absolute path ("/t/x.parquet")
+    authority: str       # bucket, container@account, host; "" for local paths
+    path: str            # absolute, starting with "/"
+
+
+class Undecided(NamedTuple):
+    """A path this package cannot place relative to the table root (a scheme that may alias it).
+
+    ``path`` is the path part of the URI: a file under the root whose root-relative path it
+    ends with may be the one it names.
+    """
+
+    path: str
 
 
 def is_uri(path: str) -> bool:
     """True for an absolute URI (``scheme://...`` or Hadoop's ``file:/...``), False for a table path."""
-    return "://" in path or path.startswith("file:")
+    return split_uri(path) is not None and not path.startswith("/")
+
+
+def split_uri(path: str) -> SplitUri | None:
+    """``scheme``, ``authority`` and ``path`` of an absolute log path; None for a table-relative one.
+
+    Only ``scheme:/...`` counts as a URI, with a scheme of RFC 3986 characters: paths arrive
+    decoded, and a decoded relative name may hold a colon (``ts=00:00:00/x.parquet``). A
+    one-letter scheme is a Windows drive letter, so such a path is an absolute local path.
+    """
+    if path.startswith("/"):
+        return SplitUri("", "", path)
+    scheme, sep, rest = path.partition(":")
+    if not sep or not rest.startswith("/") or not _SCHEME.fullmatch(scheme):
+        return None
+    if len(scheme) == 1:                       # C:/x: a drive letter
+        return SplitUri("file", "", path)
+    if rest.startswith("//"):
+        authority, slash, tail = rest[2:].partition("/")
+        return SplitUri(scheme.lower(), authority, "/" + tail if slash else "/")
+    return SplitUri(scheme.lower(), "", rest if rest.startswith("/") else "/" + rest)
+
+
+def _store(scheme: str) -> str | None:
+    return _STORE_OF_SCHEME.get(scheme)
+
+
+def _under(root: str, path: str) -> str | None:
+    """``path`` relative to ``root`` (both absolute, '/'-separated), None when outside."""
+    norm = posixpath.normpath(path)
+    root = root.rstrip("/")
+    if norm == root or not norm.startswith(root + "/"):
+        return None
+    return norm[len(root) + 1:]
+
+
+def _resolved_dirs(path: str) -> str:
+    """A local absolute path with the symlinks of its directories resolved (not of the file itself,
+    which vacuum lists under its own name): the root and the log may reach one directory by
+    different names (a table opened through a symlink, an add naming the root's link)."""
+    head, tail = os.path.split(os.path.abspath(path))
+    return os.path.join(os.path.realpath(head), tail)
+
+
+def _relative_path(path: str) -> str | None:
+    """A table-relative log path with ``.`` and ``..`` resolved (as Hadoop's Path does); None above the root."""
+    norm = posixpath.normpath(path)
+    return None if norm in (".", "..") or norm.startswith("../") or norm.startswith("/") else norm
+
+
+def table_relative(storage: Storage, path: str) -> str | Undecided | None:
+    """Where a (decoded) log path points: a root-relative path, None (outside the table), or Undecided."""
+    parts = split_uri(path)
+    if parts is None:
+        return _relative_path(path)
+    if storage.is_local:
+        if parts.scheme in ("", "file"):
+            if parts.authority not in ("", "localhost"):
+                return None                                   # a file on another host
+            return _under(os.path.realpath(storage.root), _resolved_dirs(parts.path))
+        return None if _store(parts.scheme) is not None else Undecided(parts.path)
+    root = split_uri(storage.root)
+    assert root is not None, "a non-local table root is a URL"
+    if parts.scheme == "":                                    # absolute on the table's own store
+        return _under(root.path, parts.path)
+    same_store = _store(parts.scheme) is not None and _store(parts.scheme) == _store(root.scheme)
+    if same_store:
+        return _under(root.path, parts.path) if parts.authority == root.authority else None
+    if _store(parts.scheme) is not None and _store(root.scheme) is not None:
+        return None                                           # another known store: not this table's file
+    return Undecided(parts.path)
+
+
+def sidecar_location(path: str) -> str:
+    """A ``sidecar`` action's path as a decoded log path: sidecar paths are percent-encoded and,
+    when relative, relative to ``_delta_log/_sidecars`` (PROTOCOL.md "Sidecar File Information")."""
+    decoded = unquote(path)
+    return decoded if split_uri(decoded) is not None else f"{SIDECARS_DIR}/{decoded}"
+
+
+def _local_path(parts: SplitUri) -> str:
+    """The local path of a ``file:``/scheme-less URI (``file://host/x`` is the UNC path ``//host/x``)."""
+    if parts.authority in ("", "localhost"):
+        return parts.path
+    return "//" + parts.authority + parts.path
+
+
+def filesystem_path(storage: Storage, path: str) -> str:
+    """What ``storage``'s own file system opens for a (decoded) log path: the root-joined path of a
+    relative one, the local path of a ``file:`` or scheme-less URI on a local table, else the URI."""
+    parts = split_uri(path)
+    if parts is None:
+        return storage.path(path)
+    if storage.is_local and parts.scheme in ("", "file"):
+        return _local_path(parts)
+    return path
 
 
 def open_path(storage: Storage, path: str) -> str | IO[bytes]:
     """Something pyarrow can read: a local path, or an open binary file."""
-    if is_uri(path):
-        protocol, location = normalize_uri(path)    # Hadoop's file:/x and file:///x alike
-        if protocol == "file":
-            return location
-        other = Storage(location, storage.storage_options)   # rooted at the file itself
-        return other.files.open(other.path())
-    full = storage.path(path)
-    return full if storage.is_local else storage.files.open(full)
+    parts = split_uri(path)
+    if parts is None:
+        full = storage.path(path)
+        return full if storage.is_local else storage.files.open(full)
+    if parts.scheme == "file" or (parts.scheme == "" and storage.is_local):
+        return _local_path(parts)
+    if parts.scheme == "":                                    # absolute on the table's own store
+        root = split_uri(storage.root)
+        assert root is not None, "a non-local table root is a URL"
+        path = f"{root.scheme}://{root.authority}{parts.path}"
+    other = Storage(path, storage.storage_options)          # rooted at the file itself
+    return other.files.open(other.path())
 
 
 def read_path_bytes(storage: Storage, path: str) -> bytes:
@@ -37,3 +187,18 @@ def read_path_bytes(storage: Storage, path: str) -> bytes:
             return f.read()
     with src:
         return src.read()
+
+
+def path_exists(storage: Storage, path: str) -> bool:
+    """Whether the file at (decoded log path) ``path``, table-relative or absolute, is there."""
+    parts = split_uri(path)
+    if parts is None:
+        return storage.exists(path)
+    if parts.scheme == "file" or (parts.scheme == "" and storage.is_local):
+        return os.path.exists(_local_path(parts))
+    if parts.scheme == "":                                    # absolute on the table's own store
+        root = split_uri(storage.root)
+        assert root is not None, "a non-local table root is a URL"
+        path = f"{root.scheme}://{root.authority}{parts.path}"
+    other = Storage(path, storage.storage_options)
+    return other.files.exists(other.path())

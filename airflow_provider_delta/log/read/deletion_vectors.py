@@ -25,6 +25,7 @@ import struct
 import uuid
 import zlib
 from typing import Any
+from urllib.parse import unquote
 
 import numpy as np
 
@@ -89,11 +90,15 @@ def _z85_words(raw: bytes) -> np.ndarray:
 
 
 def dv_file_path(descriptor: dict[str, Any]) -> str | None:
-    """Where a ``u`` or ``p`` descriptor's DV file is (table-relative for ``u``); None for inline."""
+    """Where a ``u`` or ``p`` descriptor's DV file is (table-relative for ``u``); None for inline.
+
+    A ``p`` descriptor holds an absolute path in URI form, URL-encoded as Delta Spark writes it
+    (shallow clones: ``file:/data/my%20table/deletion_vector_....bin``): decoded here.
+    """
     storage_type = descriptor.get("storageType")
     value = descriptor.get("pathOrInlineDv") or ""
     if storage_type == "p":
-        return value
+        return unquote(value)           # an absolute URI, percent-encoded like every log path
     if storage_type != "u":
         return None
     if len(value) < _UUID_Z85_LEN:

@@ -195,8 +195,19 @@ def add_ratified_tail(storage: Storage, listing: LogListing, source: CommitSourc
     backfill, a cleanup) makes this return False, and the caller lists afresh.
     """
     start = (listing.max_backfilled if listing.max_backfilled is not None else -1) + 1
-    resp = source.get_commits(table_id, start)
-    tail = sorted((c for c in resp.commits if c.version >= start), key=lambda c: c.version)
+    if source.authoritative_latest:
+        # catalog-managed (PROTOCOL.md, "Reading Catalog-managed Tables"): the catalog's commits win
+        # over published files of the same version, and files after its latest version are ignored
+        resp = source.get_commits(table_id, 0)
+        tail = sorted(resp.commits, key=lambda c: c.version)
+        if resp.latest_table_version >= 0:
+            _ignore_after(listing, resp.latest_table_version)
+        if tail:   # what the log holds at the catalog's versions is not the table's: the catalog's is
+            _ignore_after(listing, tail[0].version - 1)
+        start = (listing.max_backfilled if listing.max_backfilled is not None else -1) + 1
+    else:
+        resp = source.get_commits(table_id, start)
+        tail = sorted((c for c in resp.commits if c.version >= start), key=lambda c: c.version)
     for a, b in zip(tail, tail[1:]):
         if b.version != a.version + 1:
             return False                      # the source's own answer has a hole: ask again
@@ -222,6 +233,17 @@ def add_ratified_tail(storage: Storage, listing: LogListing, source: CommitSourc
     listing.owner_timestamps = {c.version: c.commit_timestamp for c in tail}
     listing.file_ts = None
     return True
+
+
+def _ignore_after(listing: LogListing, latest: int) -> None:
+    """PROTOCOL.md, reading catalog-managed tables: "clients must ignore any files with versions
+    greater than the latest ratified commit version returned by the catalog" (a reader that
+    asked the catalog first must not see a commit published after that answer)."""
+    for v in [v for v in listing.commits if v > latest]:   # (also used to drop a catalog-supplied range)
+        del listing.commits[v]
+    for v in [v for v in listing.checkpoints if v > latest]:
+        del listing.checkpoints[v]
+    listing.compactions[:] = [c for c in listing.compactions if c.end_version <= latest]
 
 
 def list_log(storage: Storage, source: CommitSource | None = None,

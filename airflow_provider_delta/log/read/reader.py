@@ -16,7 +16,7 @@ use logical names.
 """
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any, Iterator, Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -100,7 +100,9 @@ def partition_table(snap: Readable, files: pa.Table) -> pa.Table:
     return pa.table(cols, names=names) if cols else pa.table({"__n": pa.nulls(files.num_rows)}).drop(["__n"])
 
 
-def _prune(snap: Readable, files: pa.Table, filter: Any) -> pa.Table:
+def prune_by_partition(snap: Readable, files: pa.Table, filter: Any) -> pa.Table:
+    """The rows of ``files`` whose partition values may satisfy ``filter`` (atoms on other columns
+    count as true here: they are applied to the rows later)."""
     if filter is None or not snap.partition_columns or files.num_rows == 0:
         return files
     parts = partition_table(snap, files)
@@ -123,7 +125,7 @@ def read_rows(snap: Readable, columns: list[str] | None = None, filter: Any = No
         missing = [c for c in columns if schema.get_field_index(c) < 0]
         if missing:
             raise InvalidArgumentError(f"columns {missing} are not in the table schema {schema.names}")
-    files = _prune(snap, snap.files(), filter)
+    files = prune_by_partition(snap, snap.files(), filter)
     result = read_files(snap, files)
     if isinstance(filter, ak.Expression):
         result = result.filter(filter)
@@ -153,17 +155,7 @@ def read_files(snap: Readable, files: pa.Table) -> pa.Table:
     paths = files.column("path").to_pylist()
     dvs = files.column("deletion_vector").to_pylist() if files.num_rows else []
     for i, path in enumerate(paths):
-        try:
-            # not pq.read_table: that one goes through pyarrow.dataset, which imports pandas
-            t = ParquetFile(open_path(snap.storage, path), coerce_int96_timestamp_unit="us").read()
-        except FileNotFoundError:
-            if "\ufffd" in path:   # what percent-decoding leaves of bytes that are not UTF-8
-                raise CorruptLogError(
-                    f"{snap.uri} version {snap.version}: data file path {path!r} is not valid UTF-8 once "
-                    "percent-decoded (Delta paths are UTF-8 URIs); the log is corrupt", path=path) from None
-            raise DataFileNotFoundError(
-                f"{snap.uri} version {snap.version} references data file {path!r}, which does not "
-                "exist (deleted by hand, or vacuumed with too short a retention?)", path=path) from None
+        t = open_data_file(snap, path).read()
         if dvs[i] is not None:
             deleted = read_deletion_vector(snap.storage, dvs[i], dv_cache)
             t = ak.filter(t, ab.from_numpy(deleted_mask(t.num_rows, deleted, f"{snap.uri}: data file {path}")))
@@ -178,3 +170,52 @@ def read_files(snap: Readable, files: pa.Table) -> pa.Table:
     if pieces:
         return pa.concat_tables(pieces, promote_options="permissive")
     return ab.empty_table(out_schema)
+
+
+def open_data_file(snap: Readable, path: str) -> ParquetFile:
+    """The data file ``path`` of ``snap`` opened for reading; a typed error when it is gone."""
+    try:
+        # not pq.read_table: that one goes through pyarrow.dataset, which imports pandas
+        return ParquetFile(open_path(snap.storage, path), coerce_int96_timestamp_unit="us")
+    except FileNotFoundError:
+        if "\ufffd" in path:   # what percent-decoding leaves of bytes that are not UTF-8
+            raise CorruptLogError(
+                f"{snap.uri} version {snap.version}: data file path {path!r} is not valid UTF-8 once "
+                "percent-decoded (Delta paths are UTF-8 URIs); the log is corrupt", path=path) from None
+        raise DataFileNotFoundError(
+            f"{snap.uri} version {snap.version} references data file {path!r}, which does not "
+            "exist (deleted by hand, or vacuumed with too short a retention?)", path=path) from None
+
+
+def data_fields(snap: Readable) -> list[pa.Field]:
+    """The table's columns stored in data files (partition columns live in the log), logical names."""
+    pset = set(snap.partition_columns)
+    return [f for f in snap.schema if f.name not in pset]
+
+
+def file_batches(snap: Readable, path: str, deletion_vector: dict[str, Any] | None,
+                 fields: list[pa.Field] | None = None) -> Iterator[pa.Table]:
+    """The live rows of one data file, a row group at a time (memory: about one row group).
+
+    The same rules as :func:`read_files` without the partition columns: deleted rows
+    (deletion vector) dropped, each of ``fields`` (default: :func:`data_fields`) found by
+    physical name or field id and conformed to its logical type, nulls when the file
+    predates the column. For rewriting files (optimize) without holding a whole file.
+    """
+    mode = mapping_mode(snap.configuration, snap.uri)
+    fields = data_fields(snap) if fields is None else fields
+    names = [f.name for f in fields]
+    source = open_data_file(snap, path)
+    keep = None
+    if deletion_vector is not None:
+        deleted = read_deletion_vector(snap.storage, deletion_vector)
+        keep = deleted_mask(source.num_rows, deleted, f"{snap.uri}: data file {path}")
+    stored = [stored_name(f, mode) for f in fields] if mode != "id" else None   # ids: found in the whole file
+    start = 0
+    for t in source.iter_row_groups(stored):
+        n = t.num_rows
+        if keep is not None:
+            t = ak.filter(t, ab.from_numpy(keep[start:start + n]))
+        start += n
+        if t.num_rows:
+            yield pa.Table.from_arrays([file_column(t, f, mode) for f in fields], names=names)

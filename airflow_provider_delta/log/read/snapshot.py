@@ -27,10 +27,10 @@ from ..base.actions import Metadata, Protocol
 from .checkpoint_reader import read_checkpoint
 from .column_mapping import partition_keys, partition_keys_of
 from .commit_reader import CommitBlobs, read_blobs
-from ..base.commit_source import CommitSource
+from ..base.commit_source import CommitSource, require_through
 from .commit_timestamps import commit_timestamp
 from ..base.errors import CorruptLogError, VersionNotFoundError
-from ..base.features import Operation, commits_are_coordinated, require
+from ..base.features import Operation, commits_are_coordinated
 from ..base.intervals import deleted_file_retention_ms, set_transaction_retention_ms
 from .listing import LogListing
 from .managed_state import validate_managed_state
@@ -321,9 +321,7 @@ def _empty(columns: list[str]) -> pa.Table:
 
 def _check(log: LogAccess, protocol: Protocol, metadata: Metadata, version: int) -> None:
     """Every snapshot: the reader protocol is one we honour, and managed-commit state is valid."""
-    source = log.commit_source
-    require(protocol, Operation.READ, f"{log.uri} at version {version}",
-            source.served_reader_features if source is not None else frozenset())
+    require_through(log.commit_source, protocol, Operation.READ, f"{log.uri} at version {version}")
     validate_managed_state(protocol, metadata)
 
 

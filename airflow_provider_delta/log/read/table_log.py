@@ -13,9 +13,9 @@ from __future__ import annotations
 from typing import Any
 
 from .commit_reader import parse_json_lines, read_listed_commit
-from ..base.commit_source import CommitSource
+from ..base.commit_source import CommitSource, require_through
 from ..base.errors import InvalidArgumentError
-from ..base.features import Operation, require
+from ..base.features import Operation
 from .history import history, version_at
 from .listing import LogListing, list_log
 from ..base.names import commit_path
@@ -58,6 +58,16 @@ class TableLog:
         #: newest backfilled version a listing of this object saw: polls list from there on
         self._known_backfilled: int | None = None
 
+    def through(self, source: CommitSource) -> "TableLog":
+        """The same table read through another commit source (e.g. one catalog state, pinned)."""
+        other = TableLog.__new__(TableLog)
+        other.storage = self.storage
+        other.commit_owner = source
+        other._table_id = self._table_id
+        other._snapshot_cache = None
+        other._known_backfilled = None
+        return other
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.uri!r})"
 
@@ -96,10 +106,7 @@ class TableLog:
 
     def require(self, snapshot: Snapshot, operation: Operation) -> None:
         """The table-feature gate for ``operation`` on ``snapshot``'s protocol (see :func:`.features.require`)."""
-        source = self.commit_owner
-        require(snapshot.protocol, operation, f"{self.uri} at version {snapshot.version}",
-                source.served_reader_features if source is not None else frozenset(),
-                source.allows_maintenance if source is not None else False)
+        require_through(self.commit_owner, snapshot.protocol, operation, f"{self.uri} at version {snapshot.version}")
 
     # ------------------------------------------------------------------ reads
     def snapshot(self, version: int | None = None, timestamp: Any = None,

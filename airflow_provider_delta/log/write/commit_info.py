@@ -22,9 +22,11 @@ def engine_info() -> str:
     return f"{ENGINE_NAME}/{__version__}"
 
 
-def param_value(value: Any) -> str | None:
-    """Delta Spark stores operation parameters as strings; structured values as JSON text."""
-    if value is None or isinstance(value, str):
+def param_value(value: Any) -> str | bool | int | float | None:
+    """Delta Spark writes each operation parameter as its JSON encoding: strings as strings,
+    booleans and numbers as JSON booleans and numbers (``"auto":false`` of OPTIMIZE, ``"version":1``
+    of RESTORE); structured values it encodes to JSON text first (``"zOrderBy":"[\"x\"]"``), as we do."""
+    if value is None or isinstance(value, (str, bool, int, float)):
         return value
     return json.dumps(value, separators=(",", ":"), default=str)
 
@@ -50,11 +52,21 @@ class CommitProvenance:
     job: dict[str, Any] | None = None
     operation_metrics: dict[str, Any] = field(default_factory=dict)
     txn_id: str = ""
+    #: ``commitInfo.tags`` (string map), e.g. the multi-table transaction id of a group's commit
+    tags: dict[str, str] = field(default_factory=dict)
 
 
-def operation_metrics(adds: list[AddFile], removes: list[RemoveFile], extra: dict[str, Any]) -> dict[str, str]:
+#: Operations whose metrics are exactly the caller's: Delta Spark records only its own set for them
+#: (``DeltaOperationMetrics.OPTIMIZE``, ``RESTORE``, ``CLONE``), not the write metrics every data commit gets.
+OWN_METRICS_OPERATIONS = frozenset({"OPTIMIZE", "REORG", "RESTORE", "CLONE"})
+
+
+def operation_metrics(adds: list[AddFile], removes: list[RemoveFile], extra: dict[str, Any],
+                      operation: str = "WRITE") -> dict[str, str]:
     """Delta Spark's write metrics (as strings), plus the caller's."""
     m: dict[str, Any] = {}
+    if operation in OWN_METRICS_OPERATIONS:
+        return {k: str(v) for k, v in extra.items()}
     if adds:
         m["numFiles"] = len(adds)
         m["numOutputBytes"] = sum(a.size for a in adds)
@@ -91,4 +103,20 @@ def build_commit_info(provenance: CommitProvenance, commit_ts: int, in_commit_ti
         info["job"] = provenance.job
     info["engineInfo"] = engine_info()
     info["txnId"] = provenance.txn_id
+    if provenance.tags:
+        info["tags"] = dict(provenance.tags)
     return info
+
+
+def is_own_commit(actions: list[dict[str, Any]], txn_id: str) -> bool:
+    """Whether a commit's actions are those of the transaction ``txn_id`` (its ``commitInfo.txnId``).
+
+    How a writer recognises its own commit when the store reported the write as failed.
+    """
+    if not txn_id:
+        return False
+    for a in actions:
+        info = a.get("commitInfo") if isinstance(a, dict) else None
+        if isinstance(info, dict):
+            return info.get("txnId") == txn_id
+    return False

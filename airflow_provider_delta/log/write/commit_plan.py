@@ -10,11 +10,17 @@ write, so bad input fails with a typed error and nothing on disk:
   one this package may write (:mod:`.features`);
 - in-commit timestamps: turned on or off, their enablement provenance kept or
   dropped (:mod:`.ict`); managed-commit tables keep them on;
+- column mapping: ids and physical names assigned, mode changes checked
+  (:mod:`.column_mapping_ids`);
 - files: removes resolved against the live files of the read version, partition
   values of adds match the table, layout changes (partitioning, incompatible
-  schema) only together with a full rewrite, append-only tables keep their data;
+  schema) only together with a full rewrite; actions a feature governs (deletion
+  vectors, domains, row tracking fields) only where the protocol written declares
+  it, and append-only as read (:mod:`..base.feature_actions`);
 - isolation: the table's level, or snapshot isolation when the commit only
-  rearranges data; the commit owner to commit through (:mod:`.managed_state`).
+  rearranges data, as Delta Spark chooses (:mod:`.isolation`); what the conflict checks
+  need to know about this commit (:class:`~.conflicts.ReadSet`); the commit owner to commit
+  through (:mod:`.managed_state`).
 
 The result is a :class:`CommitPlan`; the :mod:`.committer` lands it.
 """
@@ -31,15 +37,21 @@ from ..base import ict
 from ..base.actions import Metadata, Protocol
 from ..base.commit_actions import AddFile, DomainMetadata, RemoveFile, Txn
 from ..read.column_mapping import partition_keys
-from ..base.commit_owner.base import CommitOwner
-from .conflicts import ISOLATION_LEVELS, SNAPSHOT_ISOLATION, WRITE_SERIALIZABLE, ReadSet
+from .conflicts import ReadSet
+from .isolation import check_isolation_property, isolation_level_to_use, table_isolation_level
 from ..base.errors import InvalidArgumentError
-from ..base.features import (APPEND_ONLY_PROPERTY, FEATURE_PROPERTY_PREFIX, ISOLATION_LEVEL_PROPERTY,
+from ..base.feature_actions import (check_append_only, check_deletion_vectors, check_domains,
+                                    check_row_tracking_fields, dv_unique_id)
+from ..base.features import (FEATURE_PROPERTY_PREFIX, FILE_REINSTATING_OPERATIONS,
                        MANAGED_OWNER_PROPERTY, MIN_READER_VERSION_PROPERTY, MIN_WRITER_VERSION_PROPERTY,
-                       Operation, check_can_add_data, features_in_use, is_downgrade, is_true,
-                       protocol_with_features, require)
-from .commit_route import require_owner
-from ..base.schema import schema_to_arrow, validate_partition_columns
+                       Operation, check_can_add_data, column_mapping_mode, features_in_use, is_downgrade,
+                       protocol_with_features)
+from ..base.commit_source import CommitCoordinator, require_through
+from .column_expressions import check_new_columns_have_no_default, drop_unsupported_expressions
+from .column_mapping_ids import assign_column_mapping, check_change_feed_with_mapping_change
+from .commit_route import is_catalog_managed, require_owner
+from .type_changes import keep_type_changes
+from ..base.schema import physical_name, schema_to_arrow, validate_partition_columns
 from ..read.snapshot import Snapshot
 from ..read.table_log import TableLog
 
@@ -58,6 +70,8 @@ class PendingChanges:
     txns: dict[str, Txn] = field(default_factory=dict)
     domains: dict[str, DomainMetadata] = field(default_factory=dict)
     metadata: Metadata | None = None
+    #: the metadata is an earlier version's, restored with exactly that version's files
+    metadata_of_restored_version: bool = False
     protocol: Protocol | None = None
     #: protocol requests found among the properties (``delta.minReaderVersion``, ``delta.feature.*``)
     protocol_requests: dict[str, str] = field(default_factory=dict)
@@ -85,8 +99,8 @@ class CommitPlan:
     enabling: bool
     isolation_level: str
     blind_append: bool
-    #: the commit owner to commit through (None: put-if-absent into _delta_log)
-    owner: CommitOwner | None
+    #: the commit owner or catalog to commit through (None: put-if-absent into _delta_log)
+    owner: CommitCoordinator | None
     table_id: str
     #: the read version's commit timestamp (the floor of the next in-commit timestamp)
     prev_timestamp: int | None
@@ -96,14 +110,18 @@ class CommitPlan:
 
 
 def plan_commit(table: TableLog, snap: Snapshot | None, changes: PendingChanges, isolation_level: str | None,
-                clock: Callable[[], int]) -> CommitPlan:
+                clock: Callable[[], int], operation: str = "WRITE") -> CommitPlan:
     """Validate ``changes`` against the read snapshot (None: creating the table) and plan the commit.
+
+    ``operation`` is the commit's operation name (``WRITE``, ``DELETE``, ``RESTORE``...), for the
+    rules that depend on it.
 
     Raises InvalidArgumentError / UnsupportedFeatureError for anything the protocol or the
     table forbids; nothing is written.
     """
     if snap is not None:
-        require(snap.protocol, Operation.COMMIT, f"{table.uri} at version {snap.version}")  # the gate first
+        require_through(table.commit_owner, snap.protocol, Operation.COMMIT,
+                        f"{table.uri} at version {snap.version}")  # the gate first
         snap.check_commits()      # never commit on top of a log a full read rejects
         _ = snap.schema           # ...nor on a schema that does not parse (raises CorruptLogError)
     old_protocol = snap.protocol if snap is not None else None
@@ -114,6 +132,12 @@ def plan_commit(table: TableLog, snap: Snapshot | None, changes: PendingChanges,
     assert metadata is not None
     if changes.metadata is not None:
         _validate_metadata(metadata, old_metadata)
+        if old_protocol is not None and old_metadata is not None:
+            metadata = drop_unsupported_expressions(old_protocol, metadata)
+            check_new_columns_have_no_default(old_metadata, metadata)
+            metadata = keep_type_changes(old_metadata, metadata)
+        metadata = assign_column_mapping(old_metadata, metadata)
+        check_change_feed_with_mapping_change(old_metadata, metadata, bool(changes.adds or changes.removes))
 
     base = changes.protocol or old_protocol or Protocol(1, 2)
     if changes.protocol is not None and old_protocol is not None and is_downgrade(old_protocol, changes.protocol):
@@ -130,7 +154,7 @@ def plan_commit(table: TableLog, snap: Snapshot | None, changes: PendingChanges,
         raise InvalidArgumentError(f"{MIN_READER_VERSION_PROPERTY}/{MIN_WRITER_VERSION_PROPERTY} must be "
                                    "integers") from None
     protocol = protocol_with_features(base, features, min_reader=min_r, min_writer=min_w)
-    require(protocol, Operation.COMMIT, f"{table.uri}, the protocol this commit writes")
+    require_through(table.commit_owner, protocol, Operation.COMMIT, f"{table.uri}, the protocol this commit writes")
     protocol_changed = old_protocol is None or protocol != old_protocol
     changes.read.changes_protocol = protocol_changed
     changes.read.changes_metadata = changes.metadata is not None
@@ -148,28 +172,31 @@ def plan_commit(table: TableLog, snap: Snapshot | None, changes: PendingChanges,
                 (ict.ENABLEMENT_VERSION_PROPERTY, ict.ENABLEMENT_TIMESTAMP_PROPERTY)}
         metadata = metadata.with_configuration(keep)
 
+    if is_catalog_managed(protocol) and not ict_after:
+        raise InvalidArgumentError("a catalog-managed table needs in-commit timestamps (PROTOCOL.md, writer "
+                                   "requirements for catalog-managed tables); they cannot be turned off")
     if MANAGED_OWNER_PROPERTY in metadata.configuration and not ict_after:
         raise InvalidArgumentError("a managed-commit table needs in-commit timestamps; they cannot be "
                                    "turned off while a commit owner manages the table")
     removes = _resolve_removes(changes, snap, clock)
-    if changes.metadata is not None and old_metadata is not None:
+    if changes.metadata is not None and old_metadata is not None and not changes.metadata_of_restored_version:
         _check_layout_change(snap, old_metadata, metadata, removes)
     _validate_adds(changes, metadata)
     conf = metadata.configuration
-    if is_true(conf, APPEND_ONLY_PROPERTY) and any(
-            r.data_change for r in removes):
-        raise InvalidArgumentError(
-            "this table is append-only (delta.appendOnly=true): files cannot be removed with "
-            "dataChange=true; unset the property first if you really mean to delete data")
-    if any(a.data_change for a in changes.adds.values()):
-        check_can_add_data(protocol, metadata)
+    check_append_only(old_metadata, removes)
+    adds = list(changes.adds.values())
+    check_domains(protocol, changes.domains.values())
+    check_row_tracking_fields(protocol, adds)
+    check_deletion_vectors(protocol, metadata, adds, _live_logical_files(snap, adds), operation)
+    if any(a.data_change for a in adds) and operation not in FILE_REINSTATING_OPERATIONS:
+        check_can_add_data(protocol, metadata)      # a restore or clone re-adds rows, it adds none
 
-    level = isolation_level or conf.get(ISOLATION_LEVEL_PROPERTY) or WRITE_SERIALIZABLE
-    if level not in ISOLATION_LEVELS:
-        level = WRITE_SERIALIZABLE
-    only_rearranges = (changes.adds or removes) and not any(a.data_change for a in changes.adds.values()) \
-        and not any(r.data_change for r in removes)
-    changes.read.isolation_level = SNAPSHOT_ISOLATION if only_rearranges else level
+    only_file_actions = changes.metadata is None and not protocol_changed and not changes.txns \
+        and not changes.domains
+    changes.read.isolation_level = isolation_level_to_use(
+        isolation_level or table_isolation_level(conf), only_file_actions,
+        [a.data_change for a in changes.adds.values()] + [r.data_change for r in removes], operation)
+    _describe_for_conflict_checks(changes.read, snap, protocol, metadata, removes)
 
     owner = require_owner(table.uri, table.commit_owner, old_protocol, old_metadata) \
         if old_protocol is not None and old_metadata is not None else None
@@ -178,7 +205,7 @@ def plan_commit(table: TableLog, snap: Snapshot | None, changes: PendingChanges,
         metadata=metadata if changes.metadata is not None else None, adds=list(changes.adds.values()),
         removes=removes, txns=list(changes.txns.values()), domains=list(changes.domains.values()),
         read_set=changes.read, ict_before=ict_before, ict_after=ict_after, enabling=enabling,
-        isolation_level=changes.read.isolation_level, blind_append=_is_blind_append(changes, removes),
+        isolation_level=changes.read.isolation_level, blind_append=changes.read.blind_append,
         owner=owner, table_id=old_metadata.id if old_metadata is not None else metadata.id,
         prev_timestamp=snap.timestamp if snap is not None else None,
         final_configuration=dict(metadata.configuration))
@@ -192,6 +219,7 @@ def _validate_metadata(metadata: Metadata, old: Metadata | None) -> None:
         raise InvalidArgumentError(f"only parquet tables can be written, not {metadata.format_provider!r}")
     schema = schema_to_arrow(metadata.schema_string)
     validate_partition_columns(schema, metadata.partition_columns)
+    check_isolation_property(metadata.configuration, old.configuration if old is not None else None)
     for k, v in metadata.configuration.items():
         if not isinstance(k, str) or not isinstance(v, str):
             raise InvalidArgumentError(f"table property {k!r} must map a string to a string")
@@ -218,26 +246,32 @@ def _check_layout_change(snap: Snapshot, old: Metadata, new: Metadata,
     Files written under the old layout stay in the table otherwise, and readers
     would misread them. Additive changes (new nullable columns) are fine.
     """
-    if new.partition_columns == old.partition_columns and new.schema_string == old.schema_string:
+    same_partitioning = tuple(new.partition_columns) == tuple(old.partition_columns)   # a list is no change
+    if same_partitioning and new.schema_string == old.schema_string:
         return
     removed = {r.path for r in removes}
     live = set(snap.files().column("path").to_pylist())
     if live <= removed:
         return                              # everything is rewritten: any new layout is fine
-    if new.partition_columns != old.partition_columns:
+    if not same_partitioning:
         raise InvalidArgumentError(
             f"partition columns cannot change from {list(old.partition_columns)} to "
             f"{list(new.partition_columns)} while the table keeps files written with the old "
             "partitioning; overwrite all data in the same commit")
     old_schema, new_schema = schema_to_arrow(old.schema_string), schema_to_arrow(new.schema_string)
+    # Under column mapping a column is its physical name: renaming or dropping one is metadata only.
+    mapped = column_mapping_mode(old.configuration) != "none" and column_mapping_mode(new.configuration) != "none"
+    key = physical_name if mapped else (lambda f: f.name)
+    new_fields = {key(f): f for f in new_schema}
+    old_keys = {key(f) for f in old_schema}
     for f in old_schema:
-        idx = new_schema.get_field_index(f.name)
-        if idx < 0 or not new_schema.field(idx).type.equals(f.type, check_metadata=False):
+        kept = new_fields.get(key(f))
+        if (kept is None and not mapped) or (kept is not None and not kept.type.equals(f.type, check_metadata=False)):
             raise InvalidArgumentError(
                 f"column {f.name!r} would be dropped or change type while existing files still hold it; "
                 "overwrite all data in the same commit")
-    for f in new_schema:
-        if old_schema.get_field_index(f.name) < 0 and not f.nullable:
+    for k, f in new_fields.items():
+        if k not in old_keys and not f.nullable:
             raise InvalidArgumentError(f"new column {f.name!r} must be nullable: existing files have no values")
 
 def _validate_adds(changes: PendingChanges, metadata: Metadata) -> None:
@@ -275,8 +309,15 @@ def _resolve_removes(changes: PendingChanges, snap: Snapshot | None, clock: Call
             f"{missing[:5]}{'...' if len(missing) > 5 else ''}")
     now = int(clock())
     out: list[RemoveFile] = []
-    for (path, _dv), entry in changes.removes.items():
+    for (path, dv_id), entry in changes.removes.items():
         row = rows[path]
+        live_dv_id = dv_unique_id(row.get("deletion_vector"))
+        if not isinstance(entry, str) and dv_id != live_dv_id:
+            # a logical file is its path and its deletion vector: a remove naming another DV
+            # would leave the live file in the table
+            raise InvalidArgumentError(
+                f"cannot remove file {path!r} with deletion vector {dv_id!r}: the live file at version "
+                f"{snap.version} has deletion vector {live_dv_id!r} (a logical file is its path and its DV)")
         if isinstance(entry, RemoveFile):
             rm = entry
             if rm.deletion_timestamp in (None, 0):
@@ -292,6 +333,29 @@ def _resolve_removes(changes: PendingChanges, snap: Snapshot | None, clock: Call
         out.append(rm)
     return out
 
-def _is_blind_append(changes: PendingChanges, removes: list[RemoveFile]) -> bool:
-    return not removes and all(a.data_change for a in changes.adds.values()) and not changes.read.read_anything
+def _live_logical_files(snap: Snapshot | None, adds: list[AddFile]) -> set[FileKey]:
+    """(path, DV unique id) of the read snapshot's live files among the paths of adds with a DV."""
+    paths = sorted({a.path for a in adds if a.deletion_vector})
+    if snap is None or not paths:
+        return set()
+    files = snap.files()
+    live = files.filter(pc.is_in(files["path"], value_set=ab.array(paths, pa.string())))
+    return {(r["path"], dv_unique_id(r["deletion_vector"]))
+            for r in live.select(["path", "deletion_vector"]).to_pylist()}
+
+
+def _describe_for_conflict_checks(read: ReadSet, snap: Snapshot | None, protocol: Protocol, metadata: Metadata,
+                                  removes: list[RemoveFile]) -> None:
+    """Fill in what the conflict checks judge this commit by (Delta Spark's CurrentTransactionInfo).
+
+    ``isBlindAppend`` is Delta Spark's: only adds (whatever their ``dataChange``) and nothing
+    read. Partition predicates are matched on the read snapshot's partition columns, keyed as
+    its files' ``partitionValues`` are (physical names under column mapping).
+    """
+    read.blind_append = not removes and not read.read_anything
+    read.protocol, read.metadata = protocol, metadata
+    if snap is not None:
+        read.read_protocol = snap.protocol
+        old = snap.metadata
+        read.partition_keys = tuple(partition_keys(old.partition_columns, old.schema_string, old.configuration))
 

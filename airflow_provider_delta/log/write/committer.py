@@ -21,7 +21,7 @@ from ..base import ict
 from ..base.backoff import sleep_jittered
 from ..base.commit_actions import Txn, dumps_actions
 from ..maintenance.checkpoint import checkpoint_interval, maybe_auto_checkpoint
-from .commit_info import CommitProvenance, build_commit_info, operation_metrics
+from .commit_info import CommitProvenance, build_commit_info, is_own_commit, operation_metrics
 from .commit_plan import CommitPlan
 from .conflicts import WinningCommit, check_conflicts
 from ..base.errors import (CommitFailedError, CommitOutcomeUnknownError, ConcurrentModificationError, DeltaError,
@@ -56,6 +56,8 @@ class Committer:
         self.attempts = 0
         #: True if a commit owner failed in a way that leaves the outcome unknown
         self.outcome_unknown = False
+        #: in-commit timestamps before/after this commit; a winner may turn them on (conflicts.check_metadata)
+        self._ict_before, self._ict_after = plan.ict_before, plan.ict_after
 
     def commit(self) -> int:
         """Commit and return the version; then run the post-commit hooks."""
@@ -66,12 +68,12 @@ class Committer:
     def _commit_loop(self) -> int:
         plan = self.plan
         version = plan.read_version + 1
-        prev_ict = plan.prev_timestamp if (plan.ict_before or plan.enabling) else None
+        prev_ict = plan.prev_timestamp if (self._ict_before or plan.enabling) else None
         retries = 0
         deadline = time.monotonic() + RETRY_BUDGET_S
         while True:
             self.attempts += 1
-            commit_ts = ict.next_timestamp(self.clock, prev_ict) if plan.ict_after else int(self.clock())
+            commit_ts = ict.next_timestamp(self.clock, prev_ict) if self._ict_after else int(self.clock())
             data = self._serialize(version, commit_ts)
             if self._try_commit(version, data, commit_ts):
                 return version
@@ -86,21 +88,35 @@ class Committer:
                     version=version)
             retries += 1
             sleep_jittered(min(BACKOFF_FIRST_S * 2 ** min(retries, 20), BACKOFF_MOST_S))
-            # Read the winners one by one from the version we lost until the first missing one
-            # (as Delta Spark does), rather than trusting a directory listing to be complete.
-            w = version
-            while True:
-                try:
-                    actions = self.table.read_commit(w)
-                except VersionNotFoundError:
-                    break
-                check_conflicts(plan.read_set, WinningCommit.from_actions(w, actions), can_write=check_writable)
-                if plan.ict_after:
-                    prev_ict = ict.timestamp_of(actions) if plan.ict_before else None
-                    if prev_ict is None:
-                        prev_ict = self._commit_file_mtime(w)
-                w += 1
-            version = w
+            version, prev_ict = self.catch_up(version, prev_ict)
+
+    def catch_up(self, version: int, prev_ict: int | None) -> tuple[int, int | None]:
+        """After losing ``version``: check each winner from it on for conflicts with the plan
+        (raises ConcurrentModificationError); returns the next free version and the in-commit
+        timestamp floor after the winners.
+
+        Reads the winners one by one until the first missing one (as Delta Spark does), rather
+        than trusting a directory listing to be complete.
+        """
+        plan = self.plan
+        w = version
+        while True:
+            try:
+                actions = self.table.read_commit(w)
+            except VersionNotFoundError:
+                break
+            check_conflicts(plan.read_set, WinningCommit.from_actions(w, actions), can_write=check_writable)
+            if not self._ict_after and ict.is_enabled(plan.read_set.protocol, plan.read_set.metadata):
+                # the winner turned in-commit timestamps on and the checks let us continue on its
+                # metadata: from now on this commit carries one too (ConflictChecker's
+                # resolveTimestampOrderingConflicts)
+                self._ict_before = self._ict_after = True
+            if self._ict_after:
+                prev_ict = ict.timestamp_of(actions) if self._ict_before else None
+                if prev_ict is None:
+                    prev_ict = self._commit_file_mtime(w)
+            w += 1
+        return w, prev_ict
 
     def _out_of_retries(self, retries: int, deadline: float) -> bool:
         if self.max_retries is not None:
@@ -117,7 +133,7 @@ class Committer:
         """One attempt; True if it landed, False if the version was taken by someone else."""
         owner = self.plan.owner
         if owner is None:
-            return self.table.storage.put_if_absent(commit_path(version), data)
+            return self._put_commit_file(version, data)
         try:
             owner.commit(self.table.storage, self.plan.table_id, version, data, commit_ts)
             return True
@@ -135,12 +151,58 @@ class Committer:
                 f"{type(e).__name__}: {e}; the outcome is unknown, check the table before retrying",
                 retryable=False, version=version) from e
 
+    def _put_commit_file(self, version: int, data: bytes) -> bool:
+        """Put-if-absent of the commit file; a put that looked failed is resolved by reading ``version`` back.
+
+        A store may report a commit that landed as failed: a PUT that timed out after the
+        object was written, whose conditional retry is then refused because the object
+        exists (HTTP 412), or a connection lost after the write. The file at ``version``
+        tells: if its ``commitInfo.txnId`` is this transaction's, the commit is ours and
+        landed (retrying at the next version would commit the same data twice). A put that
+        raised and left no commit of ours behind has an unknown outcome (the request may
+        still land), reported as :class:`CommitOutcomeUnknownError` so that nothing the
+        commit would reference is deleted.
+        """
+        self.outcome_unknown = True     # while the put is in flight (an interrupt leaves it so)
+        try:
+            landed = self.table.storage.put_if_absent(commit_path(version), data)
+            self.outcome_unknown = False
+            if landed:
+                return True
+        except DeltaError:
+            self.outcome_unknown = False  # refused before writing (no atomic put on this store)
+            raise
+        except Exception as e:
+            self.outcome_unknown = False
+            if self._holds_own_commit(version):
+                log.warning("committing version %d of %s reported %s: %s, but the commit file there is this "
+                            "transaction's: committed", version, self.table.uri, type(e).__name__, e)
+                return True
+            self.outcome_unknown = True
+            raise CommitOutcomeUnknownError(
+                f"writing the commit file of version {version} of {self.table.uri} failed with "
+                f"{type(e).__name__}: {e}; the write may still land: read the table (its txn record or "
+                f"history) before committing the same data again", retryable=False, version=version) from e
+        return self._holds_own_commit(version)
+
+    def _holds_own_commit(self, version: int) -> bool:
+        """Whether the commit at ``version`` exists and is this transaction's (its ``commitInfo.txnId``)."""
+        try:
+            return is_own_commit(self.table.read_commit(version), self.provenance.txn_id)
+        except (VersionNotFoundError, FileNotFoundError):
+            return False
+
     def _serialize(self, version: int, commit_ts: int) -> bytes:
-        """The commit file for one attempt (commitInfo first)."""
+        return self.serialize(version, commit_ts)
+
+    def serialize(self, version: int, commit_ts: int, extra_actions: tuple[dict[str, Any], ...] = ()) -> bytes:
+        """The commit file of the plan as ``version`` (commitInfo first; ``extra_actions`` after
+        protocol and metadata, e.g. a multi-table transaction's ``transactionGroup``)."""
         plan = self.plan
-        info = build_commit_info(self.provenance, commit_ts, plan.ict_after, plan.read_version,
+        info = build_commit_info(self.provenance, commit_ts, self._ict_after, plan.read_version,
                                  plan.isolation_level, plan.blind_append,
-                                 operation_metrics(plan.adds, plan.removes, self.provenance.operation_metrics))
+                                 operation_metrics(plan.adds, plan.removes, self.provenance.operation_metrics,
+                                                   self.provenance.operation))
         actions: list[dict[str, Any]] = [{"commitInfo": info}]
         if plan.protocol is not None:
             actions.append({"protocol": plan.protocol.to_json()})
@@ -149,6 +211,7 @@ class Committer:
             if plan.enabling:
                 metadata = ict.with_enablement(metadata, version, commit_ts)
             actions.append({"metaData": metadata.to_json()})
+        actions.extend(extra_actions)
         now = int(self.clock())
         for t in plan.txns:
             actions.append(Txn(t.app_id, t.version, now).to_json())

@@ -10,25 +10,45 @@ With a commit owner the table is a managed-commit table from the start: version 
 still goes straight into ``_delta_log`` (so racing creators cannot both win),
 after the owner agreed to take the table (a proposal it forgets if the write
 fails), and the owner registers the table once version 0 landed.
+
+Losing the race for version 0 to an *identical* create (same schema, partitioning,
+properties and protocol: :func:`definition_differences`) is not an error: two runs of
+one task on a first deployment both create their output, and the table exists exactly
+as both asked. ``create_table`` then returns 0 like the winner, and a write that creates
+the table on its first commit goes on against the table as it now is
+(:class:`~.write_plan.PlannedWrite`). Losing to a different create stays an error that
+names the differences. A table that already existed before the create started is
+always :class:`TableAlreadyExistsError`.
 """
 from __future__ import annotations
 
+import json
 import uuid
 from typing import Any, Iterable
 
 import pyarrow as pa
 
 from ..base import ict
-from ..base.actions import Metadata
+from ..base.actions import Metadata, Protocol
+from ..base.catalog_store.table_source import CatalogTableSource
 from ..base.commit_owner.base import CommitOwner
 from ..base.commit_owner.conf import dumps_owner_conf
 from ..base.errors import ConcurrentModificationError, InvalidArgumentError, TableAlreadyExistsError
-from ..base.features import (MANAGED_OWNER_CONF_PROPERTY, MANAGED_OWNER_PROPERTY, normalize_properties,
-                       protocol_for_new_table)
+from ..base.features import (CATALOG_MANAGED_FEATURE, ICT_FEATURE, MANAGED_OWNER_CONF_PROPERTY,
+                             MANAGED_OWNER_PROPERTY, MULTI_TABLE_TRANSACTION_FEATURE, normalize_properties,
+                             protocol_for_new_table, protocol_with_features)
 from ..base.names import LOG_DIR, parse_log_name
 from ..base.schema import arrow_to_schema, schema_string, schema_to_arrow, validate_partition_columns
 from ..read.table_log import TableLog
 from .transaction import Transaction
+
+
+#: What a table created through a catalog supports: catalog-managed commits (reader and writer
+#: feature) with the features Delta Spark requires of them (in-commit timestamps, which PROTOCOL.md
+#: requires too, and ``vacuumProtocolCheck``: CatalogOwnedTableFeature.requiredFeatures), and
+#: taking part in multi-table transactions.
+CATALOG_TABLE_FEATURES = (CATALOG_MANAGED_FEATURE, ICT_FEATURE, "vacuumProtocolCheck",
+                          MULTI_TABLE_TRANSACTION_FEATURE)
 
 
 def _normalize_schema(schema: Any) -> pa.Schema:
@@ -52,7 +72,40 @@ def table_has_commits(table: TableLog) -> bool:
     return False
 
 
-def _owner_properties(owner: Any) -> dict[str, str]:
+def definition_differences(existing: Metadata, existing_protocol: Protocol, metadata: Metadata,
+                           protocol: Protocol) -> list[str]:
+    """What differs between a table's definition and the one a create meant (empty: the same table).
+
+    A definition is what shapes every later read and write: schema, partition columns,
+    properties and protocol. Table id, creation time, name and description do not
+    count (two runs of one create differ in the first two; the last two are labels).
+    """
+    out = []
+    if json.loads(existing.schema_string) != json.loads(metadata.schema_string):
+        out.append(f"schema {existing.schema_string} instead of {metadata.schema_string}")
+    if tuple(existing.partition_columns) != tuple(metadata.partition_columns):
+        out.append(f"partition columns {list(existing.partition_columns)} instead of "
+                   f"{list(metadata.partition_columns)}")
+    if dict(existing.configuration) != dict(metadata.configuration):
+        out.append(f"properties {dict(existing.configuration)} instead of {dict(metadata.configuration)}")
+    if _protocol_key(existing_protocol) != _protocol_key(protocol):
+        out.append(f"protocol {existing_protocol.to_json()} instead of {protocol.to_json()}")
+    return out
+
+
+def _protocol_key(p: Protocol) -> tuple[Any, ...]:
+    """A protocol with its feature lists as sets (writers may list features in any order)."""
+    return (p.min_reader_version, p.min_writer_version, frozenset(p.reader_features or ()),
+            frozenset(p.writer_features or ()))
+
+
+def concurrent_create_differences(table: TableLog, metadata: Metadata, protocol: Protocol) -> list[str]:
+    """After losing version 0: how the table the winner created differs from ours (empty: identical)."""
+    winner = table.snapshot(version=0)
+    return definition_differences(winner.metadata, winner.protocol, metadata, protocol)
+
+
+def owner_properties(owner: Any) -> dict[str, str]:
     """Table properties that name a commit owner (``delta.managedCommit.*``)."""
     if not isinstance(owner, CommitOwner):
         raise InvalidArgumentError(f"commit_owner must be a CommitOwner (e.g. SqlCommitOwner), got {owner!r}")
@@ -75,17 +128,22 @@ def create_table(table: TableLog, schema: Any, partition_by: Iterable[str] = (),
     a managed-commit table.
     """
     commit_owner = table.commit_owner
+    catalog = commit_owner if isinstance(commit_owner, CatalogTableSource) else None
     arrow_schema = _normalize_schema(schema)
     schema_json = arrow_to_schema(arrow_schema)       # validates column names and types
     cols = validate_partition_columns(arrow_schema, partition_by)
     props = normalize_properties(properties)
-    if commit_owner is not None:
-        props.update(_owner_properties(commit_owner))
+    if catalog is not None:
+        props[ict.ENABLE_PROPERTY] = "true"     # catalog-managed tables need in-commit timestamps
+    elif commit_owner is not None:
+        props.update(owner_properties(commit_owner))
         props[ict.ENABLE_PROPERTY] = "true"
     elif props.get(MANAGED_OWNER_PROPERTY):
         raise InvalidArgumentError(f"{MANAGED_OWNER_PROPERTY} is set by passing commit_owner=..., "
                                    "not as a property")
     protocol, stored = protocol_for_new_table(schema_json, props)
+    if catalog is not None:
+        protocol = protocol_with_features(protocol, CATALOG_TABLE_FEATURES)
     metadata = Metadata(id=str(uuid.uuid4()), schema_string=schema_string(arrow_schema),
                         partition_columns=cols, configuration=stored, name=name,
                         description=description,
@@ -100,6 +158,26 @@ def create_table(table: TableLog, schema: Any, partition_by: Iterable[str] = (),
                       operation_parameters=params, read_version=-1, **commit_kwargs)
     txn.set_protocol(protocol)
     txn.set_metadata(metadata)
+    try:
+        return commit_new_table(table, txn, metadata)
+    except TableAlreadyExistsError:           # lost the race for version 0 (it was absent above)
+        differences = concurrent_create_differences(table, metadata, protocol)
+        if differences:
+            raise TableAlreadyExistsError(
+                f"a different Delta table was created at {table.uri} concurrently (version 0 exists): "
+                + "; ".join(differences)) from None
+        return 0                              # lost to an identical create: the table exists as asked
+
+
+def commit_new_table(table: TableLog, txn: Transaction, metadata: Metadata) -> int:
+    """Commit ``txn`` (read version -1, carrying ``metadata``) as version 0 of ``table``; returns 0.
+
+    Validates first (nothing is written on bad input). With the table object's commit
+    owner, the owner agrees to take the table before version 0 is written and registers
+    it afterwards; a creator that loses the race gets TableAlreadyExistsError.
+    """
+    commit_owner = table.commit_owner
+    catalog = commit_owner if isinstance(commit_owner, CatalogTableSource) else None
     txn.validate()
     proposed = isinstance(commit_owner, CommitOwner)
     if proposed:
@@ -117,4 +195,8 @@ def create_table(table: TableLog, schema: Any, partition_by: Iterable[str] = (),
         raise
     if isinstance(commit_owner, CommitOwner):
         commit_owner.register_table(metadata.id, table.uri, 0)
+    if catalog is not None:
+        # version 0 is published directly (put-if-absent decides between racing creators), and
+        # the catalog takes the table over from there (PROTOCOL.md, creating catalog-managed tables)
+        catalog.register(metadata.id)
     return 0

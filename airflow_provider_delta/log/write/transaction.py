@@ -26,14 +26,16 @@ from ..base import arrow_build as ab
 from ..base import ict
 from ..base.actions import Metadata, Protocol
 from ..base.commit_actions import AddFile, DomainMetadata, RemoveFile, Txn
-from .commit_info import CommitProvenance
-from .commit_plan import PendingChanges, plan_commit
+from .commit_info import CommitProvenance, is_own_commit
+from .commit_plan import CommitPlan, PendingChanges, dv_unique_id, plan_commit
 from .committer import Committer
-from .conflicts import ISOLATION_LEVELS
-from ..base.errors import DeltaError, InvalidArgumentError
+from .conflicts import canonical_partition_value
+from .isolation import ISOLATION_LEVELS
+from ..base.errors import InvalidArgumentError, TableNotFoundError, VersionNotFoundError
 from ..base.features import FEATURE_PROPERTY_PREFIX, MIN_READER_VERSION_PROPERTY, MIN_WRITER_VERSION_PROPERTY
 from ..base.names import LOG_DIR
 from ..base.schema import schema_to_arrow, serialize_partition_value
+from ..read.column_mapping import partition_keys
 from ..read.snapshot import Snapshot
 from ..read.table_log import TableLog
 
@@ -49,21 +51,9 @@ def _json_safe(value: Any, what: str) -> Any:
         raise InvalidArgumentError(f"{what} must be JSON-serializable: {e}") from None
 
 
-def _dv_id(dv: dict[str, Any] | None) -> str | None:
-    """The deletion vector's uniqueId (part of a logical file's key)."""
-    if not dv:
-        return None
-    base = f"{dv.get('storageType')}{dv.get('pathOrInlineDv')}"
-    return base if dv.get("offset") is None else f"{base}@{dv['offset']}"
-
-
-def _canonical_value(value: str, t: pa.DataType | None) -> str | None:
-    if t is None:
-        return value
-    try:
-        return serialize_partition_value(value, t)
-    except DeltaError:
-        return value
+def file_key(path: str, dv: dict[str, Any] | None) -> tuple[str, str | None]:
+    """A logical file's identity in a transaction: its path and its deletion vector's uniqueId."""
+    return path, dv_unique_id(dv)
 
 
 class Transaction:
@@ -73,14 +63,15 @@ class Transaction:
     latest); ``-1`` means the table must not exist yet (table creation). ``clock``
     returns epoch milliseconds; tests replace it to make time go backwards.
     ``isolation_level`` defaults to the table's ``delta.isolationLevel``, else
-    ``WriteSerializable`` (Delta's default).
+    ``Serializable`` (Delta Spark's default; see :mod:`.isolation`).
     """
 
     def __init__(self, table: TableLog, operation: str = "WRITE",
                  operation_parameters: dict[str, Any] | None = None, isolation_level: str | None = None,
                  user_metadata: str | None = None, job: dict[str, Any] | None = None, max_retries: int | None = None,
                  read_version: int | None = None, clock: Callable[[], int] | None = None,
-                 operation_metrics: dict[str, Any] | None = None):
+                 operation_metrics: dict[str, Any] | None = None,
+                 enlist: Callable[["Transaction"], None] | None = None):
         if not isinstance(operation, str) or not operation.strip():
             raise InvalidArgumentError("operation must be a non-empty string, e.g. 'WRITE'")
         if isolation_level is not None and isolation_level not in ISOLATION_LEVELS:
@@ -116,6 +107,10 @@ class Transaction:
         self.attempts = 0
         #: True if a commit owner failed in a way that leaves the outcome unknown
         self.outcome_unknown = False
+        #: set for a participant of a multi-table transaction: :meth:`commit` validates and
+        #: hands the transaction to the group, which commits it with the other participants
+        self._enlist = enlist
+        self._plan: CommitPlan | None = None
 
     # ----------------------------------------------------------------- reading
     @property
@@ -143,8 +138,10 @@ class Transaction:
     def mark_read(self, paths: Iterable[str] | str) -> None:
         """Declare that the result depends on these files (``"all"``: on the whole table).
 
-        Concurrent removal of a read file then conflicts (ConcurrentDeleteRead); reading
-        everything also conflicts with concurrent non-blind appends (ConcurrentAppend).
+        Paths may be given as ``files()`` returns them or as the log spells them. Concurrent
+        removal of a read file then conflicts (ConcurrentDeleteRead); reading everything also
+        conflicts with concurrent appends (ConcurrentAppend; blind appends only count under
+        Serializable, the default).
         """
         self._check_open()
         if isinstance(paths, str):
@@ -158,10 +155,12 @@ class Transaction:
             self._changes.read.read_paths.add(p)
 
     def read_partitions(self, partitions: dict[str, Any]) -> None:
-        """Declare that the result depends on the partitions matching ``{column: value or [values]}``."""
-        self._check_open()
-        self._changes.read.partition_predicates.append(self._predicate(partitions))
-        self._changes.read.partition_types.update(self._partition_column_types())
+        """Declare that the result depends on the partitions matching ``{column: value or [values]}``.
+
+        As Delta Spark's ``filterFiles`` does, the live files of those partitions count as read
+        too: a concurrent remove of one of them conflicts (ConcurrentDeleteRead).
+        """
+        self.read_files(partitions)
 
     def read_files(self, partitions: dict[str, Any] | None = None) -> pa.Table:
         """The live files (optionally only in matching partitions), recorded as read."""
@@ -173,15 +172,15 @@ class Transaction:
         else:
             predicate = self._predicate(partitions)
             self._changes.read.partition_predicates.append(predicate)
-            self._changes.read.partition_types.update(self._partition_column_types())
+            types = self._partition_key_types()
+            self._changes.read.partition_types.update(types)
             mask = None
-            for col, allowed in predicate.items():
-                values = pc.map_lookup(files["partition_values"], ab.scalar(col, pa.string()), "first")
+            for key, allowed in predicate.items():
+                values = pc.map_lookup(files["partition_values"], ab.scalar(key, pa.string()), "first")
                 values = pc.if_else(pc.equal(values, ab.scalar("")), pa.nulls(1, pa.string())[0], values)
                 # compare canonical forms: other writers may spell the same value differently
-                types = self._changes.read.partition_types
                 raw = [u for u in pc.unique(values).to_pylist() if u is not None
-                       and _canonical_value(u, types.get(col)) in allowed]
+                       and canonical_partition_value(u, types.get(key)) in allowed]
                 m = pc.is_in(values, value_set=ab.array(raw, pa.string()))
                 if None in allowed:
                     m = pc.or_(m, pc.is_null(values))
@@ -200,25 +199,36 @@ class Transaction:
         return None if snap is None else snap.transaction_version(app_id)
 
     def _predicate(self, partitions: dict[str, Any]) -> dict[str, set[str | None]]:
+        """``{partitionValues key: {canonical values}}`` of ``{column: value or [values]}``.
+
+        Predicates are on the read snapshot's partition columns (Delta Spark's
+        ``partitionSchemaAtReadTime``), keyed as its files' ``partitionValues`` are: by
+        physical name under column mapping.
+        """
         if not isinstance(partitions, dict) or not partitions:
             raise InvalidArgumentError("partitions must be a non-empty dict {column: value or [values]}")
-        meta = self.metadata
-        cols = meta.partition_columns if meta is not None else ()
-        types = self._partition_column_types()
+        meta = self._require_snapshot("read partitions").metadata
+        cols = list(meta.partition_columns)
+        keys = dict(zip(cols, partition_keys(cols, meta.schema_string, meta.configuration)))
+        types = self._partition_key_types()
         out: dict[str, set[str | None]] = {}
         for col, value in partitions.items():
-            if col not in cols:
-                raise InvalidArgumentError(f"{col!r} is not a partition column (partition columns: {list(cols)})")
+            if col not in keys:
+                raise InvalidArgumentError(f"{col!r} is not a partition column (partition columns: {cols})")
             values = value if isinstance(value, (list, tuple, set, frozenset)) else [value]
-            out[col] = {serialize_partition_value(v, types[col]) for v in values}
+            out[keys[col]] = {serialize_partition_value(v, types[keys[col]]) for v in values}
         return out
 
-    def _partition_column_types(self) -> dict[str, pa.DataType]:
-        meta = self.metadata
-        if meta is None:
+    def _partition_key_types(self) -> dict[str, pa.DataType]:
+        """The read snapshot's partition column types by ``partitionValues`` key."""
+        snap = self.snapshot
+        if snap is None:
             return {}
+        meta = snap.metadata
         schema = schema_to_arrow(meta.schema_string)
-        return {c: schema.field(c).type for c in meta.partition_columns}
+        cols = list(meta.partition_columns)
+        return {key: schema.field(c).type
+                for c, key in zip(cols, partition_keys(cols, meta.schema_string, meta.configuration))}
 
     # ---------------------------------------------------------------- changes
     def add_file(self, add: AddFile) -> None:
@@ -229,7 +239,7 @@ class Transaction:
         self._check_path(add.path)
         if isinstance(add.size, bool) or not isinstance(add.size, int) or add.size < 0:
             raise InvalidArgumentError(f"file {add.path!r}: size must be a non-negative integer")
-        key = (add.path, _dv_id(add.deletion_vector))
+        key = file_key(add.path, add.deletion_vector)
         if key in self._changes.adds:
             raise InvalidArgumentError(f"file {add.path!r} is added twice in one transaction")
         self._changes.adds[key] = add
@@ -251,7 +261,7 @@ class Transaction:
         else:
             raise InvalidArgumentError(f"remove_file takes a path, AddFile or RemoveFile, got {type(file).__name__}")
         self._check_path(path)
-        key = (path, _dv_id(dv))
+        key = file_key(path, dv)
         if key in self._changes.removes or (isinstance(entry, str) and any(k[0] == path for k in self._changes.removes)):
             raise InvalidArgumentError(f"file {path!r} is removed twice in one transaction")
         self._changes.removes[key] = entry
@@ -274,21 +284,33 @@ class Transaction:
             raise InvalidArgumentError("app_id must be a non-empty string")
         if isinstance(version, bool) or not isinstance(version, int):
             raise InvalidArgumentError(f"txn version must be an integer, got {version!r}")
+        earlier = self._changes.txns.get(app_id)
+        if earlier is not None and earlier.version != version:
+            # Delta Spark's checkForSetTransactionConflictAndDedup: one commit, one version per app id
+            raise InvalidArgumentError(f"application transaction {app_id!r} is set to {earlier.version} and "
+                                       f"{version} in one transaction; a commit records one version per app id")
         self._changes.txns[app_id] = Txn(app_id, version, None)
         self._changes.read.read_app_ids.add(app_id)
 
     def set_domain_metadata(self, domain: str, configuration: str | None, removed: bool = False) -> None:
-        """Set (or with ``removed=True`` delete) a user metadata domain."""
+        """Set (or with ``removed=True`` delete) a user metadata domain.
+
+        The commit checks it (:func:`..base.feature_actions.check_domains`): the table needs the
+        ``domainMetadata`` feature (this commit may add it), and ``delta.*`` domains belong to Delta.
+        """
         self._check_open()
         if not isinstance(domain, str) or not domain:
             raise InvalidArgumentError("domain must be a non-empty string")
-        if domain.startswith("delta."):
-            raise InvalidArgumentError(f"metadata domain {domain!r} is reserved for Delta itself")
         self._changes.domains[domain] = DomainMetadata(domain, configuration or "", removed)
         self._changes.read.domains.add(domain)
 
-    def set_metadata(self, metadata: Metadata) -> None:
-        """Replace the table metadata (schema, partitioning, properties) in this commit."""
+    def set_metadata(self, metadata: Metadata, *, of_restored_version: bool = False) -> None:
+        """Replace the table metadata (schema, partitioning, properties) in this commit.
+
+        ``of_restored_version``: the metadata is an earlier version's, committed together with
+        exactly that version's files (RESTORE). Every file it keeps was written under that
+        metadata, so the rule that a layout change needs all data rewritten does not apply.
+        """
         self._check_open()
         if not isinstance(metadata, Metadata):
             raise InvalidArgumentError(f"set_metadata takes a Metadata, got {type(metadata).__name__}")
@@ -301,6 +323,7 @@ class Transaction:
                                 metadata.name, metadata.description, metadata.format_provider,
                                 dict(metadata.format_options), metadata.created_time)
         self._changes.metadata = metadata
+        self._changes.metadata_of_restored_version = bool(of_restored_version)
         self._changes.read.changes_metadata = True
 
     def set_properties(self, properties: dict[str, Any]) -> None:
@@ -351,9 +374,16 @@ class Transaction:
         InvalidArgumentError / UnsupportedFeatureError for invalid changes (nothing written).
         """
         self._check_open()
+        if self._enlist is not None:
+            self._check_open()
+            self._plan = plan_commit(self.table, self.snapshot, self._changes, self.isolation_level, self.clock)
+            self._enlist(self)
+            self._state = "enlisted"
+            return self.read_version + 1        # proposed; the group decides the final version
         self._state = "committing"
         try:
-            plan = plan_commit(self.table, self.snapshot, self._changes, self.isolation_level, self.clock)
+            plan = plan_commit(self.table, self.snapshot, self._changes, self.isolation_level, self.clock,
+                               self.operation)
             committer = Committer(self.table, plan, self._provenance(), self.clock, self.max_retries)
             try:
                 version = committer.commit()
@@ -366,14 +396,67 @@ class Transaction:
         self.version = version
         return version
 
-    def _provenance(self) -> CommitProvenance:
+    def landed_version(self) -> int | None:
+        """The version holding this transaction's commit, found in the log (None if none does).
+
+        After :meth:`commit` raised, this resolves the outcome before anything the commit
+        would reference is deleted: the commits after the version it read are searched
+        for its ``commitInfo.txnId``. Only an answer from the log counts; a transaction
+        whose outcome is unknown (:attr:`outcome_unknown`) and not found may still land.
+        """
+        if self.version is not None:
+            return self.version
+        if self._state in ("open", "aborted"):
+            return None
+        start = self._read_version + 1 if isinstance(self._read_version, int) else 0
+        try:
+            latest = self.table.latest_version()
+        except TableNotFoundError:
+            return None
+        for v in range(start, latest + 1):
+            try:
+                actions = self.table.read_commit(v)
+            except (VersionNotFoundError, FileNotFoundError):
+                continue
+            if is_own_commit(actions, self.txn_id):
+                return v
+        return None
+
+    def surely_not_committed(self) -> bool:
+        """Whether the log shows that this transaction did not commit: only then may what it would
+        have referenced be deleted. False on any doubt (outcome unknown, found in the log, or the
+        log cannot be read)."""
+        if self._state in ("open", "aborted"):
+            return True
+        if self._state == "committed" or self.outcome_unknown:
+            return False
+        try:
+            return self.landed_version() is None
+        except Exception:  # the log cannot be read now: keep everything
+            return False
+
+    def _provenance(self, tags: dict[str, str] | None = None) -> CommitProvenance:
         return CommitProvenance(self.operation, self.operation_parameters, self.user_metadata, self.job,
-                                self.operation_metrics, self.txn_id)
+                                self.operation_metrics, self.txn_id, dict(tags or {}))
+
+    def committer(self, tags: dict[str, str] | None = None) -> Committer:
+        """The validated plan of an enlisted transaction, ready to serialize (a group stages it).
+
+        The plan is made against the transaction's read snapshot, as :meth:`commit` makes it.
+        """
+        if self._state != "enlisted" or self._plan is None:
+            raise InvalidArgumentError(f"transaction is {self._state}; only an enlisted one is planned by its group")
+        return Committer(self.table, self._plan, self._provenance(tags), self.clock, self.max_retries)
+
+    def settle(self, version: int | None) -> None:
+        """The group's outcome for an enlisted transaction: its version, or None (not committed)."""
+        self._state = "committed" if version is not None else "failed"
+        self.version = version
 
     def validate(self) -> None:
         """Check the changes gathered so far without committing (raises what :meth:`commit` would)."""
         self._check_open()
-        plan_commit(self.table, self.snapshot, self._changes, self.isolation_level, self.clock)
+        plan_commit(self.table, self.snapshot, self._changes, self.isolation_level, self.clock, self.operation)
 
     # ----- planning: validate everything once
     # ----- helpers

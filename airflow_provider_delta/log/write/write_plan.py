@@ -12,7 +12,9 @@ written, so they make them here:
 - ``overwrite`` with ``overwrite_schema``: the data's schema and partitioning
   replace the table's, keeping its id and properties;
 - the transaction: operation parameters as Delta Spark writes them, the exactly-once
-  ``txn`` when asked, every live file removed on ``overwrite``, all validated.
+  ``txn`` when asked, every live file removed on ``overwrite``, all validated;
+- a write that creates the table and loses version 0 to an identical create goes on
+  against the table as it now is (:class:`PlannedWrite`).
 """
 from __future__ import annotations
 
@@ -25,13 +27,16 @@ import pyarrow as pa
 from ..base import ict
 from ..base.arrow_build import empty_table
 from ..base.actions import Metadata, Protocol
-from ..base.errors import InvalidArgumentError, UnsupportedFeatureError
+from ..base.commit_actions import AddFile
+from ..base.errors import ConcurrentModificationError, InvalidArgumentError, UnsupportedFeatureError
 from ..base.features import (Operation, check_can_add_data, column_mapping_mode, normalize_properties,
-                       protocol_for_new_table, require)
+                       protocol_for_new_table)
+from ..base.commit_source import require_through
 from ..base.schema import arrow_to_schema, schema_string, schema_to_arrow, validate_partition_columns
 from ..base.schema_fit import conform_to_schema
 from ..read.snapshot import Snapshot
 from ..read.table_log import TableLog
+from .create import concurrent_create_differences
 from .transaction import Transaction
 
 MODES = ("append", "overwrite")
@@ -113,7 +118,7 @@ def plan_write(uri: str, snap: Snapshot | None, data_schema: pa.Schema, mode: st
             raise InvalidArgumentError(
                 f"{uri} is partitioned by {list(cols)}, not {list(partition_by)}; "
                 "use mode='overwrite' with overwrite_schema=True to change partitioning")
-        require(snap.protocol, Operation.COMMIT, f"{uri} at version {snap.version}")
+        require_through(snap.log.commit_source, snap.protocol, Operation.COMMIT, f"{uri} at version {snap.version}")
         check_can_add_data(snap.protocol, snap.metadata)
         conform_to_schema(empty_table(data_schema), snap.schema)   # raises on a mismatch
         plan = WritePlan(uri, mode, snap.schema, snap.metadata.schema_string, cols,
@@ -146,3 +151,57 @@ def write_transaction(table: TableLog, plan: WritePlan, *, app_id: str | None = 
         txn.remove_files(txn.read_files().column("path").to_pylist())
     txn.validate()
     return txn
+
+
+class PlannedWrite:
+    """A write's transaction, built from its plan before any data file is written, and its commit.
+
+    Committing is where a write that creates the table can lose version 0 to another
+    writer creating it at the same moment (two runs of one task on a first deployment).
+    If that writer created the same table (:func:`.create.definition_differences`),
+    this write is planned again from the table as it now is and committed with the same
+    data files: an append adds them, an overwrite replaces what the winner wrote (the
+    same as if it had started a moment later). The original
+    :class:`ConcurrentModificationError` stands when the winner already recorded this
+    write's ``app_id`` version (the same write, retried elsewhere: the caller skips);
+    one naming the differences when the winner created a different table.
+    """
+
+    def __init__(self, table: TableLog, plan: WritePlan, **txn_args: Any):
+        self.table = table
+        self.plan = plan
+        self._txn_args = txn_args
+        self.txn = write_transaction(table, plan, **txn_args)
+
+    @property
+    def outcome_unknown(self) -> bool:
+        """True if a commit owner failed in a way that leaves the outcome unknown (keep the files)."""
+        return self.txn.outcome_unknown
+
+    def commit(self, adds: list[AddFile]) -> int:
+        """Commit the data files ``adds`` (written for :attr:`plan`); returns the version."""
+        self.txn.add_files(adds)
+        try:
+            return self.txn.commit()
+        except ConcurrentModificationError as lost:
+            if not self.plan.creates_table or lost.winning_version != 0:
+                raise
+            self._replan_after_lost_create(lost)
+        self.txn.add_files(adds)
+        return self.txn.commit()
+
+    def _replan_after_lost_create(self, lost: ConcurrentModificationError) -> None:
+        assert self.plan.metadata is not None and self.plan.protocol is not None
+        differences = concurrent_create_differences(self.table, self.plan.metadata, self.plan.protocol)
+        if differences:
+            raise ConcurrentModificationError(
+                f"another writer created {self.table.uri} concurrently as a different table than this write "
+                "would have: " + "; ".join(differences), winning_version=0, reason=lost.reason) from None
+        snap = self.table.snapshot()
+        app_id, app_version = self._txn_args.get("app_id"), self._txn_args.get("app_version")
+        if app_id is not None and app_version is not None:
+            recorded = snap.transaction_version(app_id)
+            if recorded is not None and recorded >= app_version:
+                raise lost
+        self.plan = plan_write(self.table.uri, snap, self.plan.schema, self.plan.mode, self.plan.partition_columns)
+        self.txn = write_transaction(self.table, self.plan, **self._txn_args)

@@ -18,7 +18,8 @@ does what Delta Spark's writer does for a plain append or overwrite:
   nothing behind.
 
 A table that does not exist yet is created from the data's schema in the same
-(version 0) commit.
+(version 0) commit; if an identical create wins that version first, the write goes on
+against the created table (:class:`~.write_plan.PlannedWrite`).
 """
 from __future__ import annotations
 
@@ -38,7 +39,8 @@ from ..base.schema import serialize_partition_value
 from ..base.schema_fit import conform_to_schema
 from ..base.stats import collect_stats
 from ..read.table_log import TableLog
-from .write_plan import check_mode, partition_arg, plan_write, write_transaction
+from .transaction import Transaction
+from .write_plan import PlannedWrite, WritePlan, check_mode, partition_arg, plan_write, write_transaction
 
 HIVE_NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 
@@ -132,9 +134,48 @@ def write_table(table: TableLog, data: Any, mode: str = "append", partition_by: 
     ``mode="append"`` adds the rows; ``"overwrite"`` replaces all rows (with
     ``overwrite_schema=True`` also the schema and partitioning). If the table does not
     exist it is created from the data's schema with ``partition_by``, ``properties``,
-    ``name`` and ``description``. ``txn_kwargs`` go to the :class:`Transaction`
+    ``name`` and ``description`` (a write that loses that create to an identical one goes on:
+    :class:`~.write_plan.PlannedWrite`). ``txn_kwargs`` go to the :class:`Transaction`
     (``user_metadata``, ``clock``, ``max_retries``, ``isolation_level``...).
     """
+    plan, data = _plan_data(table, data, mode, partition_by, properties, overwrite_schema, max_rows_per_file,
+                            name, description, txn_kwargs.get("clock"))
+    write = PlannedWrite(table, plan, job=job, **txn_kwargs)
+    written: list[str] = []
+    try:
+        return write.commit(_write_files(table, data, plan.schema, plan.partition_columns, plan.configuration,
+                                         max_rows_per_file, written))
+    except BaseException:
+        if write.txn.surely_not_committed():      # the log decides: a landed commit keeps its files
+            delete_quietly(table, written)
+        raise
+
+
+def prepare_write(table: TableLog, data: Any, mode: str = "append", partition_by: Iterable[str] | None = None,
+                  job: dict[str, Any] | None = None, *, properties: dict[str, Any] | None = None,
+                  overwrite_schema: bool = False, max_rows_per_file: int | None = None,
+                  name: str | None = None, description: str | None = None,
+                  **txn_kwargs: Any) -> tuple[Transaction, list[str]]:
+    """Everything :func:`write_table` does before committing: validate, write the data files,
+    and return the transaction holding them with the files' paths (delete those if the
+    transaction is never committed). A multi-table transaction commits it with its group."""
+    plan, data = _plan_data(table, data, mode, partition_by, properties, overwrite_schema, max_rows_per_file,
+                            name, description, txn_kwargs.get("clock"))
+    txn = write_transaction(table, plan, job=job, **txn_kwargs)
+    written: list[str] = []
+    try:
+        txn.add_files(_write_files(table, data, plan.schema, plan.partition_columns, plan.configuration,
+                                   max_rows_per_file, written))
+    except BaseException:
+        delete_quietly(table, written)
+        raise
+    return txn, written
+
+
+def _plan_data(table: TableLog, data: Any, mode: str, partition_by: Iterable[str] | None,
+               properties: dict[str, Any] | None, overwrite_schema: bool, max_rows_per_file: int | None,
+               name: str | None, description: str | None, clock: Any) -> tuple[WritePlan, pa.Table]:
+    """The checked arguments' write plan, and the data conformed to its schema."""
     if isinstance(data, pa.RecordBatch):
         data = pa.Table.from_batches([data])
     if not isinstance(data, pa.Table):
@@ -148,21 +189,13 @@ def write_table(table: TableLog, data: Any, mode: str = "append", partition_by: 
     except TableNotFoundError:
         snap = None
     plan = plan_write(table.uri, snap, data.schema, mode, partition_arg(partition_by), properties,
-                      overwrite_schema, name, description, txn_kwargs.get("clock"))
-    data = conform_to_schema(data, plan.schema)
-    txn = write_transaction(table, plan, job=job, **txn_kwargs)
-    written: list[str] = []
-    try:
-        txn.add_files(_write_files(table, data, plan.schema, plan.partition_columns, plan.configuration,
-                                   max_rows_per_file, written))
-        return txn.commit()
-    except BaseException:
-        if not txn.outcome_unknown:
-            _delete_quietly(table, written)
-        raise
+                      overwrite_schema, name, description, clock)
+    return plan, conform_to_schema(data, plan.schema)
 
 
-def _delete_quietly(table: TableLog, paths: list[str]) -> None:
+def delete_quietly(table: TableLog, paths: Iterable[str]) -> None:
+    """Delete data files no commit references (after a failed commit); a delete that fails only
+    leaves work for vacuum."""
     for rel in paths:
         try:
             table.storage.delete(rel)

@@ -47,6 +47,11 @@ class CommitOwner(ABC):
     served_reader_features: frozenset[str] = frozenset()
     #: the managed-commits RFC lets any client that knows the owner run cleanup and vacuum
     allows_maintenance: bool = True
+    #: managedCommit is in WRITABLE_FEATURES already: an owner serves no further writer feature
+    served_writer_features: frozenset[str] = frozenset()
+    #: an owner may close a table (conversion back to filesystem commits), after which later
+    #: versions are plain ``_delta_log`` files: its latest version does not cap the listing
+    authoritative_latest: bool = False
 
     def __init__(self, backfill_batch_size: int = 1):
         if isinstance(backfill_batch_size, bool) or not isinstance(backfill_batch_size, int) \

@@ -14,8 +14,7 @@ Works with SQLAlchemy 1.4 and 2.x (explicit transactions, Core only).
 from __future__ import annotations
 
 import time
-from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import URL, Connection
@@ -24,7 +23,7 @@ from ..errors import CommitOwnerUnavailableError, InvalidArgumentError
 from .base import CommitOwner
 from .conf import check_owner_conf
 from .records import ACTIVE, Commit, TableState
-from .sql_engine import SQLITE_BEGIN, create_owner_engine, parse_url, public_url
+from .sql_engine import UNREACHABLE, SqlDatabase, parse_url, public_url
 from .sql_schema import commits, ensure_schema, tables
 
 
@@ -43,14 +42,15 @@ class SqlCommitOwner(CommitOwner):
     def __init__(self, url: str | URL, backfill_batch_size: int = 1,
                  engine_kwargs: dict[str, Any] | None = None):
         super().__init__(backfill_batch_size)
-        self._url = parse_url(url)
-        self._engine_kwargs = dict(engine_kwargs or {})
-        self.engine = create_owner_engine(self._url, self._engine_kwargs)
-        self._backend = self.engine.dialect.name
+        self._db = SqlDatabase(url, engine_kwargs, "the commit owner database", CommitOwnerUnavailableError)
+        self._url = self._db.url
+        self._engine_kwargs = self._db.engine_kwargs
+        self.engine = self._db.engine
+        self._backend = self._db.backend
         try:
             ensure_schema(self.engine)
-        except _UNREACHABLE as e:
-            raise self._unavailable(e) from None
+        except UNREACHABLE as e:
+            raise self._db.unavailable(e) from None
 
     @classmethod
     def from_conf(cls, conf: dict[str, str], password: str | None = None,
@@ -90,50 +90,12 @@ class SqlCommitOwner(CommitOwner):
     def owner_conf(self) -> dict[str, str]:
         return {"url": public_url(self._url), "backfillBatchSize": str(self.backfill_batch_size)}
 
-    def _unavailable(self, error: Exception) -> CommitOwnerUnavailableError:
-        """The typed error for a database that does not answer; the password never appears in it."""
-        detail = str(getattr(error, "orig", None) or error).strip().splitlines()[0][:300]
-        if self._url.password:
-            detail = detail.replace(str(self._url.password), "***")
-        return CommitOwnerUnavailableError(
-            f"the commit owner database {public_url(self._url)} cannot be reached "
-            f"({type(getattr(error, 'orig', None) or error).__name__}: {detail}); nothing was "
-            "committed, retry when it is back")
-
     # --------------------------------------------------------------- storage
-    @contextmanager
-    def _connect(self) -> Iterator[Connection]:
-        """A connection, or :class:`CommitOwnerUnavailableError` if none can be opened.
+    def _retry_safe(self):
+        return self._db.retry_safe()
 
-        Failing here means no statement reached the database, so callers know
-        for certain that nothing changed.
-        """
-        try:
-            conn = self.engine.connect()
-        except _UNREACHABLE as e:
-            raise self._unavailable(e) from None
-        with conn:
-            yield conn
-
-    @contextmanager
-    def _retry_safe(self) -> Iterator[None]:
-        """A step that is safe to run again (a read, an idempotent or compare-and-swap write): a lost
-        connection in it is "unavailable", never an unknown outcome."""
-        try:
-            yield
-        except _UNREACHABLE as e:
-            raise self._unavailable(e) from None
-
-    @contextmanager
-    def _tx(self, write: bool) -> Iterator[Connection]:
-        with self._connect() as conn:
-            if write and self._backend == "sqlite":
-                conn = conn.execution_options(**{SQLITE_BEGIN: "IMMEDIATE"})
-            elif not write and self._backend == "postgresql":
-                # one snapshot for both SELECTs of _read_commits
-                conn = conn.execution_options(isolation_level="REPEATABLE READ")
-            with conn.begin():
-                yield conn
+    def _tx(self, write: bool):
+        return self._db.tx(write)
 
     def _read_table(self, table_id: str) -> TableState | None:
         with self._retry_safe(), self._tx(write=False) as conn:
@@ -197,10 +159,6 @@ class SqlCommitOwner(CommitOwner):
                          .where(tables.c.table_id == table_id, tables.c.backfilled_version < version)
                          .values(backfilled_version=version, updated_ms=_now_ms()))
             conn.execute(sa.delete(commits).where(commits.c.table_id == table_id, commits.c.version <= version))
-
-
-#: what SQLAlchemy raises when the database does not answer or drops the connection
-_UNREACHABLE = (sa.exc.OperationalError, sa.exc.InterfaceError)
 
 
 def _select_table(conn: Connection, table_id: str) -> TableState | None:

@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import importlib.util
 import os
-from typing import Any
+from contextlib import contextmanager
+from typing import Any, Iterator
 
 import sqlalchemy as sa
-from sqlalchemy.engine import URL, Engine, make_url
+from sqlalchemy.engine import URL, Connection, Engine, make_url
 
 from ..errors import InvalidArgumentError
 from .conf import secret_looking_keys
@@ -111,3 +112,73 @@ def _redact(url: Any) -> str:
         return make_url(url).render_as_string(hide_password=True)
     except Exception:
         return "<unparseable URL>"
+
+
+#: what SQLAlchemy raises when the database does not answer or drops the connection
+UNREACHABLE = (sa.exc.OperationalError, sa.exc.InterfaceError)
+
+
+class SqlDatabase:
+    """One shared-state database (the SQL commit owner's, the SQL catalog's): its engine and
+    the transaction discipline both rely on.
+
+    Write transactions take SQLite's write lock up front (``BEGIN IMMEDIATE``); read
+    transactions on PostgreSQL run at REPEATABLE READ, so every SELECT of one read sees
+    the same committed state. A connection that cannot be opened, or a read or an
+    idempotent write that loses its connection, is reported as ``unavailable(error)``:
+    the caller knows nothing changed.
+    """
+
+    def __init__(self, url: Any, engine_kwargs: dict[str, Any] | None, label: str,
+                 unavailable: Any):
+        self.url = parse_url(url)
+        self.engine_kwargs = dict(engine_kwargs or {})
+        self.engine = create_owner_engine(self.url, self.engine_kwargs)
+        self.backend = self.engine.dialect.name
+        #: e.g. "the commit owner database"; names the database in errors
+        self.label = label
+        #: the DeltaError subclass raised for an unreachable database
+        self._error_type = unavailable
+
+    def unavailable(self, error: Exception) -> Exception:
+        """The typed error for a database that does not answer; the password never appears in it."""
+        detail = str(getattr(error, "orig", None) or error).strip().splitlines()[0][:300]
+        if self.url.password:
+            detail = detail.replace(str(self.url.password), "***")
+        return self._error_type(
+            f"{self.label} {public_url(self.url)} cannot be reached "
+            f"({type(getattr(error, 'orig', None) or error).__name__}: {detail}); nothing was "
+            "committed, retry when it is back")
+
+    @contextmanager
+    def connect(self) -> Iterator[Connection]:
+        """A connection, or the unavailable error if none can be opened (then no statement ran)."""
+        try:
+            conn = self.engine.connect()
+        except UNREACHABLE as e:
+            raise self.unavailable(e) from None
+        with conn:
+            yield conn
+
+    @contextmanager
+    def retry_safe(self) -> Iterator[None]:
+        """A step that is safe to run again (a read, an idempotent or compare-and-swap write): a lost
+        connection in it is "unavailable", never an unknown outcome."""
+        try:
+            yield
+        except UNREACHABLE as e:
+            raise self.unavailable(e) from None
+
+    @contextmanager
+    def tx(self, write: bool) -> Iterator[Connection]:
+        """One database transaction: committed on a clean exit, rolled back otherwise."""
+        with self.connect() as conn:
+            if write and self.backend == "sqlite":
+                conn = conn.execution_options(**{SQLITE_BEGIN: "IMMEDIATE"})
+            elif not write and self.backend == "postgresql":
+                conn = conn.execution_options(isolation_level="REPEATABLE READ")
+            with conn.begin():
+                yield conn
+
+    def dispose(self) -> None:
+        self.engine.dispose()

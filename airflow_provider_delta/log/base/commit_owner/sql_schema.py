@@ -46,8 +46,14 @@ _PG_LOCK_KEY = 0x44454C54414F574E
 
 def ensure_schema(engine: Engine) -> None:
     """Create the owner's tables if they are missing; safe to run from many processes at once."""
+    ensure_tables(engine, metadata, _PG_LOCK_KEY)
+
+
+def ensure_tables(engine: Engine, schema: sa.MetaData, pg_lock_key: int) -> None:
+    """Create ``schema``'s tables if any is missing, under a lock (``pg_lock_key`` names the
+    PostgreSQL advisory lock): the SQL commit owner's and the SQL catalog's schemas both use it."""
     backend = engine.dialect.name
-    if _have_tables(engine):
+    if _have_tables(engine, schema):
         return
     try:
         with engine.connect() as conn:
@@ -55,14 +61,14 @@ def ensure_schema(engine: Engine) -> None:
                 conn = conn.execution_options(**{SQLITE_BEGIN: "IMMEDIATE"})
             with conn.begin():
                 if backend == "postgresql":
-                    conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": _PG_LOCK_KEY})
-                metadata.create_all(conn, checkfirst=True)
+                    conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": pg_lock_key})
+                schema.create_all(conn, checkfirst=True)
     except sa.exc.DBAPIError:
-        if not _have_tables(engine):  # lost a creation race on a database without our lock: fine
+        if not _have_tables(engine, schema):  # lost a creation race on a database without our lock: fine
             raise
 
 
-def _have_tables(engine: Engine) -> bool:
+def _have_tables(engine: Engine, schema: sa.MetaData) -> bool:
     with engine.connect() as conn:
         insp = sa.inspect(conn)
-        return all(insp.has_table(t.name) for t in (tables, commits))
+        return all(insp.has_table(t.name) for t in schema.sorted_tables)

@@ -1,0 +1,151 @@
+"""``SqlCatalog``: a catalog in PROTOCOL.md's sense on a SQL database (SQLite file or PostgreSQL).
+
+It creates and serves catalog-managed tables (``catalogManaged``: staged commits it
+ratifies, published by the writer) and coordinates multi-table transactions (the
+``multiTableTransaction-dev`` RFC): one database transaction ratifies every participant
+of a group or none. Readers that go through it see groups atomically;
+:meth:`SqlCatalog.snapshots` reads several tables at one catalog state.
+
+Where the pieces live: the database side (tables, ratification, groups) in
+``log/base/catalog_store/``; one table's commit source in ``table_source``; the group in
+:mod:`.group`. See docs/multi-table-transactions.md.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from ..base.catalog_store.pinned import PinnedTableSource
+from ..base.catalog_store.store import CatalogStore
+from ..base.catalog_store.table_source import PUBLISH_GRACE_MS, CatalogTableSource
+from ..base.commit_owner.sql_engine import public_url
+from ..base.errors import GroupCommitError, InvalidArgumentError, TableNotFoundError
+from ..base.storage import Storage, canonical_uri
+from ..read.snapshot import Snapshot
+from ..read.table_log import TableLog
+from .group import CatalogTransaction
+
+
+class SqlCatalog:
+    """A SQL catalog: ``SqlCatalog("sqlite:////abs/catalog.db")`` or ``SqlCatalog("postgresql://...")``.
+
+    ``allow_maintenance`` is the catalog's permission for clients to run metadata cleanup and
+    vacuum on its tables (PROTOCOL.md forbids them unless the catalog allows; ours does by
+    default, and its cleanup never touches a ratified, unpublished commit).
+    ``publish_grace_ms``: a reader publishes a ratified commit its writer left unpublished
+    once it is this old. ``storage_options`` are used for every table it opens.
+    """
+
+    def __init__(self, url: Any, *, name: str | None = None, allow_maintenance: bool = True,
+                 publish_grace_ms: int = PUBLISH_GRACE_MS, storage_options: dict[str, Any] | None = None,
+                 engine_kwargs: dict[str, Any] | None = None):
+        self.store = CatalogStore(url, engine_kwargs)
+        #: the ``coordinatingCatalog`` written into transaction groups (no password)
+        self.name = name or public_url(self.store.db.url)
+        self.allow_maintenance = bool(allow_maintenance)
+        self.publish_grace_ms = int(publish_grace_ms)
+        self.storage_options = dict(storage_options or {})
+        self._init = (url, name, allow_maintenance, publish_grace_ms, storage_options, engine_kwargs)
+        self._logs: dict[str, TableLog] = {}
+
+    def __repr__(self) -> str:
+        return f"SqlCatalog({self.name!r})"
+
+    def __getstate__(self) -> tuple:
+        return self._init     # an engine does not pickle; a copy in another process reconnects
+
+    def __setstate__(self, state: tuple) -> None:
+        url, name, allow, grace, options, kwargs = state
+        self.__init__(url, name=name, allow_maintenance=allow, publish_grace_ms=grace, storage_options=options,
+                      engine_kwargs=kwargs)
+
+    def dispose(self) -> None:
+        """Close pooled database connections (before forking, or at the end of a task)."""
+        self.store.dispose()
+
+    # ---------------------------------------------------------------- tables
+    def source(self, uri: str, storage_options: dict[str, Any] | None = None) -> CatalogTableSource:
+        """The commit source and committer of the table at ``uri`` (what ``DeltaTable(uri, catalog=c)`` uses)."""
+        storage = Storage(uri, storage_options if storage_options is not None else self.storage_options)
+        return CatalogTableSource(self.store, storage, self.name, self.allow_maintenance, self.publish_grace_ms)
+
+    def table_log(self, uri: str) -> TableLog:
+        """The read side of a catalog table (the write engine's view of it), one per table per catalog
+        object so its latest snapshot is refreshed incrementally (not for use from several threads)."""
+        key = canonical_uri(uri)
+        log_ = self._logs.get(key)
+        if log_ is None:
+            log_ = self._logs[key] = TableLog(uri, self.storage_options, commit_owner=self.source(uri))
+        return log_
+
+    def manages(self, uri: str) -> bool:
+        """Whether ``uri`` is a table of this catalog (table discovery: ask before reading it)."""
+        return self.store.table_by_uri(canonical_uri(uri)) is not None
+
+    def latest_versions(self, uris: Iterable[str]) -> dict[str, int]:
+        """The latest ratified version of each table, at one catalog state (keyed by the URIs as given)."""
+        given = list(uris)
+        views = self._views(given)
+        return {name: views[canonical_uri(name)].record.latest_version for name in given}
+
+    def snapshots(self, uris: Iterable[str]) -> dict[str, Snapshot]:
+        """The latest snapshot of every table at ONE catalog state (one database read).
+
+        A multi-table transaction is in all of them or in none: what a reader of several
+        tables uses. Ratified commits left unpublished past the grace period are published
+        first (any client finishes an interrupted publish). Keyed by the URIs as given.
+        """
+        given = list(uris)
+        uris = [canonical_uri(u) for u in given]
+        views = self._views(uris)
+        stale = [u for u, v in views.items() if v.unpublished and v.pending_since_ms is not None]
+        if stale:
+            for u in stale:
+                self.source(u).get_commits(views[u].record.table_id)    # publishes what is overdue
+            views = self._views(uris)
+        return {name: TableLog(uri, self.storage_options, commit_owner=PinnedTableSource(views[uri])).snapshot()
+                for name, uri in zip(given, uris)}
+
+    def _views(self, uris: Iterable[str]):
+        uris = [canonical_uri(u) for u in uris]
+        views = self.store.views(table_uris=uris)
+        missing = [u for u in uris if u not in views]
+        if missing:
+            raise TableNotFoundError(f"not tables of catalog {self.name}: {missing}")
+        return views
+
+    # ----------------------------------------------------------- transactions
+    def transaction(self) -> CatalogTransaction:
+        """A multi-table transaction for ``with``: group-ratified on a clean exit, aborted otherwise."""
+        return CatalogTransaction(self)
+
+    def begin(self) -> CatalogTransaction:
+        """A multi-table transaction for the staged form: ``stage()``, audit, ``publish()`` or ``abort()``."""
+        return CatalogTransaction(self)
+
+    def group(self, transaction_id: str) -> CatalogTransaction:
+        """Reopen a transaction by id (e.g. in the Airflow task after the one that staged it)."""
+        if not isinstance(transaction_id, str) or not transaction_id:
+            raise InvalidArgumentError(f"a transaction id is a non-empty string, got {transaction_id!r}")
+        record = self.store.group(transaction_id)
+        if record is None:
+            raise GroupCommitError(f"catalog {self.name} has no transaction {transaction_id}", transaction_id)
+        return CatalogTransaction(self, record.group_id, record.members, record.state)
+
+    def group_snapshot(self, table: TableLog, transaction_id: str) -> Snapshot:
+        """``table`` as it is after the (staged or ratified) transaction: what an audit reads.
+
+        Built on the version the participant was staged on, with its staged commit on top.
+        """
+        record = self.store.group(transaction_id)
+        if record is None:
+            raise GroupCommitError(f"catalog {self.name} has no transaction {transaction_id}", transaction_id)
+        member = next((m for m in record.members if m.table_uri == table.uri), None)
+        if member is None:
+            raise InvalidArgumentError(
+                f"{table.uri} has no staged commit in transaction {transaction_id} (state {record.state}; "
+                f"participants {[m.table_uri for m in record.members]})")
+        if record.state not in ("open", "staged", "ratified"):
+            raise GroupCommitError(f"transaction {transaction_id} is {record.state}", transaction_id,
+                                   state=record.state)
+        view = self.store.views([member.table_id])[member.table_id]
+        return table.through(PinnedTableSource.with_staged(view, member.staged())).snapshot()

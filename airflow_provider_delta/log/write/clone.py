@@ -1,0 +1,164 @@
+"""Shallow CLONE: a new table whose files are the source's, referenced where they are.
+
+The rules are Delta Spark's ``CloneTableBase`` / ``CloneTableCommand`` for a Delta source:
+
+- the target location must hold nothing yet (a Delta table there is
+  TableAlreadyExistsError, any other file InvalidArgumentError); nothing is written then;
+- version 0 of the clone adds every live file of the source version with its path made
+  an absolute URI (``file:/...`` for local tables, the store's URL otherwise), deletion
+  vectors stored beside the source as absolute ``p`` references (inline ones as they
+  are), statistics, tags and partition values kept, ``dataChange=true``, no row ids;
+- the source's protocol and metadata, with a new table id and without name and
+  description (the target's, none for a new table);
+- ``commitInfo`` says ``CLONE`` with ``source`` (``delta.`<uri>```) and ``sourceVersion``,
+  and Delta Spark's metrics (``sourceTableSize``, ``sourceNumOfFiles`` and the
+  removed/copied counts and sizes, 0 for a shallow clone of a new table).
+
+Commit coordination is not copied (Delta Spark drops coordinated-commit properties and
+the catalog-owned feature): a clone of a managed-commit or catalog-managed source is a
+plain filesystem table, unless the clone's table object has a commit owner of its own,
+which then manages it from version 0 on. In-commit timestamps, when the source has them,
+apply from the clone's version 0 (the source's enablement version means nothing there).
+
+The clone's history is its own; it shares the source's data files. Everything the clone
+writes goes below its own root, and vacuum and metadata cleanup only ever delete below
+the table's own root, so nothing done to the clone deletes a source file. The other way
+round is the nature of a shallow clone: a vacuum of the *source* does not know about the
+clone and may delete files the clone still reads once the source no longer references
+them (Delta Spark behaves the same).
+"""
+from __future__ import annotations
+
+import os
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from ..base import ict
+from ..base.actions import Metadata, Protocol
+from ..base.commit_actions import AddFile, encode_path
+from ..base.errors import InvalidArgumentError, TableAlreadyExistsError
+from ..base.features import (COMMIT_COORDINATION_FEATURES, COMMIT_COORDINATOR_PROPERTIES,
+                             MANAGED_OWNER_CONF_PROPERTY, Operation)
+from ..base.storage import Storage
+from ..read.data_paths import is_uri
+from ..read.deletion_vectors import dv_file_path
+from ..read.snapshot import Snapshot
+from ..read.table_log import TableLog
+from .create import commit_new_table, owner_properties, table_has_commits
+from .restore import file_actions
+from .transaction import Transaction
+
+CLONE_OPERATION = "CLONE"
+_NOT_COPIED_PROPERTIES = (*COMMIT_COORDINATOR_PROPERTIES, MANAGED_OWNER_CONF_PROPERTY,
+                          ict.ENABLEMENT_VERSION_PROPERTY, ict.ENABLEMENT_TIMESTAMP_PROPERTY)
+
+
+@dataclass(frozen=True)
+class CloneResult:
+    """The clone's first version (0), the source version it copies, and Delta Spark's metrics."""
+
+    version: int
+    source_version: int
+    metrics: dict[str, int]
+
+
+def absolute_uri(storage: Storage, rel: str) -> str:
+    """A table-relative path as the absolute URI Delta Spark writes for it (``file:/abs`` locally)."""
+    if is_uri(rel):
+        return rel
+    if storage.is_local:
+        return "file:" + os.path.join(storage.root, rel)
+    return storage.root + "/" + rel.lstrip("/")
+
+
+def table_uri_text(storage: Storage) -> str:
+    """The table's location in Delta Spark's qualified form (``file:/abs`` locally)."""
+    return ("file:" + storage.root) if storage.is_local else storage.root
+
+
+def absolute_add(storage: Storage, add: AddFile) -> AddFile:
+    """``add`` as a clone lists it: absolute data and DV paths, ``dataChange=true``, no row ids."""
+    dv = add.deletion_vector
+    if dv and dv.get("storageType") == "u":
+        location = absolute_uri(storage, dv_file_path(dv) or "")
+        dv = {**dv, "storageType": "p", "pathOrInlineDv": encode_path(location)}
+    return AddFile(absolute_uri(storage, add.path), add.size, dict(add.partition_values), add.modification_time,
+                   True, add.stats, add.tags, dv)
+
+
+def cloned_protocol(source: Protocol) -> Protocol:
+    """The source's protocol without commit coordination (the clone commits to its own filesystem)."""
+    if not source.reader_features and not source.writer_features:
+        return source
+    drop = COMMIT_COORDINATION_FEATURES
+    reader = None if source.reader_features is None else tuple(f for f in source.reader_features if f not in drop)
+    writer = None if source.writer_features is None else tuple(f for f in source.writer_features if f not in drop)
+    return Protocol(source.min_reader_version, source.min_writer_version, reader, writer)
+
+
+def cloned_metadata(source: Metadata, extra_properties: dict[str, str]) -> Metadata:
+    """The source's metadata with a new id, no name or description, coordination not copied."""
+    conf = {k: v for k, v in source.configuration.items() if k not in _NOT_COPIED_PROPERTIES}
+    conf.update(extra_properties)
+    return Metadata(str(uuid.uuid4()), source.schema_string, source.partition_columns, conf, None, None,
+                    source.format_provider, dict(source.format_options), source.created_time)
+
+
+def _inside(a: Storage, b: Storage) -> bool:
+    """Whether location ``a`` is ``b`` or below it (local locations compared with symlinks resolved)."""
+    if a.protocol != b.protocol:
+        return False
+    root_a, root_b = a.root, b.root
+    if a.is_local:
+        root_a, root_b = os.path.realpath(root_a), os.path.realpath(root_b)
+    root_a, root_b = root_a.rstrip("/") + "/", root_b.rstrip("/") + "/"
+    return root_a.startswith(root_b)
+
+
+def _check_target(source: TableLog, target: TableLog) -> None:
+    if _inside(target.storage, source.storage) or _inside(source.storage, target.storage):
+        raise InvalidArgumentError(
+            f"cannot clone {source.uri} to {target.uri}: one location lies inside the other, so a vacuum "
+            "of the outer table would delete the inner one's files")
+    if table_has_commits(target):
+        raise TableAlreadyExistsError(f"cannot clone to {target.uri}: a Delta table already exists there")
+    storage = target.storage
+    if storage.is_local:
+        busy = os.path.isdir(storage.root) and bool(os.listdir(storage.root))
+        busy = busy or (os.path.exists(storage.root) and not os.path.isdir(storage.root))
+    else:
+        busy = bool(storage.walk_files(""))
+    if busy:
+        raise InvalidArgumentError(f"cannot clone to {target.uri}: the location is not empty; clone to a new "
+                                   "or empty location")
+
+
+def clone_table(source: TableLog, target: TableLog, version: Any = None, timestamp: Any = None,
+                **commit_kwargs: Any) -> CloneResult:
+    """Shallow-clone ``source`` (at ``version`` / ``timestamp``, default the latest) to ``target``.
+
+    ``commit_kwargs`` go to the :class:`~.transaction.Transaction` (``job``, ``user_metadata``,
+    ``clock``...). Nothing is written when the source cannot be read at that version, the
+    target is not empty, or the clone could not be committed.
+    """
+    snap: Snapshot = source.snapshot(version=version, timestamp=timestamp)
+    source.require(snap, Operation.READ)
+    _check_target(source, target)
+    extra = {}
+    if target.commit_owner is not None:
+        extra = {**owner_properties(target.commit_owner), ict.ENABLE_PROPERTY: "true"}
+    metadata = cloned_metadata(snap.metadata, extra)
+    adds = [absolute_add(source.storage, a) for a in file_actions(snap).values()]
+    size = sum(a.size for a in adds)
+    metrics = {"sourceTableSize": size, "sourceNumOfFiles": len(adds), "numRemovedFiles": 0,
+               "numCopiedFiles": 0, "removedFilesSize": 0, "copiedFilesSize": 0}
+    commit_kwargs.setdefault("operation_parameters", {"source": f"delta.`{table_uri_text(source.storage)}`",
+                                                      "sourceVersion": snap.version})
+    commit_kwargs.setdefault("operation_metrics", metrics)
+    txn = Transaction(target, operation=CLONE_OPERATION, read_version=-1, **commit_kwargs)
+    txn.mark_read("all")          # it replaces the (empty) target: not a blind append, as Delta Spark records
+    txn.set_protocol(cloned_protocol(snap.protocol))
+    txn.set_metadata(metadata)
+    txn.add_files(adds)
+    return CloneResult(commit_new_table(target, txn, metadata), snap.version, metrics)

@@ -1,0 +1,261 @@
+"""Planning OPTIMIZE: which live files to rewrite, grouped into bins, before any data is read.
+
+The rules are Delta Spark's (``OptimizeExecutor``, ``OptimizeTableStrategy``, ``DeltaSQLConf``):
+
+- candidates are the live files of the partitions that ``partition_filter`` selects (a filter
+  on partition columns only); without Z-order, a file is a candidate when it is smaller than
+  ``min_file_size`` or carries a deletion vector that deletes more than
+  ``max_deleted_rows_ratio`` of its rows (or whose row count is unknown);
+- compaction groups the candidates of one partition, smallest first, into bins of at most
+  ``target_size`` bytes; each bin becomes one new file. A bin of one file is left alone
+  (rewriting it gains nothing) unless that file has a deletion vector: then it is rewritten
+  without its deleted rows (Delta Spark drops such bins; we purge them, see ``docs/maintenance.md``);
+- Z-order takes every file of a partition as one bin (it reorders all of them) and writes
+  about ``bin size / target_size`` files;
+- ``purge`` (``REORG TABLE ... APPLY (PURGE)``) takes exactly the files with deletion
+  vectors, every bin kept.
+
+Sizes: ``target_size`` defaults to the table's ``delta.targetFileSize``, else Delta Spark's
+``optimize.maxFileSize`` (1 GiB); ``min_file_size`` defaults to the target size (Delta
+Spark's ``optimize.minFileSize`` default equals its ``maxFileSize``).
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+from ..base.errors import DeltaError, InvalidArgumentError, InvalidTableStateError, UnsupportedFeatureError
+from ..base.features import TARGET_FILE_SIZE_PROPERTY, column_mapping_mode
+from ..base.schema import serialize_partition_value
+from ..read.reader import prune_by_partition
+from ..read.snapshot import Snapshot
+from .commit_info import stats_records
+
+#: Delta Spark's ``spark.databricks.delta.optimize.maxFileSize`` and ``minFileSize`` default.
+DEFAULT_TARGET_SIZE = 1024 * 1024 * 1024
+#: Delta Spark's ``spark.databricks.delta.optimize.maxDeletedRowsRatio`` default.
+DEFAULT_MAX_DELETED_ROWS_RATIO = 0.05
+
+_SIZE = re.compile(r"^\s*(\d+)\s*([kmgt]?)(i?b)?\s*$", re.IGNORECASE)
+_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+
+
+def parse_size(value: Any, what: str) -> int:
+    """Bytes from an int or a Spark size string (``"134217728"``, ``"128mb"``, ``"1g"``)."""
+    if isinstance(value, bool):
+        raise InvalidArgumentError(f"{what} must be a size in bytes, got {value!r}")
+    if isinstance(value, int):
+        size = value
+    else:
+        m = _SIZE.match(str(value))
+        if not m:
+            raise InvalidArgumentError(f"{what} must be a size in bytes (e.g. 134217728 or '128mb'), got {value!r}")
+        size = int(m.group(1)) * _UNITS[m.group(2).lower()]
+    if size <= 0:
+        raise InvalidArgumentError(f"{what} must be positive, got {value!r}")
+    return size
+
+
+@dataclass(frozen=True)
+class OptimizeSettings:
+    """The checked arguments of one OPTIMIZE (or REORG ... PURGE) run."""
+
+    target_size: int
+    min_file_size: int
+    z_order_by: tuple[str, ...] = ()
+    #: ``[(column, op, value), ...]`` (AND) or a list of such lists (OR), partition columns only
+    partition_filter: Any = None
+    max_deleted_rows_ratio: float = DEFAULT_MAX_DELETED_ROWS_RATIO
+    purge: bool = False
+
+    @property
+    def operation(self) -> str:
+        return "REORG" if self.purge else "OPTIMIZE"
+
+    def operation_parameters(self) -> dict[str, Any]:
+        """commitInfo ``operationParameters`` as Delta Spark records them (JSON lists as strings)."""
+        predicate = json.dumps(predicate_strings(self.partition_filter))
+        if self.purge:
+            return {"predicate": predicate, "applyPurge": True}
+        return {"predicate": predicate, "zOrderBy": json.dumps(list(self.z_order_by)), "clusterBy": "[]",
+                "auto": False}
+
+
+def predicate_strings(partition_filter: Any) -> list[str]:
+    """The partition filter as SQL-like text, one string per OR branch (Delta Spark: per predicate)."""
+    if partition_filter is None:
+        return []
+    branches = partition_filter if partition_filter and isinstance(partition_filter[0], list) \
+        else [partition_filter]
+    out = []
+    for conj in branches:
+        out.append(" AND ".join(f"({c} {op} {v!r})" for c, op, v in conj))
+    return out
+
+
+def settings_for(snap: Snapshot, *, target_size: Any = None, min_file_size: Any = None,
+                 z_order_by: Any = None, partition_filter: Any = None, max_deleted_rows_ratio: Any = None,
+                 purge: bool = False) -> OptimizeSettings:
+    """Check the arguments against the table; typed errors, nothing read beyond the snapshot."""
+    conf = snap.metadata.configuration
+    if column_mapping_mode(conf) != "none":
+        raise UnsupportedFeatureError(
+            f"{snap.uri} uses column mapping; OPTIMIZE would have to write its data files with physical column "
+            "names and ids, which this package does not do yet (run OPTIMIZE with Delta Spark)",
+            feature="columnMapping")
+    if target_size is None:
+        prop = conf.get(TARGET_FILE_SIZE_PROPERTY)
+        if prop is not None:
+            try:
+                target = parse_size(prop, TARGET_FILE_SIZE_PROPERTY)
+            except InvalidArgumentError as e:
+                raise InvalidTableStateError(f"{snap.uri}: table property {e}") from None
+        else:
+            target = DEFAULT_TARGET_SIZE
+    else:
+        target = parse_size(target_size, "target_size")
+    minimum = target if min_file_size is None else parse_size(min_file_size, "min_file_size")
+    ratio = DEFAULT_MAX_DELETED_ROWS_RATIO if max_deleted_rows_ratio is None else max_deleted_rows_ratio
+    if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not 0 <= ratio <= 1:
+        raise InvalidArgumentError(f"max_deleted_rows_ratio must be a number in [0, 1], got {ratio!r}")
+    zcols = _z_order_columns(snap, z_order_by)
+    if purge and zcols:
+        raise InvalidArgumentError("purge (REORG ... APPLY (PURGE)) cannot be combined with z_order_by")
+    _check_partition_filter(snap, partition_filter)
+    return OptimizeSettings(target, minimum, zcols, partition_filter, float(ratio), bool(purge))
+
+
+def _z_order_columns(snap: Snapshot, z_order_by: Any) -> tuple[str, ...]:
+    if z_order_by is None:
+        return ()
+    cols = (z_order_by,) if isinstance(z_order_by, str) else tuple(z_order_by)
+    if not cols:
+        return ()
+    schema = snap.schema
+    seen = set()
+    for c in cols:
+        if not isinstance(c, str) or not c:
+            raise InvalidArgumentError(f"z_order_by takes column names, got {c!r}")
+        if c in snap.partition_columns:
+            raise InvalidArgumentError(
+                f"{c!r} is a partition column; Z-ordering by it is meaningless (each file holds one value)")
+        idx = schema.get_field_index(c)
+        if idx < 0:
+            raise InvalidArgumentError(f"z_order_by column {c!r} is not in the table schema {schema.names}")
+        t = schema.field(idx).type
+        if pa.types.is_nested(t) or pa.types.is_binary(t) or pa.types.is_large_binary(t):
+            raise InvalidArgumentError(f"z_order_by column {c!r} has type {t}, which has no order to cluster by")
+        if c in seen:
+            raise InvalidArgumentError(f"z_order_by names {c!r} twice")
+        seen.add(c)
+    return cols
+
+
+def _check_partition_filter(snap: Snapshot, partition_filter: Any) -> None:
+    if partition_filter is None:
+        return
+    branches = partition_filter if isinstance(partition_filter, list) and partition_filter and \
+        isinstance(partition_filter[0], list) else [partition_filter]
+    for conj in branches:
+        if not isinstance(conj, (list, tuple)) or not conj:
+            raise InvalidArgumentError("partition_filter must be a list of (column, op, value) tuples or a list "
+                                       "of such lists")
+        for atom in conj:
+            if not (isinstance(atom, tuple) and len(atom) == 3 and isinstance(atom[0], str)):
+                raise InvalidArgumentError(f"partition_filter atoms are (column, op, value) tuples, got {atom!r}")
+            if atom[0] not in snap.partition_columns:
+                raise InvalidArgumentError(
+                    f"partition_filter may only name partition columns {list(snap.partition_columns)}; "
+                    f"{atom[0]!r} is not one (OPTIMIZE rewrites whole partitions)")
+
+
+@dataclass(frozen=True)
+class Bin:
+    """Files of one partition rewritten together (rows as in ``Snapshot.files()``)."""
+
+    partition_values: dict[str, str | None]
+    files: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def size(self) -> int:
+        return sum(int(f["size"]) for f in self.files)
+
+
+def num_records(f: dict[str, Any]) -> int | None:
+    """A file's ``numRecords`` from its statistics (None when unknown)."""
+    return stats_records(f.get("stats"))
+
+
+def _too_many_deleted(f: dict[str, Any], ratio: float) -> bool:
+    """Delta Spark: a file with a DV but no row count, or more than ``ratio`` of its rows deleted."""
+    dv = f.get("deletion_vector")
+    if not dv:
+        return False
+    total = num_records(f)
+    if not total:
+        return True
+    return int(dv.get("cardinality") or 0) / total > ratio
+
+
+def _partition_key(f: dict[str, Any], types: dict[str, pa.DataType]) -> tuple:
+    """Partition values in canonical form, so spellings of one value (e.g. timestamps) group together."""
+    values = dict(f.get("partition_values") or {})
+    out = []
+    for col in sorted(values):
+        v = values[col]
+        if v in (None, ""):
+            out.append((col, None))
+            continue
+        try:
+            out.append((col, serialize_partition_value(v, types[col]) if col in types else v))
+        except DeltaError:
+            out.append((col, v))
+    return tuple(out)
+
+
+def plan_bins(snap: Snapshot, settings: OptimizeSettings) -> tuple[list[Bin], int]:
+    """(bins to rewrite, number of files considered) for ``snap``."""
+    files = prune_by_partition(snap, snap.files(), settings.partition_filter)
+    considered = files.num_rows
+    rows = files.select([c for c in ("path", "size", "partition_values", "deletion_vector", "stats", "tags")
+                         if c in files.column_names]).to_pylist()
+    for r in rows:
+        r["partition_values"] = dict(r["partition_values"] or {})
+        if r.get("deletion_vector"):
+            r["deletion_vector"] = {k: v for k, v in r["deletion_vector"].items() if v is not None}
+    if settings.purge:
+        rows = [r for r in rows if r.get("deletion_vector")]
+    elif not settings.z_order_by:
+        rows = [r for r in rows if int(r["size"]) < settings.min_file_size
+                or _too_many_deleted(r, settings.max_deleted_rows_ratio)]
+    schema = snap.schema
+    types = {c: schema.field(c).type for c in snap.partition_columns}
+    groups: dict[tuple, list[dict[str, Any]]] = {}
+    for r in rows:
+        groups.setdefault(_partition_key(r, types), []).append(r)
+    bins: list[Bin] = []
+    for members in groups.values():
+        members.sort(key=lambda r: (int(r["size"]), r["path"]))
+        values = members[0]["partition_values"]
+        if settings.z_order_by:
+            bins.append(Bin(values, members))
+            continue
+        current: list[dict[str, Any]] = []
+        size = 0
+        packed: list[list[dict[str, Any]]] = []
+        for r in members:
+            if current and size + int(r["size"]) > settings.target_size:
+                packed.append(current)
+                current, size = [], 0
+            current.append(r)
+            size += int(r["size"])
+        if current:
+            packed.append(current)
+        for group in packed:
+            if len(group) > 1 or settings.purge or group[0].get("deletion_vector"):
+                bins.append(Bin(values, group))
+    return bins, considered

@@ -1,0 +1,224 @@
+"""RESTORE: make a table's files those of an earlier version again, in one new commit.
+
+The rules are Delta Spark's ``RestoreTableCommand``:
+
+- the new version removes every live file (by path and deletion vector) that the
+  restored version did not have, and adds back every file it had that is not live now,
+  each with ``dataChange=true`` and the add exactly as that version recorded it (same
+  deletion vector, statistics, tags);
+- the table gets that version's metadata, with identity columns' high water marks never
+  lowered (``copySchemaWithMergedHighWaterMarks``); the protocol is never downgraded (the
+  current one, with whatever the restored version's protocol supports added);
+- ``commitInfo`` says ``RESTORE`` with ``version`` / ``timestamp`` parameters and
+  Delta Spark's six metrics (the metrics of the restored version's size and file count,
+  and what this commit removed and restored);
+- restoring to the latest version is a no-op (nothing is committed), as in Delta Spark's
+  analyzer; restoring to an older version whose files happen to equal today's commits an
+  empty restore, as Delta Spark does;
+- a version older than ``delta.deletedFileRetentionDuration`` is refused (Delta Spark
+  enforces time travel within that retention for RESTORE): a concurrent vacuum may be
+  deleting its files. ``enforce_retention=False`` lifts this, as Delta Spark's internal
+  flag does;
+- every data and deletion-vector file the commit adds back must still exist, checked
+  before anything is written (Delta Spark's ``spark.sql.files.ignoreMissingFiles=false``
+  check); otherwise :class:`DataFileNotFoundError` and nothing changes.
+
+What we decide where Delta Spark does not help: Delta Spark commits a restore with
+``commitLarge``, which fails on *any* concurrent commit. We commit through the ordinary
+committer with the restore's read set (it read the whole table), so a lost race is
+checked like any other commit: concurrent *blind appends* are let through, and the rows
+they appended **stay in the table** after the restore. For that a restore commits at
+``WriteSerializable`` unless the table sets ``delta.isolationLevel`` (a table without the
+property is ``Serializable`` for every other commit, as in Delta Spark, where a read-all
+commit such as this one would fail on any concurrent append) (the restore is serialized before the append, which
+WriteSerializable permits for blind appends; dropping them would silently undo a commit
+whose writer was told it succeeded). Anything else conflicts and fails with
+:class:`ConcurrentModificationError`, nothing written: a concurrent delete, update, merge or
+compaction (it removed files), a concurrent non-blind append, a metadata or protocol change.
+The same happens to concurrent appends when the restore changes the metadata (e.g. a
+schema), since appended files were written for the schema the restore replaces, and under
+``delta.isolationLevel=Serializable``.
+
+We write the ``metaData`` action only when the restored metadata differs from the current
+one (Delta Spark always writes it); an identical ``metaData`` changes nothing for readers but
+would make every concurrent append a conflict. Commit-coordination properties (a managed
+commit owner, and on such a table the in-commit timestamps it needs) are kept as they are
+now: a restore does not convert a table between filesystem and managed commits. On other
+tables in-commit timestamps follow the restored metadata like any property (restoring a
+version from before they were enabled turns them off; the protocol keeps the feature).
+Domain metadata stays as it is.
+"""
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+from ..base import ict
+from ..base.actions import Metadata, Protocol
+from ..base.commit_actions import AddFile
+from ..base.errors import DataFileNotFoundError, InvalidArgumentError, VersionNotFoundError
+from ..base.features import (COMMIT_COORDINATOR_PROPERTIES, ISOLATION_LEVEL_PROPERTY, MANAGED_OWNER_CONF_PROPERTY, Operation,
+                             protocol_with_features, supported_features)
+from ..base.intervals import deleted_file_retention_ms
+from ..base.timeutil import format_ms, now_or, to_epoch_ms
+from ..read.data_paths import path_exists
+from ..read.deletion_vectors import dv_file_path
+from ..read.snapshot import Snapshot
+from ..read.table_log import TableLog, version_arg
+from .column_expressions import keep_identity_high_water_marks
+from .isolation import WRITE_SERIALIZABLE
+from .transaction import Transaction, file_key
+
+RESTORE_OPERATION = "RESTORE"
+#: how many missing files the error names (Delta Spark stops at 100 as well)
+MISSING_FILES_SHOWN = 100
+#: properties that belong to how commits are made, not to the table's content: kept as they are
+_COORDINATION_PROPERTIES = (*COMMIT_COORDINATOR_PROPERTIES, MANAGED_OWNER_CONF_PROPERTY)
+#: in-commit timestamps, which a coordinated table needs: kept on such tables only; elsewhere they
+#: follow the restored version's metadata (Delta Spark's RESTORE makes no exception for them)
+_ICT_PROPERTIES = (ict.ENABLE_PROPERTY, ict.ENABLEMENT_VERSION_PROPERTY, ict.ENABLEMENT_TIMESTAMP_PROPERTY)
+
+
+@dataclass(frozen=True)
+class RestoreResult:
+    """What a restore did: the table's version afterwards, and Delta Spark's metrics.
+
+    ``committed`` is False when the target was the latest version (nothing to do).
+    """
+
+    version: int
+    restored_version: int
+    committed: bool
+    metrics: dict[str, int]
+
+
+def spark_timestamp_text(ms: int) -> str:
+    """A timestamp as Delta Spark's ``java.sql.Timestamp.toString`` shows it (UTC): its RESTORE parameter."""
+    t = dt.datetime.fromtimestamp(ms / 1000, tz=dt.timezone.utc)
+    fraction = f"{ms % 1000:03d}".rstrip("0") or "0"
+    return t.strftime("%Y-%m-%d %H:%M:%S") + "." + fraction
+
+
+def file_actions(snapshot: Snapshot) -> dict[tuple[str, str | None], AddFile]:
+    """The live files of ``snapshot`` as AddFile actions, keyed like replay keys them (path, DV id)."""
+    out: dict[tuple[str, str | None], AddFile] = {}
+    for row in snapshot.files().to_pylist():
+        dv = row.get("deletion_vector")
+        dv = {k: v for k, v in dv.items() if v is not None} if dv else None
+        add = AddFile(row["path"], int(row["size"]), dict(row.get("partition_values") or {}),
+                      int(row.get("modification_time") or 0), True, row.get("stats"),
+                      dict(row["tags"]) if row.get("tags") else None, dv, row.get("base_row_id"),
+                      row.get("default_row_commit_version"))
+        out[file_key(add.path, dv)] = add
+    return out
+
+
+def merged_protocol(current: Protocol, restored: Protocol) -> Protocol:
+    """The current protocol plus whatever the restored version's supported: never a downgrade."""
+    reader, writer = supported_features(restored)
+    return protocol_with_features(current, reader | writer, restored.min_reader_version,
+                                  restored.min_writer_version)
+
+
+def restored_metadata(current: Snapshot, restored: Metadata) -> Metadata:
+    """The restored version's metadata, with today's commit-coordination properties and identity
+    high water marks (an identity value handed out after the restored version stays used)."""
+    names = _COORDINATION_PROPERTIES + (_ICT_PROPERTIES if current.commits_are_coordinated else ())
+    conf = current.metadata.configuration
+    keep = {k: conf.get(k) for k in names if k in conf or k in restored.configuration}
+    restored = keep_identity_high_water_marks(restored, current.metadata)
+    return restored.with_configuration(keep) if keep else restored
+
+
+def missing_files(table: TableLog, adds: Iterable[AddFile]) -> list[str]:
+    """Data and deletion-vector files of ``adds`` that are gone (vacuumed or deleted by hand)."""
+    missing: list[str] = []
+    for add in adds:
+        paths = [add.path]
+        if add.deletion_vector and add.deletion_vector.get("storageType") in ("u", "p"):
+            paths.append(dv_file_path(add.deletion_vector) or "")
+        for p in paths:
+            if not path_exists(table.storage, p):
+                missing.append(p)
+                if len(missing) >= MISSING_FILES_SHOWN:
+                    return missing
+    return missing
+
+
+def _target_version(table: TableLog, latest: Snapshot, version: Any, timestamp: Any) -> int:
+    if (version is None) == (timestamp is None):
+        raise InvalidArgumentError("restore needs exactly one of version or timestamp")
+    if version is not None:
+        target = version_arg(version)
+        if target < 0 or target > latest.version:
+            raise VersionNotFoundError(
+                f"cannot restore {table.uri} to version {target}: the latest version is {latest.version}",
+                version=target, latest=latest.version)
+        return target
+    return table.version_at(to_epoch_ms(timestamp))   # before the first / after the latest commit: errors
+
+
+def restore_table(table: TableLog, version: Any = None, timestamp: Any = None, *, enforce_retention: bool = True,
+                  now_ms: int | None = None, **commit_kwargs: Any) -> RestoreResult:
+    """Restore ``table`` to ``version`` or to the version as of ``timestamp`` (exactly one).
+
+    ``commit_kwargs`` go to the :class:`~.transaction.Transaction` (``job``,
+    ``user_metadata``, ``max_retries``, ``clock``...). Raises VersionNotFoundError /
+    TimestampOutOfRangeError for a target the log cannot reconstruct,
+    InvalidArgumentError for one beyond the deleted-file retention, DataFileNotFoundError
+    when a file to restore is gone, ConcurrentModificationError when a concurrent commit
+    conflicts (see the module docstring); in each case nothing is written.
+    """
+    latest = table.snapshot()
+    table.require(latest, Operation.COMMIT)
+    target = _target_version(table, latest, version, timestamp)
+    if target == latest.version:
+        return RestoreResult(latest.version, target, False, _metrics({}, {}, latest))
+    old = table.snapshot(version=target)
+    retention = deleted_file_retention_ms(latest.configuration)
+    if enforce_retention and old.timestamp < now_or(now_ms) - retention:
+        raise InvalidArgumentError(
+            f"cannot restore {table.uri} to version {target} of {format_ms(old.timestamp)}: it is older than "
+            f"the table's delta.deletedFileRetentionDuration ({retention / 3_600_000:g} hours), so vacuum may "
+            "be deleting its files. Pass enforce_retention=False if you are sure no vacuum runs.")
+    now_files, then_files = file_actions(latest), file_actions(old)
+    to_add = {k: a for k, a in then_files.items() if k not in now_files}
+    to_remove = {k: a for k, a in now_files.items() if k not in then_files}
+    gone = missing_files(table, to_add.values())
+    if gone:
+        raise DataFileNotFoundError(
+            f"cannot restore {table.uri} to version {target}: {len(gone)}{'+' if len(gone) >= MISSING_FILES_SHOWN else ''}"
+            f" of its files are gone (vacuumed or deleted), e.g. {gone[:5]}; restore a newer version",
+            path=gone[0])
+    metrics = _metrics(to_add, to_remove, old)
+    params = {"version": None if version is None else target,
+              "timestamp": None if timestamp is None else spark_timestamp_text(to_epoch_ms(timestamp))}
+    commit_kwargs.setdefault("operation_parameters", params)
+    commit_kwargs.setdefault("operation_metrics", metrics)
+    if ISOLATION_LEVEL_PROPERTY not in latest.metadata.configuration:
+        commit_kwargs.setdefault("isolation_level", WRITE_SERIALIZABLE)   # see the module docstring
+    txn = Transaction(table, operation=RESTORE_OPERATION, read_version=latest.version, **commit_kwargs)
+    txn.mark_read("all")
+    metadata = restored_metadata(latest, old.metadata)
+    if metadata.to_json() != latest.metadata.to_json():
+        txn.set_metadata(metadata, of_restored_version=True)
+    protocol = merged_protocol(latest.protocol, old.protocol)
+    if protocol != latest.protocol:
+        txn.set_protocol(protocol)
+    txn.remove_files([a.remove(0, True) for a in to_remove.values()])
+    txn.add_files(to_add.values())
+    return RestoreResult(txn.commit(), target, True, metrics)
+
+
+def _metrics(to_add: dict[Any, AddFile], to_remove: dict[Any, AddFile], restored: Snapshot) -> dict[str, int]:
+    """Delta Spark's RESTORE metrics (``RestoreTableCommandBase``)."""
+    sizes = restored.files().column("size").to_pylist()
+    return {
+        "numRestoredFiles": len(to_add),
+        "restoredFilesSize": sum(a.size for a in to_add.values()),
+        "numRemovedFiles": len(to_remove),
+        "removedFilesSize": sum(a.size for a in to_remove.values()),
+        "numOfFilesAfterRestore": len(sizes),
+        "tableSizeAfterRestore": sum(s or 0 for s in sizes),
+    }

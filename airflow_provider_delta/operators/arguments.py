@@ -1,0 +1,138 @@
+"""Task arguments after rendering: typed values, or an error that fails the task without a retry.
+
+Every argument of the Delta operators and the sensor is templated, so what a task
+receives at ``execute`` may be a Python value or the text a template rendered to:
+``"{{ dag_run.conf.get('dry_run') }}"`` without conf renders ``"None"`` (or ``None``
+with ``render_template_as_native_obj=True``), ``"{{ params.enforce }}"`` renders
+``"False"``. A flag read by Python truthiness turns both into the wrong answer (the
+non-empty string ``"None"`` is true, ``"False"`` too); for ``dry_run`` that answer
+deletes files. So every flag goes through :func:`flag`, which knows exactly
+two spellings of each answer and refuses everything else, before the task touches a
+table.
+
+A value that cannot mean anything is the DAG's fault, not a passing failure, so the
+error, :class:`DeltaArgumentError`, is Airflow's ``AirflowFailException`` (the task fails
+at once, its retries unused) as well as the log layer's ``InvalidArgumentError``.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Iterable
+
+from airflow.providers.common.compat.sdk import AirflowFailException
+
+from ..hooks.commits import as_version
+from ..log import InvalidArgumentError
+
+#: the only spellings a flag accepts (case-insensitive, surrounding blanks ignored), besides real bools
+TRUE_WORDS = ("true", "1", "yes")
+FALSE_WORDS = ("false", "0", "no")
+#: rendered text that stands for "not given" in an optional (non-flag) argument
+MISSING_WORDS = ("", "none", "null")
+
+
+class DeltaArgumentError(InvalidArgumentError, AirflowFailException):
+    """An argument of a Delta task, as written or as its template rendered, means nothing valid.
+
+    Fails the task without retrying (``AirflowFailException``): a retry renders the same
+    value. Also an :class:`~airflow_provider_delta.log.InvalidArgumentError`.
+    """
+
+
+def is_template(value: Any) -> bool:
+    """True for a value Airflow has not rendered yet (checked again after rendering)."""
+    return isinstance(value, str) and ("{{" in value or "{%" in value)
+
+
+def optional_value(value: Any) -> Any:
+    """Rendered templates turn a missing optional value into '' or 'None': both mean None."""
+    if isinstance(value, str) and value.strip().lower() in MISSING_WORDS:
+        return None
+    return value
+
+
+def flag(value: Any, name: str, deletes: bool = False) -> bool:
+    """A yes/no argument: a bool, 0/1, or one of ``true/false/1/0/yes/no`` in any case.
+
+    Anything else (``"None"``, ``""``, ``"maybe"``, None) raises :class:`DeltaArgumentError`
+    naming the argument and the value it rendered to. ``deletes`` marks a flag whose wrong
+    reading would delete files; the message then says that nothing was deleted.
+    """
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str):
+        word = value.strip().lower()
+        if word in TRUE_WORDS:
+            return True
+        if word in FALSE_WORDS:
+            return False
+    consequence = " Nothing was deleted." if deletes else ""
+    raise DeltaArgumentError(
+        f"{name} must be true or false (a bool, or one of {'/'.join(TRUE_WORDS + FALSE_WORDS)}), but it is "
+        f"{value!r}{' (its template rendered to that)' if isinstance(value, str) or value is None else ''}."
+        f"{consequence} Give the flag a value in every run, e.g. "
+        f"\"{{{{ dag_run.conf.get('{name}', true) }}}}\".")
+
+
+def optional_int(value: Any, name: str) -> int | None:
+    """A table version or count (``'12'``, 12), or None for a missing value (``'None'``, ``''``)."""
+    try:
+        return as_version(value, name)
+    except InvalidArgumentError as e:
+        raise DeltaArgumentError(str(e)) from None
+
+
+def optional_positive_int(value: Any, name: str) -> int | None:
+    """A positive integer, or None when not given."""
+    try:
+        number = as_version(value, name)
+    except InvalidArgumentError:
+        number = 0
+    if number is not None and number < 1:
+        raise DeltaArgumentError(f"{name} must be a positive integer, got {value!r}")
+    return number
+
+
+def check_flags(**flags: Any) -> None:
+    """At construction: refuse flags given as plain values that mean nothing (templates wait for rendering),
+    so such a DAG fails to import instead of failing when it runs."""
+    for name, value in flags.items():
+        if not is_template(value):
+            flag(value, name)
+
+
+def optional_hours(value: Any, name: str) -> float | None:
+    """A number of hours (``'168'``, ``0.5``), or None when not given."""
+    value = optional_value(value)
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise DeltaArgumentError(f"{name} must be a number of hours, got {value!r}")
+    try:
+        hours = float(value)
+    except (TypeError, ValueError):
+        raise DeltaArgumentError(f"{name} must be a number of hours, got {value!r}") from None
+    if not math.isfinite(hours) or hours < 0:       # NaN, inf: no retention the table can use
+        raise DeltaArgumentError(f"{name} must be a finite number of hours >= 0, got {value!r}")
+    return hours
+
+
+def choice(value: Any, name: str, choices: Iterable[str]) -> str:
+    """One of ``choices`` (compared without case)."""
+    options = tuple(choices)
+    word = str(value).strip().lower() if isinstance(value, str) else None
+    if word not in options:
+        raise DeltaArgumentError(f"{name} must be one of {', '.join(options)}; got {value!r}")
+    return word
+
+
+def mapping(value: Any, name: str) -> dict[str, Any]:
+    """A dict argument (rendered templates inside it are rendered already), None meaning empty."""
+    value = optional_value(value)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise DeltaArgumentError(f"{name} must be a dict, got {type(value).__name__}: {value!r}")
+    return dict(value)

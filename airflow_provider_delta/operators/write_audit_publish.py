@@ -1,0 +1,66 @@
+"""Write-audit-publish across tables: the Airflow tasks around a multi-table transaction.
+
+A DAG begins a transaction in the ``delta`` connection's ``SqlCatalog``
+(:class:`DeltaBeginTransactionOperator`, the id goes to XCom), writer tasks stage their
+table's commit into it (``DeltaTableHook.stage_write(transaction_id, ...)`` in a
+``@task``), audit tasks read the staged view (``@task.delta_snapshot(transaction=...)``),
+and :class:`DeltaPublishTransactionOperator` group-ratifies and publishes every table at
+once. :class:`DeltaAbortTransactionOperator` (with ``trigger_rule="one_failed"`` after the
+audit) gives the group up: nothing of it ever becomes visible, its staged commits and data
+files are deleted. See ``dags_examples/delta_write_audit_publish.py``.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Sequence
+
+from airflow.sdk import BaseOperator
+
+from ..hooks import DeltaTableHook
+
+if TYPE_CHECKING:  # pragma: no cover
+    from airflow.sdk import Context
+
+
+class _TransactionOperator(BaseOperator):
+    template_fields: Sequence[str] = ("transaction_id", "delta_conn_id")
+    ui_color = "#00add4"
+
+    def __init__(self, *, transaction_id: str | None = None, delta_conn_id: str | None = None,
+                 **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.transaction_id = transaction_id
+        self.delta_conn_id = delta_conn_id
+
+    @property
+    def hook(self) -> DeltaTableHook:
+        return DeltaTableHook(delta_conn_id=self.delta_conn_id)
+
+
+class DeltaBeginTransactionOperator(_TransactionOperator):
+    """Record a new multi-table transaction in the connection's catalog; returns its id (XCom)."""
+
+    template_fields: Sequence[str] = ("delta_conn_id",)
+
+    def execute(self, context: "Context") -> str:
+        tx_id = self.hook.begin_transaction()
+        self.log.info("Began multi-table transaction %s", tx_id)
+        return tx_id
+
+
+class DeltaPublishTransactionOperator(_TransactionOperator):
+    """Group-ratify and publish the transaction ``transaction_id`` (templated, e.g. from XCom);
+    returns ``{table uri: version}``. Every table changes, or (on a conflict) none does."""
+
+    def execute(self, context: "Context") -> dict[str, int]:
+        versions = self.hook.publish_transaction(str(self.transaction_id))
+        self.log.info("Published transaction %s: %s", self.transaction_id, versions)
+        return versions
+
+
+class DeltaAbortTransactionOperator(_TransactionOperator):
+    """Abort the transaction ``transaction_id``: never ratified, its staged commits removed."""
+
+    def execute(self, context: "Context") -> str:
+        state = self.hook.abort_transaction(str(self.transaction_id))
+        self.log.info("Aborted transaction %s", self.transaction_id)
+        return state

@@ -1,0 +1,65 @@
+"""Spark entry point of the OPTIMIZE engine: ``spark-submit optimize_job.py '<JSON>'``.
+
+What ``DeltaOptimizeOperator(engine="spark")`` submits. The one argument (or ``@file.json``) is
+``{"table_uri": ..., "partition_filter": [[col, op, value], ...] | null, "target_size": 134217728 |
+"128mb" | null, "min_file_size": ... | null, "z_order_by": ["x", "y"] | null, "purge": false,
+"max_deleted_rows_ratio": null, "job": {...} | null}``; storage options and the commit owner travel
+in the environment (:data:`.job_args.SECRETS_ENV`, side ``"table"``), as for :mod:`.job`. On success
+it prints ``DELTA_SPARK_JOB_RESULT {<metrics>}`` and exits 0; bad arguments exit 2, a refused or
+conflicting OPTIMIZE exits 1 (nothing committed).
+"""
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+if __name__ == "__main__" and __package__ in (None, ""):
+    # Run as a file by spark-submit: keep this directory's module names from shadowing others.
+    _here = os.path.dirname(os.path.abspath(__file__))
+    sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _here]
+
+from airflow_provider_delta.log import InvalidArgumentError  # noqa: E402
+from airflow_provider_delta.spark.job import run_entry  # noqa: E402
+from airflow_provider_delta.spark.job_args import load_argument  # noqa: E402
+from airflow_provider_delta.spark.optimize_engine import spark_optimize  # noqa: E402
+from airflow_provider_delta.spark.tables import open_table  # noqa: E402
+
+#: the keys of the argument document besides ``table_uri``
+OPTIONAL_KEYS = ("partition_filter", "target_size", "min_file_size", "z_order_by", "purge",
+                 "max_deleted_rows_ratio", "job")
+
+
+def parse_arguments(text: str) -> dict[str, Any]:
+    """The argument document, checked for shape (the log layer checks the values against the table)."""
+    doc = load_argument(text, "the optimize job's arguments")
+    if not isinstance(doc, dict) or not isinstance(doc.get("table_uri"), str) or not doc["table_uri"].strip():
+        raise InvalidArgumentError("the optimize job needs a JSON object with a 'table_uri'")
+    unknown = set(doc) - {"table_uri", *OPTIONAL_KEYS}
+    if unknown:
+        raise InvalidArgumentError(f"unknown optimize job argument(s): {sorted(unknown)}")
+    pf = doc.get("partition_filter")
+    if pf is not None:
+        if not isinstance(pf, list) or not all(isinstance(a, list) and len(a) == 3 for a in pf):
+            raise InvalidArgumentError("partition_filter must be a list of [column, op, value] triples")
+        doc["partition_filter"] = [tuple(a) for a in pf]
+    if doc.get("job") is not None and not isinstance(doc["job"], dict):
+        raise InvalidArgumentError("job must be an object (dag_id, task_id, run_id, try_number)")
+    return doc
+
+
+def run(spark: Any, doc: dict[str, Any], secrets: dict[str, Any] | None = None) -> dict[str, Any]:
+    """OPTIMIZE the table the document names; returns the metrics."""
+    side = (secrets or {}).get("table") or {}
+    table = open_table(doc["table_uri"], side.get("storage_options"), side.get("commit_owner"),
+                       bool(side.get("single_writer", False)))
+    kwargs = {k: doc[k] for k in OPTIONAL_KEYS if doc.get(k) is not None}
+    return spark_optimize(spark, table, **kwargs)
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_entry(argv, "optimize_job.py", parse_arguments, lambda doc: f"delta-optimize:{doc['table_uri']}", run)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,86 @@
+"""Example DAG ``delta_load_with_rollback``: load a batch, check the table, roll back if the check fails.
+
+::
+
+    remember_version >> load >> check >> publish
+                        [load, check] >> rollback      (trigger_rule="one_failed")
+
+``remember_version`` records the table's version before the load (creating the
+``payments`` table on the first run). ``load`` appends the landed batch
+(``<base>/landing/payments.json``, a JSON list of ``{"id", "amount"}``). ``check`` reads
+the version the load committed and fails on a negative amount or a duplicate id. When
+the load or the check fails, ``rollback`` (``DeltaRestoreOperator``) restores the version
+remembered before the load, so every reader sees the table as it was; the bad version
+stays in the history for inspection. If the load failed before committing, the table is
+still at that version and the rollback commits nothing. Its asset event
+(``operation: "RESTORE"``) tells DAGs scheduled on the table that it changed.
+"""
+from __future__ import annotations
+
+import json
+import os
+from datetime import datetime
+
+import pyarrow as pa
+from airflow.sdk import DAG, task
+
+from airflow_provider_delta.assets import to_asset
+from airflow_provider_delta.hooks import DeltaTableHook
+from airflow_provider_delta.log import TableNotFoundError
+from airflow_provider_delta.operators import DeltaRestoreOperator
+from example_settings import BASE
+
+PAYMENTS = os.path.join(BASE, "payments")
+PAYMENTS_ASSET = to_asset(table_uri=PAYMENTS, name="example_payments")
+LANDING = os.path.join(BASE, "landing", "payments.json")
+SCHEMA = pa.schema([("id", pa.int64()), ("amount", pa.float64())])
+
+
+@task
+def remember_version() -> int:
+    """The version to roll back to: the table's latest before this run's load."""
+    hook = DeltaTableHook()
+    try:
+        return hook.latest_version(PAYMENTS)
+    except TableNotFoundError:
+        hook.write_table(PAYMENTS, SCHEMA.empty_table())          # first run: an empty table, version 0
+        return 0
+
+
+@task
+def load() -> int:
+    """Append the landed batch; returns the version it committed."""
+    with open(LANDING) as f:
+        rows = json.load(f)
+    return DeltaTableHook().write_table(PAYMENTS, pa.Table.from_pylist(rows, schema=SCHEMA))
+
+
+@task
+def check(version: int) -> int:
+    """Fail on bad data in the loaded version: negative amounts or duplicate ids."""
+    rows = DeltaTableHook().snapshot(PAYMENTS, version=version).to_pyarrow().to_pylist()
+    negative = [r["id"] for r in rows if r["amount"] < 0]
+    ids = [r["id"] for r in rows]
+    if negative or len(ids) != len(set(ids)):
+        raise ValueError(f"version {version} of {PAYMENTS} fails the check: negative amounts for ids "
+                         f"{negative}, {len(ids) - len(set(ids))} duplicate ids")
+    return version
+
+
+@task(outlets=[PAYMENTS_ASSET])
+def publish(version: int) -> int:
+    """The checked version, announced to the DAGs scheduled on the table."""
+    return version
+
+
+with DAG("delta_load_with_rollback", schedule=None, start_date=datetime(2026, 1, 1), catchup=False,
+         tags=["delta", "example"], doc_md=__doc__):
+    before = remember_version()
+    loaded = load()
+    checked = check(loaded)
+    before >> loaded
+    publish(checked)
+    rollback = DeltaRestoreOperator(task_id="rollback", table_uri=PAYMENTS,
+                                    version="{{ ti.xcom_pull(task_ids='remember_version') }}",
+                                    trigger_rule="one_failed", outlets=[PAYMENTS_ASSET])
+    [loaded, checked] >> rollback

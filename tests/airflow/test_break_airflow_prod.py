@@ -1,0 +1,169 @@
+"""Findings of the break review of the airflow-prod branch (issue 23: rendered arguments, run_start
+baseline, bounded payloads). Each test states the behaviour we want; the xfail reason is the finding.
+
+Real tables on disk, the real hook/operators/sensor, Jinja's own rendering of the templates.
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+from datetime import datetime, timezone
+from types import SimpleNamespace
+
+import jinja2
+import pyarrow as pa
+import pytest
+from airflow.sdk.exceptions import AirflowFailException
+
+from airflow_provider_delta.hooks.delta_table import DeltaTableHook
+from airflow_provider_delta.log import DeltaTable, InvalidArgumentError
+from airflow_provider_delta.operators import DeltaMetadataCleanupOperator, DeltaVacuumOperator
+from airflow_provider_delta.operators.arguments import DeltaArgumentError
+from airflow_provider_delta.sensors import DeltaCommitSensor
+
+ROW = pa.table({"id": [1], "day": ["2026-01-01"]})
+
+
+def data_files(table: DeltaTable) -> list[str]:
+    root = table.storage.root
+    return sorted(os.path.relpath(os.path.join(d, f), root) for d, _, fs in os.walk(root) for f in fs
+                  if "_delta_log" not in d and f.endswith(".parquet"))
+
+
+def table_with_garbage(make_table) -> DeltaTable:
+    """A table whose overwrite left unreferenced data files (what a zero-retention vacuum deletes)."""
+    table = make_table(commits=2)
+    table.write(ROW, mode="overwrite")
+    time.sleep(0.01)
+    return table
+
+
+def render(template: str, **values) -> str:
+    """What Airflow's (non-native) Jinja rendering gives a template field: the str() of the value."""
+    return jinja2.Environment().from_string(template).render(**values)
+
+
+# ------------------------------------------------------------------ unclear flags that still delete
+@pytest.mark.xfail(strict=True, reason="DeltaTableHook.vacuum (the API a @task calls with rendered/conf values) "
+                   "reads dry_run by truthiness: None, '' or 0.0 delete files instead of failing; only the "
+                   "operators parse flags strictly")
+@pytest.mark.parametrize("value", [None, "", 0.0])
+def test_hook_vacuum_with_an_unclear_dry_run_deletes(make_table, value):
+    table = table_with_garbage(make_table)
+    before = data_files(table)
+    try:
+        DeltaTableHook().vacuum(table.storage.root, retention_hours=0, enforce_retention=False, dry_run=value)
+    except InvalidArgumentError:
+        pass
+    assert data_files(table) == before
+
+
+@pytest.mark.xfail(strict=True, reason="DeltaTableHook.vacuum reads enforce_retention by truthiness: "
+                   "enforce_retention='' or None turns the retention check off and a zero retention deletes "
+                   "files every reader of an older snapshot still needs")
+@pytest.mark.parametrize("value", [None, ""])
+def test_hook_vacuum_with_an_unclear_enforce_retention_skips_the_retention_check(make_table, value):
+    table = table_with_garbage(make_table)
+    before = data_files(table)
+    try:
+        DeltaTableHook().vacuum(table.storage.root, retention_hours=0, dry_run=False, enforce_retention=value)
+    except InvalidArgumentError:
+        pass
+    assert data_files(table) == before
+
+
+# ------------------------------------------------------------------ unclear values, untyped errors
+@pytest.mark.parametrize("cls", [DeltaMetadataCleanupOperator, DeltaVacuumOperator])
+def test_infinite_retention_hours_is_a_typed_error(make_table, make_context, cls):
+    table = make_table(commits=2)
+    log = sorted(os.listdir(table.storage.path("_delta_log")))
+    op = cls(task_id="m", table_uri=table.storage.root, retention_hours="{{ r }}")
+    op.retention_hours = "inf"
+    with pytest.raises(DeltaArgumentError):
+        op.execute(make_context())
+    assert sorted(os.listdir(table.storage.path("_delta_log"))) == log
+
+
+# ------------------------------------------------------------------ Jinja rendering to Python literals
+def test_sensor_operation_rendered_from_a_list_param(make_table, make_context):
+    table = make_table(commits=2)
+    time.sleep(0.01)
+    run = SimpleNamespace(start_date=datetime.now(timezone.utc))
+    time.sleep(0.01)
+    table.write(ROW)                                   # a WRITE in this run
+    rendered = render("{{ params.operations }}", params={"operations": ["WRITE", "MERGE"]})
+    assert rendered == "['WRITE', 'MERGE']"
+    sensor = DeltaCommitSensor(task_id="w", table_uri=table.storage.root, operation="{{ params.operations }}",
+                               poke_interval=0.05, timeout=30)
+    sensor.operation = rendered
+    try:
+        assert sensor.poke(make_context(dag_run=run)) is True
+    except DeltaArgumentError:
+        pass                                           # refusing the text is fine too
+
+
+# ------------------------------------------------------------------ payload bounds
+@pytest.mark.xfail(strict=True, reason="the sensor's XCom/asset-event payload is bounded in commit count (20) "
+                   "but not in size: each summary carries operationParameters/operationMetrics whole, so 20 "
+                   "commits with a large predicate make a multi-MB XCom (and trigger kwargs when deferred)")
+def test_sensor_payload_is_bounded_in_bytes(make_table, make_context):
+    table = make_table(commits=0)
+    big = "id IN (" + ",".join(str(i) for i in range(40_000)) + ")"     # ~250 KB, a generated MERGE predicate
+    for _ in range(21):
+        with table.transaction(operation="MERGE", operation_parameters={"predicate": big}):
+            pass
+    out = DeltaCommitSensor(task_id="w", table_uri=table.storage.root, after_version=0, poke_interval=0.05,
+                            timeout=30).execute(make_context())
+    assert out["count"] == 21 and out["truncated"]
+    assert len(json.dumps(out)) < 1_000_000
+
+
+# ------------------------------------------------------------------ Spark operator arguments outside the parser
+@pytest.mark.xfail(strict=True, reason="DeltaSparkSubmitOperator's mode, partition_by and table_properties do not "
+                   "go through operators/arguments.py: a rendered 'None'/'Overwrite' mode or a list/dict param "
+                   "rendered to its Python text fails with a plain InvalidArgumentError (the task is retried with the "
+                   "same value), or a raw ValueError (table_properties), instead of DeltaArgumentError")
+@pytest.mark.parametrize("field, value", [("mode", "None"), ("mode", "Overwrite"),
+                                          ("partition_by", "['day']"), ("table_properties", "{'a': 'b'}")])
+def test_spark_submit_rendered_arguments_fail_without_retry(make_table, make_context, field, value):
+    from airflow_provider_delta.operators import DeltaSparkSubmitOperator
+    table = make_table(commits=1)
+    log = sorted(os.listdir(table.storage.path("_delta_log")))
+    op = DeltaSparkSubmitOperator(task_id="s", output_table_uri=table.storage.root, transform="jobs.t:transform",
+                                  app_id="break.s", app_version=1, **{field: "{{ v }}"})
+    setattr(op, field, value)
+    with pytest.raises(AirflowFailException):
+        op.execute(make_context())
+    assert sorted(os.listdir(table.storage.path("_delta_log"))) == log
+
+
+# ------------------------------------------------------------------ dag.test(): retry or not
+BREAK_DAGS = os.path.join(os.path.dirname(__file__), "break_dags")
+
+
+@pytest.mark.airflow
+def test_dag_mapped_unclear_dry_run_fails_without_retry_and_deletes_nothing(run_dag, make_table):
+    from pathlib import Path
+    table = table_with_garbage(make_table)
+    before = data_files(table)
+    report = run_dag("delta_break_mapped_dry_run", env={"DELTA_TEST_TABLE": table.storage.root},
+                     dags_folder=Path(BREAK_DAGS))
+    assert report.tasks["vacuum"] == "failed", report.output[-5000:]      # retries=3, none used
+    assert data_files(table) == before
+
+
+@pytest.mark.airflow
+def test_dag_transient_storage_error_is_still_retried(run_dag):
+    from pathlib import Path
+    dead = {"conn_type": "delta", "login": "k", "password": "s",
+            "extra": {"storage_options": {"client_kwargs": {"endpoint_url": "http://127.0.0.1:9"},
+                                          "config_kwargs": {"retries": {"max_attempts": 1},
+                                                            "connect_timeout": 1}},
+                      "single_writer": True}}
+    report = run_dag("delta_break_transient_storage", env={"AIRFLOW_CONN_DEAD_S3": json.dumps(dead)},
+                     dags_folder=Path(BREAK_DAGS))
+    # retries=1 (1 s apart): the first try is marked for retry, the second fails
+    assert report.tasks["vacuum"] == "failed", report.output[-5000:]
+    assert "up_for_retry" in report.output.lower(), report.output[-5000:]
+    assert "is not defined" not in report.output and "must be true or false" not in report.output

@@ -1,0 +1,147 @@
+"""Breaker findings: schema changes Delta Spark makes that our transaction refuses, or refuses unclearly."""
+from __future__ import annotations
+
+import json
+
+import pyarrow as pa
+import pytest
+
+from airflow_provider_delta.log import DeltaTable
+from airflow_provider_delta.log.base.actions import Metadata
+from airflow_provider_delta.log.base.errors import DeltaError
+
+SCHEMA = pa.schema([("id", pa.int64()), ("s", pa.struct([("a", pa.int64())]))])
+DATA = pa.table({"id": [1, 2, 3], "s": [{"a": 1}, {"a": 2}, None]}, schema=SCHEMA)
+
+
+def _table(tmp_path, mapped: bool) -> DeltaTable:
+    table = DeltaTable.create(str(tmp_path / "t"), SCHEMA)
+    table.write(DATA)
+    if mapped:
+        with table.transaction(operation="SET TBLPROPERTIES") as txn:
+            txn.set_properties({"delta.columnMapping.mode": "name"})
+    return table
+
+
+@pytest.mark.xfail(strict=True, reason="adding a nullable field inside a struct (Delta Spark: ALTER TABLE ADD "
+                   "COLUMNS (s.b string), metadata only, with or without column mapping) is refused as "
+                   "'column s would be dropped or change type': the layout check compares whole struct types")
+@pytest.mark.parametrize("mapped", [False, True])
+def test_adding_a_nested_nullable_field_is_refused(tmp_path, mapped):
+    table = _table(tmp_path, mapped)
+    snap = table.snapshot()
+    schema = json.loads(snap.metadata.schema_string)
+    schema["fields"][1]["type"]["fields"].append({"name": "b", "type": "string", "nullable": True, "metadata": {}})
+    with table.transaction(operation="ADD COLUMNS") as txn:
+        txn.set_metadata(Metadata(snap.metadata.id, json.dumps(schema), snap.metadata.partition_columns,
+                                  dict(snap.metadata.configuration)))
+    rows = DeltaTable(table.uri).snapshot().to_pyarrow().sort_by("id").column("s").to_pylist()
+    assert rows == [{"a": 1, "b": None}, {"a": 2, "b": None}, None]
+
+
+def test_partition_columns_given_as_a_list_are_the_same_partitioning(tmp_path):
+    """Metadata(..., partition_columns=[]) on an unpartitioned table was refused with
+    'partition columns cannot change from [] to []' (a list compared with the stored tuple)."""
+    table = _table(tmp_path, mapped=False)
+    snap = table.snapshot()
+    schema = json.loads(snap.metadata.schema_string)
+    schema["fields"].append({"name": "c", "type": "string", "nullable": True, "metadata": {}})
+    with table.transaction(operation="ADD COLUMNS") as txn:
+        txn.set_metadata(Metadata(snap.metadata.id, json.dumps(schema), [], dict(snap.metadata.configuration)))
+    assert DeltaTable(table.uri).snapshot().to_pyarrow().column_names == ["id", "s", "c"]
+
+
+def test_a_dropped_highest_column_id_is_never_reused(tmp_path):
+    """Register row M2 ("maxColumnId never lower"): its test kept every id in the schema, so the
+    table's own maxColumnId was never what stopped the id going down (a mutant that ignores it
+    passed). Here the columns with the highest ids are dropped: only maxColumnId remembers its id."""
+    table = _table(tmp_path, mapped=True)                       # ids: id=1, s=2, s.a=3; maxColumnId 3
+    snap = table.snapshot()
+    schema = json.loads(snap.metadata.schema_string)
+    schema["fields"][1] = {"name": "c", "type": "long", "nullable": True, "metadata": {}}   # s (ids 2, 3) out, c in
+    conf = {k: v for k, v in snap.metadata.configuration.items() if k != "delta.columnMapping.maxColumnId"}
+    with table.transaction(operation="CHANGE COLUMN") as txn:
+        txn.set_metadata(Metadata(snap.metadata.id, json.dumps(schema), snap.metadata.partition_columns, conf))
+    meta = DeltaTable(table.uri).snapshot().metadata
+    new_field = json.loads(meta.schema_string)["fields"][1]
+    assert new_field["metadata"]["delta.columnMapping.id"] == 4
+    assert meta.configuration["delta.columnMapping.maxColumnId"] == "4"
+
+
+@pytest.mark.xfail(strict=True, reason="keep_type_changes restores delta.typeChanges by field path, so a column "
+                   "replaced by a new one of another type inherits the old column's history (integer->long on a "
+                   "string column): an invalid type change record")
+def test_a_replaced_column_inherits_the_type_change_history_of_the_old_one(tmp_path):
+    table = DeltaTable.create(str(tmp_path / "t"), pa.schema([("v", pa.int64())]),
+                              properties={"delta.enableTypeWidening": "true"})
+    snap = table.snapshot()
+    schema = json.loads(snap.metadata.schema_string)
+    schema["fields"][0]["metadata"] = {"delta.typeChanges": [{"fromType": "integer", "toType": "long"}]}
+    with table.transaction() as txn:
+        txn.set_metadata(Metadata(snap.metadata.id, json.dumps(schema), (), dict(snap.metadata.configuration)))
+    snap = table.snapshot()
+    replaced = {"type": "struct", "fields": [{"name": "v", "type": "string", "nullable": True, "metadata": {}}]}
+    with table.transaction(operation="REPLACE TABLE") as txn:      # no data files: any schema may follow
+        txn.set_metadata(Metadata(snap.metadata.id, json.dumps(replaced), (), dict(snap.metadata.configuration)))
+    field = json.loads(DeltaTable(table.uri).snapshot().metadata.schema_string)["fields"][0]
+    changes = field["metadata"].get("delta.typeChanges")
+    assert changes is None or changes[-1]["toType"] == field["type"]
+
+
+def _drop_v_then_add(table: DeltaTable, new_field: dict) -> None:
+    with table.transaction(operation="SET TBLPROPERTIES") as txn:
+        txn.set_properties({"delta.columnMapping.mode": "name"})
+    snap = table.snapshot()
+    schema = json.loads(snap.metadata.schema_string)
+    schema["fields"] = [f for f in schema["fields"] if f["name"] != "v"]
+    with table.transaction(operation="DROP COLUMN") as txn:
+        txn.set_metadata(Metadata(snap.metadata.id, json.dumps(schema), (), dict(snap.metadata.configuration)))
+    snap = table.snapshot()
+    schema = json.loads(snap.metadata.schema_string)
+    schema["fields"].append(new_field)
+    with table.transaction(operation="ADD COLUMNS") as txn:
+        txn.set_metadata(Metadata(snap.metadata.id, json.dumps(schema), (), dict(snap.metadata.configuration)))
+
+
+def _id_v_table(tmp_path) -> DeltaTable:
+    table = DeltaTable.create(str(tmp_path / "t"), pa.schema([("id", pa.int64()), ("v", pa.int64())]))
+    table.write(pa.table({"id": [1, 2], "v": [10, 20]}))
+    return table
+
+
+@pytest.mark.xfail(strict=True, reason="a new column given the physical name of a dropped one is accepted and "
+                   "reads the dropped column's data back (PROTOCOL.md Column Mapping: a new column's physical "
+                   "path must be unique across all versions of the table)")
+def test_a_new_column_reusing_a_dropped_physical_name_resurrects_its_data(tmp_path):
+    table = _id_v_table(tmp_path)
+    version = None
+    try:
+        _drop_v_then_add(table, {"name": "w", "type": "long", "nullable": True,
+                                 "metadata": {"delta.columnMapping.id": 3, "delta.columnMapping.physicalName": "v"}})
+    except DeltaError:
+        version = table.latest_version()
+    if version is None:           # committed: the new column must not show the dropped column's values
+        assert DeltaTable(table.uri).snapshot().to_pyarrow().column("w").to_pylist() == [None, None]
+
+
+def test_a_non_integer_column_mapping_id_is_an_untyped_error(tmp_path):
+    table = _id_v_table(tmp_path)
+    with pytest.raises(DeltaError):
+        _drop_v_then_add(table, {"name": "w", "type": "long", "nullable": True,
+                                 "metadata": {"delta.columnMapping.id": "abc", "delta.columnMapping.physicalName": "z"}})
+
+
+@pytest.mark.xfail(strict=True, reason="delta.enableVariantShredding=true is committed without the variantShredding "
+                   "feature in the protocol (PROTOCOL.md Variant Shredding: writers must add it when enabling); "
+                   "no register row")
+def test_enabling_variant_shredding_without_its_feature_is_committed(tmp_path):
+    table = _id_v_table(tmp_path)
+    version = table.latest_version()
+    try:
+        with table.transaction(operation="SET TBLPROPERTIES") as txn:
+            txn.set_properties({"delta.enableVariantShredding": "true"})
+    except DeltaError:
+        assert table.latest_version() == version
+        return
+    protocol = DeltaTable(table.uri).snapshot().protocol
+    assert "variantShredding" in (protocol.writer_features or ())

@@ -1,0 +1,58 @@
+"""Breaking restore and clone in the log layer (findings of the break-restore review)."""
+from __future__ import annotations
+
+import os
+
+import pyarrow as pa
+import pytest
+
+from airflow_provider_delta.log import DeltaTable, InvalidArgumentError
+
+SCHEMA = pa.schema([("id", pa.int64()), ("p", pa.string())])
+
+
+def test_clone_inside_its_source_through_a_symlink_is_refused(tmp_path):
+    """clone refuses a target inside the source (the source's vacuum would delete the clone's own
+    files), but compares the locations as written: through a symlink to the source, a clone inside
+    it is accepted, and the source's vacuum then lists the clone's new data file for deletion."""
+    src = DeltaTable.create(str(tmp_path / "src"), SCHEMA)
+    src.write(pa.table({"id": [1], "p": ["a"]}))
+    os.symlink(tmp_path / "src", tmp_path / "link")
+    inner = str(tmp_path / "src" / "inner")
+    with pytest.raises(InvalidArgumentError):
+        DeltaTable(str(tmp_path / "link")).clone(inner)
+    assert not os.path.exists(inner)
+
+
+@pytest.mark.xfail(strict=True, reason="the inside check compares the target with the direct source only: a clone of "
+                   "a clone may be placed inside the original table, whose vacuum then deletes the clone's own files")
+def test_clone_of_a_clone_inside_the_original_table_is_refused(tmp_path):
+    original = DeltaTable.create(str(tmp_path / "a"), SCHEMA)
+    original.write(pa.table({"id": [1], "p": ["a"]}))
+    first = original.clone(str(tmp_path / "b"))
+    inner = str(tmp_path / "a" / "c")
+    with pytest.raises(InvalidArgumentError):
+        first.clone(inner)            # its files are the original's: it would live inside their table
+    assert not os.path.exists(inner)
+
+
+def test_after_the_source_is_overwritten_and_vacuumed_the_clone_fails_typed_and_cannot_restore(tmp_path):
+    """The other direction of a shallow clone (as Delta Spark): a vacuum of the source deletes files the
+    clone still lists; reading the clone then raises DataFileNotFoundError (not a bare OSError), and
+    restoring the clone to its version 0 is refused with nothing written."""
+    from airflow_provider_delta.log import DataFileNotFoundError
+    src = DeltaTable.create(str(tmp_path / "src"), SCHEMA)
+    src.write(pa.table({"id": [1], "p": ["a"]}))
+    clone = src.clone(str(tmp_path / "clone"))
+    clone.write(pa.table({"id": [2], "p": ["b"]}))
+    src.write(pa.table({"id": [9], "p": ["z"]}), mode="overwrite")
+    done = src.vacuum(retention_hours=0, enforce_retention=False, dry_run=False)
+    assert done["num_files_deleted"] == 1
+    with pytest.raises(DataFileNotFoundError):
+        clone.snapshot().to_pyarrow()
+    clone.write(pa.table({"id": [3], "p": ["c"]}), mode="overwrite")
+    log = sorted(os.listdir(tmp_path / "clone" / "_delta_log"))
+    with pytest.raises(DataFileNotFoundError):
+        clone.restore(1)
+    assert sorted(os.listdir(tmp_path / "clone" / "_delta_log")) == log
+    assert sorted(clone.snapshot().to_pyarrow().column("id").to_pylist()) == [3]
