@@ -9,7 +9,7 @@ PY     := $(VENV)/bin/python
 # Delta Spark jars for spark.jars, fetched through Maven once (scripts/delta-spark/pom.xml pins them)
 JARS_STAMP := .jars/.fetched
 
-.PHONY: install jars servers run test bench clean airflow-up airflow-down
+.PHONY: install jars servers run test bench docs clean airflow-up airflow-down
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -51,5 +51,10 @@ test: install jars servers
 bench: install jars
 	$(PY) tests/benchmarks/run_all.py
 
+# The documentation site (Sphinx + MyST), warnings as errors as in CI (tests/docs); not committed
+docs: install
+	AIRFLOW_HOME=$${AIRFLOW_HOME:-$$(mktemp -d)} $(PY) -m sphinx -W --keep-going -b html docs docs/_build/html
+	@echo "open docs/_build/html/index.html"
+
 clean:
-	rm -rf $(VENV) .jars .pytest_cache build *.egg-info
+	rm -rf $(VENV) .jars .pytest_cache build *.egg-info docs/_build

@@ -73,6 +73,7 @@ def publish(version: int) -> int:
     return version
 
 
+# [START howto_operator_delta_restore_rollback]
 with DAG("delta_load_with_rollback", schedule=None, start_date=datetime(2026, 1, 1), catchup=False,
          tags=["delta", "example"], doc_md=__doc__):
     before = remember_version()
@@ -84,3 +85,4 @@ with DAG("delta_load_with_rollback", schedule=None, start_date=datetime(2026, 1,
                                     version="{{ ti.xcom_pull(task_ids='remember_version') }}",
                                     trigger_rule="one_failed", outlets=[PAYMENTS_ASSET])
     [loaded, checked] >> rollback
+# [END howto_operator_delta_restore_rollback]

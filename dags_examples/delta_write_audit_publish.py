@@ -21,6 +21,7 @@ from example_settings import WAP_CONN_ID, WAP_ORDERS, WAP_TOTALS, ensure_wap_tab
 
 TX_ID = "{{ ti.xcom_pull(task_ids='begin') }}"
 
+# [START howto_operator_delta_write_audit_publish]
 with DAG("delta_write_audit_publish", schedule=None, start_date=datetime(2026, 1, 1), catchup=False,
          tags=["delta", "example"], doc_md=__doc__):
 
@@ -66,3 +67,4 @@ with DAG("delta_write_audit_publish", schedule=None, start_date=datetime(2026, 1
     checked = audit()
     staged >> checked >> publish
     [*staged, checked] >> abort
+# [END howto_operator_delta_write_audit_publish]

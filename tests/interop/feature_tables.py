@@ -12,7 +12,7 @@ Spark's own checkpoint at version 2, so that cleanup and compaction have work to
 
 ``EXPECTED_REFUSALS`` is the matrix the tests hold the package to: per feature, the
 operations that must be refused with ``UnsupportedFeatureError``; every other operation must
-succeed. It is written out here from the README's feature table, not derived from the
+succeed. It is written out here from the feature table of docs/log/table-features.md, not derived from the
 package's own feature sets, so a change in the gate shows up as a failing test.
 """
 from __future__ import annotations
@@ -116,7 +116,7 @@ READS = ("snapshot", "rows")
 COMMITS = ("write", "transaction", "enable ICT", "disable ICT")
 DATA = ("write",)
 
-#: table -> operations that must raise UnsupportedFeatureError naming the feature (README's table).
+#: table -> operations that must raise UnsupportedFeatureError naming the feature (docs/log/table-features.md).
 EXPECTED_REFUSALS: dict[str, set[str]] = {
     # SQL expressions every new row must satisfy: no data-adding commits
     "invariants": set(DATA), "checkConstraints": set(DATA), "generatedColumns": set(DATA),

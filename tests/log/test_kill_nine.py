@@ -7,7 +7,7 @@ moment, then checks: our reader and deltalake open the table and agree, every
 recorded row is there exactly once, and the next writer commits normally.
 
 ``DELTA_KILLS`` sets the kills per scenario (default 2, which CI runs); the
-reliability figures in the README come from ``DELTA_KILLS=30``.
+reliability figures in docs/guides/reliability.md come from ``DELTA_KILLS=30``.
 """
 from __future__ import annotations
 

@@ -142,7 +142,7 @@ class Store:
     @property
     def table_kwargs(self) -> dict[str, Any]:
         """DeltaTable keyword arguments for this store: on a store without a real
-        conditional create the tests run as the single writer (see README)."""
+        conditional create the tests run as the single writer (see docs/guides/object-stores.md)."""
         if self.conditional_create:
             return {"storage_options": self.options}
         return {"storage_options": self.options, "single_writer": True, "conditional_put": False}

@@ -95,7 +95,7 @@ def test_local_poll_on_a_long_log_costs_at_most_twice_a_short_one(tmp_path, monk
     assert watch.poll(long) is True
     assert [c["version"] for c in watch.commits] == [LONG_LOCAL]
     # without in-commit timestamps a commit's time is its file's mtime, monotonized only over
-    # the commits the poll listed (README: "Object stores")
+    # the commits the poll listed (docs/guides/object-stores.md)
     assert watch.commits[0]["timestamp"] == long.storage.mtime_ms(commit_path(LONG_LOCAL))
     shutil.rmtree(tmp_path / "long")
 

@@ -13,7 +13,7 @@ need no change: ``fs.s3a.checksum.generation`` and ``.validation`` are off (no A
 flexible-checksum trailers), change detection compares ETags (moto returns them), and
 ``fs.s3a.create.conditional.enabled`` only matters when a caller asks ``createFile()`` for
 a conditional overwrite, which Delta Spark's S3SingleDriverLogStore does not (it checks
-that the commit file is absent, then writes it; see README "Spark on S3").
+that the commit file is absent, then writes it; see docs/guides/object-stores.md, "Spark on S3").
 """
 from __future__ import annotations
 
@@ -316,7 +316,7 @@ def test_concurrent_commit_of_the_same_run_is_a_skip_on_s3(s3a_spark, s3, monkey
 
 
 def test_s3a_create_without_overwrite_is_check_then_put(s3a_spark, s3):
-    """Why README's "Two engines committing to one S3 table" warns about Delta Spark's side.
+    """Why docs/guides/object-stores.md ("Two engines committing to one S3 table") warns about Delta Spark's side.
 
     Delta Spark's S3 log store commits with ``create(path, overwrite=false)``. S3A checks that
     the key is absent when the stream is created and PUTs without a condition when it is

@@ -3,7 +3,7 @@
 Writers are separate processes, each with its own driver instance, as Airflow tasks
 would be. S3 and Azure commit through the store's conditional create; on the GCS
 emulator (which overwrites despite the precondition) the writers go through the SQL
-commit owner, as README advises for such stores. ``DELTA_STRESS_SIZE`` sets the appends
+commit owner, as docs/guides/object-stores.md advises for such stores. ``DELTA_STRESS_SIZE`` sets the appends
 per writer and turns on the full 8 writers (e.g. ``DELTA_STRESS_SIZE=25`` for 8 x 25);
 by default CI runs 3 x 4.
 """
