@@ -28,7 +28,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from hypothesis import strategies as st
 
-from airflow_provider_delta.log import AddFile, ConcurrentModificationError, DeltaTable, InvalidArgumentError
+from airflow_provider_delta.log import (AddFile, ConcurrentModificationError, DeltaTable, InvalidArgumentError,
+                                        UnsupportedFeatureError)
 
 sys.path.insert(0, os.path.dirname(__file__))
 from test_deletion_vectors import bitmap_array, z85_encode  # noqa: E402 - the DV encoder of the DV tests
@@ -152,15 +153,15 @@ class World:
             try:
                 wtxn, winner_effect = self.prepare(self.other, theirs)
                 wtxn.commit()
-            except InvalidArgumentError:
-                winner_effect = None               # the table refused the winner (append-only...)
+            except (InvalidArgumentError, UnsupportedFeatureError):
+                winner_effect = None               # the table refused the winner (append-only, DVs turned off...)
             if winner_effect is not None:
                 self.rows = winner_effect(self.rows)
         try:
             txn.commit()
         except ConcurrentModificationError as e:
             return f"conflict: {type(e).__name__}"
-        except InvalidArgumentError as e:
+        except (InvalidArgumentError, UnsupportedFeatureError) as e:   # e.g. a new DV after DVs were turned off
             return f"refused: {e}"
         serial = [effect(self.rows)]
         if winner_effect is not None:

@@ -255,7 +255,16 @@ def test_delta_spark_application_gets_the_connection_s3_settings(spark, s3, s3_l
         assert apply_hadoop_conf(spark, env)           # before the first touch of the bucket
         ctx = delta_job_context(self.application_args, env)
         source = spark.read.format("delta").options(**ctx.read_options).load(ctx.input_table_uri)
-        source.write.format("delta").options(**ctx.write_options).mode("append").save(ctx.output_table_uri)
+        # the operator hands the exactly-once pair over as --conf session settings: set them as
+        # spark-submit would for this in-process run, and take them away afterwards
+        session_conf = {k: v for k, v in self.conf.items() if k.startswith("spark.databricks.delta.")}
+        for k, v in session_conf.items():
+            spark.conf.set(k, v)
+        try:
+            source.write.format("delta").options(**ctx.write_options).mode("append").save(ctx.output_table_uri)
+        finally:
+            for k in session_conf:
+                spark.conf.unset(k)
 
     monkeypatch.setattr(SparkSubmitOperator, "execute", run_application_here)
     op = DeltaSparkApplicationOperator(task_id="copy", application="copy.py", delta_conn_id=conn_id,

@@ -35,14 +35,15 @@ def test_example_pipeline(java, tmp_path):
 
     orders = DeltaTable(str(base / "orders"))
     snap = orders.snapshot()
-    assert snap.version == 1                                  # create + one ingest (the re-run added nothing)
+    assert snap.version == 2                      # create + one ingest (the re-run added nothing) + OPTIMIZE
     assert snap.to_pyarrow().num_rows == 200
     assert [a for a in snap.transactions() if a.startswith("delta_ingest.ingest_orders@")]   # one per interval
-    assert snap.segment.checkpoint_version == 1               # the maintenance DAG's checkpoint
+    assert snap.segment.checkpoint_version == 2               # the maintenance DAG's checkpoint, after its OPTIMIZE
     assert snap.commits_are_coordinated                       # managed commits: the SQLite commit owner
     history = orders.history()
-    assert [h["operation"] for h in history] == ["WRITE", "CREATE TABLE"]
-    assert history[0]["job"]["dag_id"] == "delta_ingest" and history[0]["job"]["task_id"] == "ingest_orders"
+    assert [h["operation"] for h in history] == ["OPTIMIZE", "WRITE", "CREATE TABLE"]
+    assert history[0]["job"]["dag_id"] == "delta_maintenance"
+    assert history[1]["job"]["dag_id"] == "delta_ingest" and history[1]["job"]["task_id"] == "ingest_orders"
 
     import deltalake
     totals = deltalake.DeltaTable(str(base / "daily_totals")).to_pyarrow_table().to_pylist()
