@@ -6,31 +6,22 @@ clone, and orders keeps its version and rows; a second run clones into a folder 
 from __future__ import annotations
 
 import json
-import os
-import shutil
-from pathlib import Path
 
 import pyarrow as pa
 import pytest
+from airflow_test_support import example_dag_folder
 
 from airflow_provider_delta.log import DeltaTable
 
 pytestmark = pytest.mark.airflow
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "dags_examples"
-
 
 def test_the_clone_takes_the_change_and_orders_does_not(run_dag, tmp_path):
-    dags = tmp_path / "dags"
-    dags.mkdir()
-    for name in ("delta_test_copy.py", "example_settings.py"):
-        shutil.copy(EXAMPLES / name, dags / name)
     base = tmp_path / "base"
     orders = DeltaTable.create(str(base / "orders"), pa.schema([("order_id", pa.int64()), ("amount", pa.float64())]))
     orders.write(pa.table({"order_id": [1, 2, 3], "amount": [1.0, 2.0, 3.0]}))
-    env = {"DELTA_EXAMPLE_BASE": str(base),
-           "AIRFLOW_CONN_DELTA_EXAMPLE": json.dumps({"conn_type": "delta"}),
-           "PYTHONPATH": os.pathsep.join(p for p in (str(dags), os.environ.get("PYTHONPATH")) if p)}
+    dags, env = example_dag_folder(tmp_path, "delta_test_copy.py", base)
+    env["AIRFLOW_CONN_DELTA_EXAMPLE"] = json.dumps({"conn_type": "delta"})   # the source's connection, no owner
 
     first = run_dag("delta_test_copy", env=env, dags_folder=dags)
     assert first.state == "success", first.output[-5000:]
