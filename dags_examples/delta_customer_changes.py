@@ -17,7 +17,7 @@ and skips nothing, and a run that finds nothing new commits nothing.
 The same pattern with Spark: ``DeltaSparkApplicationOperator(input_changes=True, ...)``
 hands a Delta Spark application ``startingVersion`` / ``endingVersion`` for
 ``readChangeFeed`` (``ctx.read_options``), and ``DeltaSparkSubmitOperator(input_changes=True,
-...)`` hands the driver-side transform a DataFrame of the changes (README, "Change data feed").
+...)`` hands the driver-side transform a DataFrame of the changes (docs/guides/change-data-feed.md).
 """
 from __future__ import annotations
 

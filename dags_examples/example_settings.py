@@ -9,7 +9,7 @@ tables) ratifies its commits. The tasks and the watcher reach that owner through
 Airflow connection ``delta_example``, which the deployment defines, never a DAG file
 (the triggerer and the workers do not parse DAG files the way the dag-processor does):
 ``scripts/airflow_deploy.py`` adds it with ``airflow connections add``, ``make run``
-sets ``AIRFLOW_CONN_DELTA_EXAMPLE`` (README, "Run the examples under a real Airflow").
+sets ``AIRFLOW_CONN_DELTA_EXAMPLE`` (docs/examples.md, "Run the examples under a real Airflow").
 A real deployment would name a PostgreSQL owner for writers on many machines.
 ``daily_totals`` and ``customer_totals`` are plain tables.
 """

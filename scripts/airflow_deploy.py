@@ -2,8 +2,8 @@
 
 ``make airflow-up`` / ``make airflow-down`` run this script, and
 ``tests/airflow/test_real_deployment.py`` uses the same code, so what a person clicks
-through is what CI tests. ``up`` does what README's "Run the examples under a real
-Airflow" lists:
+through is what CI tests. ``up`` does what docs/examples.md, "Run the examples under a
+real Airflow", lists:
 
 1. an ``AIRFLOW_HOME`` (default ``./airflow_home``) and ``<home>/airflow.env``, the
    settings every process shares (``source`` it to use the ``airflow`` CLI on this
@@ -20,7 +20,7 @@ Airflow" lists:
    are parsed without import errors.
 
 The DAGs start paused, as in any deployment; ``unpause`` / ``trigger`` are one
-``airflow`` command each (README). Nothing here imports Airflow: it runs the
+``airflow`` command each (docs/examples.md). Nothing here imports Airflow: it runs the
 ``airflow`` CLI next to this Python.
 """
 from __future__ import annotations

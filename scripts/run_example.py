@@ -8,7 +8,7 @@ What it does:
 2. runs ``delta_ingest`` once per day (``--days``, ending today), then once more for the
    last day to show that a re-run commits nothing twice;
 3. runs ``delta_downstream`` (sensor, pinned snapshot, Spark aggregation) and
-   ``delta_maintenance`` (checkpoint, cleanup and vacuum dry runs);
+   ``delta_maintenance`` (backfill, OPTIMIZE, checkpoint, cleanup and vacuum dry runs);
 4. checks every DAG run succeeded and that the tables hold what they should, and prints
    a summary (versions, rows, history).
 

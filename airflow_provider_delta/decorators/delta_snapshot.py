@@ -78,6 +78,29 @@ class _DeltaSnapshotDecoratedOperator(DeltaTaskMixin, DecoratedOperator, PythonO
 def delta_snapshot_task(python_callable: Callable | None = None, multiple_outputs: bool | None = None,
                         **kwargs: Any) -> Any:
     """``@task.delta_snapshot(table_uri=..., version=None, timestamp=None, delta_conn_id=None,
-    transaction=None)``; ``transaction``: audit a staged multi-table transaction."""
+    transaction=None)``: the function runs with ``snapshot=`` the table pinned at one version.
+
+    :param table_uri: the table (templated): absolute path or URL, or relative to the connection's
+        base URI
+    :param version: read this version (templated; an int or its text, ``""``/``"None"`` mean not
+        given)
+    :param timestamp: or the version as of this time (templated: epoch ms, datetime or ISO text such
+        as ``{{ data_interval_end }}``), by the in-commit-timestamp rules; a time after the latest
+        commit pins the latest version, a time still in the future is refused. Giving both
+        ``version`` and ``timestamp`` is refused; neither: the latest version
+    :param delta_conn_id: the ``delta`` connection (templated); None: none for an absolute
+        ``table_uri``, ``delta_default`` for a relative one
+    :param transaction: a multi-table transaction id of the connection's catalog (templated, e.g.
+        from XCom): the snapshot is the table as that staged group leaves it (the audit of
+        write-audit-publish); ``version`` and ``timestamp`` are then not used, and the task
+        pushes no ``version`` XCom and records no lineage version
+    :param multiple_outputs: as for ``@task``: True pushes each key of a returned dict as an XCom
+        of its own; None (the default) infers it from the function's return annotation
+
+    The decorated function must take a ``snapshot`` argument. Every other argument of
+    ``@task`` (``task_id``, ``retries``, ``outlets``, ``templates_dict``, ...) works as for
+    ``@task``. The task pushes the pinned version to XCom ``version`` (also its OpenLineage
+    input version); ``return_value`` is what the function returns.
+    """
     return task_decorator_factory(python_callable=python_callable, multiple_outputs=multiple_outputs,
                                   decorated_operator_class=_DeltaSnapshotDecoratedOperator, **kwargs)

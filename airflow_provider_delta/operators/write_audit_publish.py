@@ -37,7 +37,17 @@ class _TransactionOperator(BaseOperator):
 
 
 class DeltaBeginTransactionOperator(_TransactionOperator):
-    """Record a new multi-table transaction in the connection's catalog; returns its id (XCom)."""
+    """Record a new multi-table transaction in the connection's catalog; returns its id (XCom).
+
+    :param delta_conn_id: the ``delta`` connection whose ``catalog`` extra names the
+        ``SqlCatalog`` (templated); required in practice: without a catalog the task fails
+        with ``InvalidArgumentError``
+
+    Returns the new transaction's id (XCom ``return_value``): a string for the writer tasks'
+    ``stage_write``, the audit's ``transaction=`` and the publish and abort tasks. The group
+    is recorded as open, with no table yet; a run that never publishes or aborts it leaves
+    only that record (nothing staged is visible).
+    """
 
     template_fields: Sequence[str] = ("delta_conn_id",)
 
@@ -49,7 +59,21 @@ class DeltaBeginTransactionOperator(_TransactionOperator):
 
 class DeltaPublishTransactionOperator(_TransactionOperator):
     """Group-ratify and publish the transaction ``transaction_id`` (templated, e.g. from XCom);
-    returns ``{table uri: version}``. Every table changes, or (on a conflict) none does."""
+    returns ``{table uri: version}``. Every table changes, or (on a conflict) none does.
+
+    :param transaction_id: the id :class:`DeltaBeginTransactionOperator` returned (templated,
+        e.g. ``"{{ ti.xcom_pull(task_ids='begin') }}"``)
+    :param delta_conn_id: the ``delta`` connection whose ``catalog`` extra names the catalog
+        the transaction was begun in (templated)
+
+    Returns ``{table uri: version}`` (absolute URIs), the version each table's commit got (XCom
+    ``return_value``). Commits that landed on a table since its write was staged move the
+    group to the next free versions, by Delta's conflict rules; a conflicting one aborts the
+    group (``ConcurrentModificationError``) and no table changes. An aborted group or an
+    unknown id fails with ``GroupCommitError``, a group with no staged write with
+    ``InvalidArgumentError``. A retry after the group was ratified returns the same versions
+    and commits nothing again.
+    """
 
     def execute(self, context: "Context") -> dict[str, int]:
         versions = self.hook.publish_transaction(str(self.transaction_id))
@@ -58,7 +82,18 @@ class DeltaPublishTransactionOperator(_TransactionOperator):
 
 
 class DeltaAbortTransactionOperator(_TransactionOperator):
-    """Abort the transaction ``transaction_id``: never ratified, its staged commits removed."""
+    """Abort the transaction ``transaction_id``: never ratified, its staged commits removed.
+
+    :param transaction_id: the id :class:`DeltaBeginTransactionOperator` returned (templated)
+    :param delta_conn_id: the ``delta`` connection whose ``catalog`` extra names the catalog
+        the transaction was begun in (templated)
+
+    Run it with ``trigger_rule="one_failed"`` after the writers and the audit. The catalog
+    first marks the group aborted (it can never be ratified after that), then its staged
+    commits and the data files they added are deleted; no table changes. Returns the group's
+    state, ``"aborted"`` (XCom ``return_value``); aborting an aborted group again succeeds. A
+    ratified group cannot be aborted: ``GroupCommitError``, and nothing is deleted.
+    """
 
     def execute(self, context: "Context") -> str:
         state = self.hook.abort_transaction(str(self.transaction_id))

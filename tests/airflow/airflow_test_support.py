@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -16,6 +17,19 @@ RUNNER = HERE / "dag_runner.py"
 PYTHON = sys.executable
 AIRFLOW_BIN = str(Path(sys.executable).with_name("airflow"))
 REPORT_MARK = "@@DAG_TEST_REPORT@@"
+
+
+def example_dag_folder(tmp_path: Path, dag_file: str, base: Path) -> tuple[Path, dict[str, str]]:
+    """A DAG folder holding ``dags_examples/<dag_file>`` and ``example_settings.py``, and the
+    environment that runs it on the tables under ``base`` (``DELTA_EXAMPLE_BASE``; the DAG
+    folder first on ``PYTHONPATH``, this process's path, with the package under test, after it)."""
+    dags = tmp_path / "dags"
+    dags.mkdir()
+    for name in (dag_file, "example_settings.py"):
+        shutil.copy(HERE.parents[1] / "dags_examples" / name, dags / name)
+    env = {"DELTA_EXAMPLE_BASE": str(base),
+           "PYTHONPATH": os.pathsep.join(p for p in (str(dags), os.environ.get("PYTHONPATH")) if p)}
+    return dags, env
 
 
 def load_script(name: str):

@@ -1,10 +1,10 @@
-"""The README's real-Airflow walk-through as a test: the example DAGs under Airflow's own processes.
+"""The real-Airflow walk-through of docs/examples.md as a test: the example DAGs under Airflow's own processes.
 
 ``scripts/airflow_deploy.py`` (what ``make airflow-up`` runs) deploys ``dags_examples/``
 on a temporary AIRFLOW_HOME with a PostgreSQL metadata database of its own (on the
 server at ``DELTA_TEST_POSTGRES_URL``): api-server, scheduler, dag-processor and
 triggerer with the LocalExecutor, the example connection added with ``airflow
-connections add``. Then, as README says a user does: unpause ``delta_downstream`` and
+connections add``. Then, as that page says a user does: unpause ``delta_downstream`` and
 ``delta_orders_audit``, unpause ``delta_ingest`` (its scheduled run starts) and trigger
 it by hand at once, so two ingest runs overlap and each emits an asset event; once the
 downstream runs are done, unpause ``delta_maintenance``.
@@ -141,7 +141,7 @@ def test_the_examples_run_under_a_real_airflow_deployment(java, deployment):
     orders = str(d.base / "orders")
     try:
         d.up(deadline)
-        # as README says: the consumers first, then the ingest's scheduled run and a manual one beside it
+        # as docs/examples.md says: the consumers first, then the ingest's scheduled run and a manual one beside it
         for dag_id in (DOWNSTREAM, AUDIT, INGEST):
             d.airflow("dags", "unpause", dag_id)
         d.airflow("dags", "trigger", INGEST)

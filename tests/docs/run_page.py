@@ -2,6 +2,9 @@
 
 Exit status 0 when every snippet ran; otherwise the failing snippet's page line and the
 traceback. Run by ``test_snippets.py`` in a fresh process and an empty directory per page.
+A snippet that raises ``SystemExit`` (``sys.exit()``, ``exit(0)``, argparse) fails its page too:
+otherwise the page would end there, its later snippets unrun, with a status that may read as
+success. Only ``KeyboardInterrupt`` is let through.
 """
 from __future__ import annotations
 
@@ -18,7 +21,9 @@ def main(page: str) -> int:
     for snippet in page_snippets(Path(page)):
         try:
             exec(compile(snippet.code, f"{page}:{snippet.line}", "exec"), namespace)
-        except Exception:
+        except KeyboardInterrupt:
+            raise
+        except BaseException:    # SystemExit too: a snippet must not end its page early
             kind = "snippet" if snippet.shown else "snippet-setup"
             print(f"{page}:{snippet.line}: the {kind} starting here failed:", file=sys.stderr)
             traceback.print_exc()

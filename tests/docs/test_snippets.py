@@ -54,6 +54,16 @@ def test_a_skip_needs_a_reason(tmp_path):
         page_snippets(page)
 
 
+@pytest.mark.parametrize("exit_call", ["raise SystemExit(0)", "import sys; sys.exit()", "exit(0)"])
+def test_a_snippet_that_exits_fails_its_page(tmp_path, exit_call):
+    page = tmp_path / "p.md"
+    page.write_text(f"```python\nx = 1\n```\n\n```python\n{exit_call}\n```\n\n```python\nprint('never reached')\n```\n")
+    proc = subprocess.run([sys.executable, str(RUNNER), str(page)], cwd=tmp_path, capture_output=True, text=True)
+    assert proc.returncode == 1, (proc.returncode, proc.stderr)
+    assert "p.md:6: the snippet starting here failed" in proc.stderr and "SystemExit" in proc.stderr
+    assert "never reached" not in proc.stdout
+
+
 def test_a_failing_snippet_fails_its_page(tmp_path):
     page = tmp_path / "p.md"
     page.write_text("```python\nassert 1 == 2, 'wrong'\n```\n")

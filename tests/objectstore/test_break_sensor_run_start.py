@@ -39,8 +39,9 @@ def lake(s3, monkeypatch):
 
 @pytest.mark.xfail(strict=True, reason="run_start baseline on S3 without in-commit timestamps: Last-Modified has "
                    "whole seconds, so the writer's commit made just after the run started (same second) is dated "
-                   "before the start and the sensor right after the writer never counts it (README: 'a sensor "
-                   "placed right after the task that writes never misses its commit')")
+                   "before the start and the sensor right after the writer never counts it "
+                   "(docs/howto/commit-sensor.md: 'a sensor placed right after the task that writes sees that "
+                   "task's commit')")
 def test_sensor_run_start_counts_a_commit_in_the_same_second_on_s3(s3, lake):
     from airflow_provider_delta.hooks.delta_table import DeltaTableHook
     from airflow_provider_delta.sensors import DeltaCommitSensor
