@@ -131,17 +131,30 @@ def test_a_non_integer_column_mapping_id_is_an_untyped_error(tmp_path):
                                  "metadata": {"delta.columnMapping.id": "abc", "delta.columnMapping.physicalName": "z"}})
 
 
-@pytest.mark.xfail(strict=True, reason="delta.enableVariantShredding=true is committed without the variantShredding "
-                   "feature in the protocol (PROTOCOL.md Variant Shredding: writers must add it when enabling); "
-                   "no register row")
-def test_enabling_variant_shredding_without_its_feature_is_committed(tmp_path):
+def test_enabling_variant_shredding_adds_its_feature(tmp_path):
+    """delta.enableVariantShredding=true was committed without the feature (PROTOCOL.md Variant
+    Shredding: writers add it when enabling). The commit adds it as Delta Spark 4.4 does: under the
+    name ``variantShredding-preview`` (its ``forceUsePreviewTableFeature`` defaults to true), a
+    reader-writer feature (interop/test_writer_rules_spark.py shows Delta Spark's protocol)."""
     table = _id_v_table(tmp_path)
     version = table.latest_version()
-    try:
-        with table.transaction(operation="SET TBLPROPERTIES") as txn:
-            txn.set_properties({"delta.enableVariantShredding": "true"})
-    except DeltaError:
-        assert table.latest_version() == version
-        return
+    with table.transaction(operation="SET TBLPROPERTIES") as txn:
+        txn.set_properties({"delta.enableVariantShredding": "true"})
+    assert table.latest_version() == version + 1
     protocol = DeltaTable(table.uri).snapshot().protocol
-    assert "variantShredding" in (protocol.writer_features or ())
+    assert (protocol.min_reader_version, protocol.min_writer_version) == (3, 7)
+    assert "variantShredding-preview" in protocol.writer_features
+    assert "variantShredding-preview" in protocol.reader_features
+    table.write(pa.table({"id": [3], "v": [30]}))          # the table stays writable (we never shred)
+    assert DeltaTable(table.uri).snapshot().to_pyarrow().num_rows == 3
+
+
+def test_enabling_shredding_where_the_feature_is_supported_changes_no_protocol(tmp_path):
+    """Delta Spark adds the feature only where the protocol lacks it (under either name)."""
+    table = _id_v_table(tmp_path)
+    with table.transaction(operation="SET TBLPROPERTIES") as txn:
+        txn.set_properties({"delta.feature.variantShredding-preview": "supported"})
+    before = table.snapshot().protocol
+    with table.transaction(operation="SET TBLPROPERTIES") as txn:
+        txn.set_properties({"delta.enableVariantShredding": "true"})
+    assert DeltaTable(table.uri).snapshot().protocol == before
