@@ -151,9 +151,6 @@ def _id_v_table(tmp_path) -> DeltaTable:
     return table
 
 
-@pytest.mark.xfail(strict=True, reason="a new column given the physical name of a dropped one is accepted and "
-                   "reads the dropped column's data back (PROTOCOL.md Column Mapping: a new column's physical "
-                   "path must be unique across all versions of the table)")
 def test_a_new_column_reusing_a_dropped_physical_name_resurrects_its_data(tmp_path):
     table = _id_v_table(tmp_path)
     version = None

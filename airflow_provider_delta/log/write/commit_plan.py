@@ -10,8 +10,8 @@ write, so bad input fails with a typed error and nothing on disk:
   one this package may write (:mod:`.features`);
 - in-commit timestamps: turned on or off, their enablement provenance kept or
   dropped (:mod:`.ict`); managed-commit tables keep them on;
-- column mapping: ids and physical names assigned, mode changes checked
-  (:mod:`.column_mapping_ids`);
+- column mapping: ids and physical names assigned (never taken from a new column), mode
+  changes checked (:mod:`.column_mapping_ids`);
 - files: removes resolved against the live files of the read version, partition
   values of adds match the table, layout changes (partitioning, incompatible
   schema) only together with a full rewrite; actions a feature governs (deletion
@@ -48,7 +48,8 @@ from ..base.features import (FEATURE_PROPERTY_PREFIX, FILE_REINSTATING_OPERATION
                        protocol_with_features)
 from ..base.commit_source import CommitCoordinator, require_through
 from .column_expressions import check_new_columns_have_no_default, drop_unsupported_expressions
-from .column_mapping_ids import assign_column_mapping, check_change_feed_with_mapping_change
+from .column_mapping_ids import (assign_column_mapping, check_change_feed_with_mapping_change,
+                                 check_new_columns_bring_no_mapping)
 from .commit_route import is_catalog_managed, require_owner
 from .type_changes import keep_type_changes
 from ..base.schema import physical_name, schema_to_arrow, validate_partition_columns
@@ -136,6 +137,8 @@ def plan_commit(table: TableLog, snap: Snapshot | None, changes: PendingChanges,
             metadata = drop_unsupported_expressions(old_protocol, metadata)
             check_new_columns_have_no_default(old_metadata, metadata)
             metadata = keep_type_changes(old_metadata, metadata)
+        if not changes.metadata_of_restored_version:      # RESTORE brings back that version's own columns
+            check_new_columns_bring_no_mapping(old_metadata, metadata)
         metadata = assign_column_mapping(old_metadata, metadata)
         check_change_feed_with_mapping_change(old_metadata, metadata, bool(changes.adds or changes.removes))
 
