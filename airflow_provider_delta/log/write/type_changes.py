@@ -5,7 +5,7 @@ PROTOCOL.md "Writer Requirements for Type Widening": writers must preserve the
 only once every data file has the field's current type). A new schema given without it
 (say, built from an Arrow schema) gets it back from the schema the commit read, field by
 field. Type changes themselves are refused while files of the old type remain
-(:func:`.commit_plan._check_layout_change`), so this package never records new ones.
+(:mod:`.schema_evolution`), so this package never records new ones.
 
 The history belongs to the field, not to its name: Delta Spark keeps it in the field's own
 metadata, so a column that replaces a dropped one of the same name starts without one. A
