@@ -7,6 +7,7 @@ import pyarrow as pa
 import pytest
 
 from airflow_provider_delta.log import DeltaTable
+from column_mapping_files import table_with_rows
 from airflow_provider_delta.log.base.actions import Metadata
 from airflow_provider_delta.log.base.errors import DeltaError
 
@@ -15,12 +16,7 @@ DATA = pa.table({"id": [1, 2, 3], "s": [{"a": 1}, {"a": 2}, None]}, schema=SCHEM
 
 
 def _table(tmp_path, mapped: bool) -> DeltaTable:
-    table = DeltaTable.create(str(tmp_path / "t"), SCHEMA)
-    table.write(DATA)
-    if mapped:
-        with table.transaction(operation="SET TBLPROPERTIES") as txn:
-            txn.set_properties({"delta.columnMapping.mode": "name"})
-    return table
+    return table_with_rows(str(tmp_path / "t"), DATA, mapped)
 
 
 @pytest.mark.parametrize("mapped", [False, True])
