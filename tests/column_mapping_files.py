@@ -11,6 +11,8 @@ import json
 
 import pyarrow as pa
 
+from airflow_provider_delta.log import DeltaTable
+
 
 def mapped_field(name: str, typ, cid: int, phys: str | None = None) -> dict:
     """A Delta schema field with column mapping id ``cid`` and physical name ``phys`` (default ``col-<cid>``)."""
@@ -89,3 +91,14 @@ def field_mapping(schema_string: str) -> list[tuple[str, int | None, str | None]
 
     walk(json.loads(schema_string), "")
     return out
+
+
+def table_with_rows(uri: str, data: pa.Table, mapped: bool) -> DeltaTable:
+    """A new table at ``uri`` holding ``data`` in one file, with column mapping (``name``) turned on after
+    the write when ``mapped``: its physical names are then the column names, as the files hold them."""
+    table = DeltaTable.create(uri, data.schema)
+    table.write(data)
+    if mapped:
+        with table.transaction(operation="SET TBLPROPERTIES") as txn:
+            txn.set_properties({"delta.columnMapping.mode": "name"})
+    return table

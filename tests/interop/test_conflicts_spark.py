@@ -2,8 +2,8 @@
 the same winning commit; we must fail exactly when Delta Spark's ConflictChecker fails, with the
 error named after the same exception, or succeed when it succeeds.
 
-Each case builds one table (with Delta Spark) and copies it, so both losers start from identical
-logs. On each copy a loser opens its transaction and declares the same reads and actions:
+Each case copies one table Delta Spark built (each setup is built once per module and copied per
+test), and copies that, so both losers start from identical logs. On each copy a loser opens its transaction and declares the same reads and actions:
 Delta Spark's through its own ``OptimisticTransaction`` (``DeltaLog.startTransaction``,
 ``filterFiles``, ``txnVersion``, ``commit`` with the ``Manual Update`` operation), ours through
 :class:`Transaction` with the ``Manual Update`` operation too. Then the same winner commits on both
@@ -329,12 +329,30 @@ def _rows_deltalake(path: str) -> list[tuple]:
     return sorted(zip(t.column("id").to_pylist(), t.column("p").to_pylist()))
 
 
+@pytest.fixture(scope="module")
+def built(spark, tmp_path_factory) -> Callable[[tuple[str, ...], str], None]:
+    """``built(setup, path)`` puts at ``path`` a copy of the table Delta Spark builds with ``setup``.
+
+    Each setup is run once per module (building is most of a case's time); every test gets its own
+    copies, so no test sees another's commits.
+    """
+    root = tmp_path_factory.mktemp("conflict_tables")
+    tables: dict[tuple[str, ...], str] = {}
+
+    def copy(setup: tuple[str, ...], path: str) -> None:
+        if setup not in tables:
+            tables[setup] = str(root / f"table{len(tables)}")
+            for s in setup:
+                spark.sql(s.format(t=f"delta.`{tables[setup]}`"))
+        shutil.copytree(tables[setup], path)
+    return copy
+
+
 @pytest.mark.parametrize("name", list(CASES))
-def test_we_conflict_exactly_when_delta_spark_does(spark, tmp_path, name):
+def test_we_conflict_exactly_when_delta_spark_does(spark, built, tmp_path, name):
     case = CASES[name]
     theirs, ours = str(tmp_path / "spark_loser"), str(tmp_path / "our_loser")
-    for s in case.setup:
-        spark.sql(s.format(t=f"delta.`{theirs}`"))
+    built(case.setup, theirs)
     shutil.copytree(theirs, ours)
 
     spark_commit = open_spark_loser(spark, theirs, case.loser, plan_actions(theirs, case.loser))
@@ -354,12 +372,11 @@ def test_we_conflict_exactly_when_delta_spark_does(spark, tmp_path, name):
     assert rows[theirs] == rows[ours]
 
 
-def test_after_ict_enablement_our_resolved_commit_carries_an_in_commit_timestamp(spark, tmp_path):
+def test_after_ict_enablement_our_resolved_commit_carries_an_in_commit_timestamp(spark, built, tmp_path):
     """resolveTimestampOrderingConflicts: a commit rebased over the ICT enablement gets an ICT
     strictly after the winner's."""
     path = str(tmp_path / "t")
-    for s in PARTITIONED:
-        spark.sql(s.format(t=f"delta.`{path}`"))
+    built(PARTITIONED, path)
     loser = Loser(add_in=1)
     commit = open_our_loser(path, loser, plan_actions(path, loser))
     CASES["ict_enablement_vs_blind_append"].winner(spark, path)
@@ -373,12 +390,11 @@ def test_after_ict_enablement_our_resolved_commit_carries_an_in_commit_timestamp
     assert int(spark.sql(f"DESCRIBE HISTORY delta.`{path}` LIMIT 1").collect()[0]["version"]) == latest
 
 
-def test_isolation_level_property_may_only_be_set_to_serializable(spark, tmp_path):
+def test_isolation_level_property_may_only_be_set_to_serializable(spark, built, tmp_path):
     """DeltaConfigs.ISOLATION_LEVEL's validation: Delta Spark and we refuse WriteSerializable; both
     accept Serializable in any case."""
     path = str(tmp_path / "t")
-    for s in PARTITIONED:
-        spark.sql(s.format(t=f"delta.`{path}`"))
+    built(PARTITIONED, path)
     with pytest.raises(Exception, match="(?i)isolation"):
         spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ('delta.isolationLevel' = 'WriteSerializable')")
     table = DeltaTable(path)

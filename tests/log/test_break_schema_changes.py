@@ -7,6 +7,7 @@ import pyarrow as pa
 import pytest
 
 from airflow_provider_delta.log import DeltaTable
+from column_mapping_files import table_with_rows
 from airflow_provider_delta.log.base.actions import Metadata
 from airflow_provider_delta.log.base.errors import DeltaError
 
@@ -15,19 +16,11 @@ DATA = pa.table({"id": [1, 2, 3], "s": [{"a": 1}, {"a": 2}, None]}, schema=SCHEM
 
 
 def _table(tmp_path, mapped: bool) -> DeltaTable:
-    table = DeltaTable.create(str(tmp_path / "t"), SCHEMA)
-    table.write(DATA)
-    if mapped:
-        with table.transaction(operation="SET TBLPROPERTIES") as txn:
-            txn.set_properties({"delta.columnMapping.mode": "name"})
-    return table
+    return table_with_rows(str(tmp_path / "t"), DATA, mapped)
 
 
-@pytest.mark.xfail(strict=True, reason="adding a nullable field inside a struct (Delta Spark: ALTER TABLE ADD "
-                   "COLUMNS (s.b string), metadata only, with or without column mapping) is refused as "
-                   "'column s would be dropped or change type': the layout check compares whole struct types")
 @pytest.mark.parametrize("mapped", [False, True])
-def test_adding_a_nested_nullable_field_is_refused(tmp_path, mapped):
+def test_adding_a_nested_nullable_field_is_metadata_only(tmp_path, mapped):
     table = _table(tmp_path, mapped)
     snap = table.snapshot()
     schema = json.loads(snap.metadata.schema_string)
@@ -68,10 +61,9 @@ def test_a_dropped_highest_column_id_is_never_reused(tmp_path):
     assert meta.configuration["delta.columnMapping.maxColumnId"] == "4"
 
 
-@pytest.mark.xfail(strict=True, reason="keep_type_changes restores delta.typeChanges by field path, so a column "
-                   "replaced by a new one of another type inherits the old column's history (integer->long on a "
-                   "string column): an invalid type change record")
-def test_a_replaced_column_inherits_the_type_change_history_of_the_old_one(tmp_path):
+def test_a_replaced_column_does_not_inherit_the_type_change_history_of_the_old_one(tmp_path):
+    """keep_type_changes restored delta.typeChanges by field path, so a column replaced by a new one
+    of another type inherited the old column's history (integer->long on a string column)."""
     table = DeltaTable.create(str(tmp_path / "t"), pa.schema([("v", pa.int64())]),
                               properties={"delta.enableTypeWidening": "true"})
     snap = table.snapshot()
@@ -86,6 +78,49 @@ def test_a_replaced_column_inherits_the_type_change_history_of_the_old_one(tmp_p
     field = json.loads(DeltaTable(table.uri).snapshot().metadata.schema_string)["fields"][0]
     changes = field["metadata"].get("delta.typeChanges")
     assert changes is None or changes[-1]["toType"] == field["type"]
+
+
+def _mapped_widened_table(tmp_path) -> DeltaTable:
+    """id, v (long, widened from integer) with data, under column mapping."""
+    table = DeltaTable.create(str(tmp_path / "t"), pa.schema([("id", pa.int64()), ("v", pa.int64())]),
+                              properties={"delta.enableTypeWidening": "true"})
+    table.write(pa.table({"id": [1, 2], "v": [10, 20]}))
+    with table.transaction(operation="SET TBLPROPERTIES") as txn:
+        txn.set_properties({"delta.columnMapping.mode": "name"})
+    snap = table.snapshot()
+    schema = json.loads(snap.metadata.schema_string)
+    schema["fields"][1]["metadata"]["delta.typeChanges"] = [{"fromType": "integer", "toType": "long"}]
+    with table.transaction() as txn:
+        txn.set_metadata(Metadata(snap.metadata.id, json.dumps(schema), (), dict(snap.metadata.configuration)))
+    return table
+
+
+def _commit_fields(table: DeltaTable, fields: list[dict]) -> list[dict]:
+    snap = table.snapshot()
+    schema = {"type": "struct", "fields": fields}
+    with table.transaction(operation="CHANGE COLUMN") as txn:
+        txn.set_metadata(Metadata(snap.metadata.id, json.dumps(schema), (), dict(snap.metadata.configuration)))
+    return json.loads(DeltaTable(table.uri).snapshot().metadata.schema_string)["fields"]
+
+
+def test_under_column_mapping_a_new_column_of_a_dropped_ones_name_and_type_starts_without_history(tmp_path):
+    """The history belongs to the column (its id), as in Delta Spark, where it is the field's own
+    metadata: ``v`` dropped and a new ``v`` of the same type added gets none; the old data stays unread."""
+    table = _mapped_widened_table(tmp_path)
+    old = json.loads(table.snapshot().metadata.schema_string)["fields"]
+    fields = _commit_fields(table, [old[0], {"name": "v", "type": "long", "nullable": True, "metadata": {}}])
+    assert fields[1]["metadata"]["delta.columnMapping.id"] != old[1]["metadata"]["delta.columnMapping.id"]
+    assert "delta.typeChanges" not in fields[1]["metadata"]
+    assert DeltaTable(table.uri).snapshot().to_pyarrow().column("v").to_pylist() == [None, None]
+
+
+def test_under_column_mapping_a_renamed_column_keeps_its_history_when_a_schema_update_drops_it(tmp_path):
+    table = _mapped_widened_table(tmp_path)
+    old = json.loads(table.snapshot().metadata.schema_string)["fields"]
+    meta = {k: v for k, v in old[1]["metadata"].items() if k != "delta.typeChanges"}
+    fields = _commit_fields(table, [old[0], {"name": "w", "type": "long", "nullable": True, "metadata": meta}])
+    assert fields[1]["metadata"]["delta.typeChanges"] == [{"fromType": "integer", "toType": "long"}]
+    assert DeltaTable(table.uri).snapshot().to_pyarrow().column("w").to_pylist() == [10, 20]
 
 
 def _drop_v_then_add(table: DeltaTable, new_field: dict) -> None:
@@ -109,9 +144,6 @@ def _id_v_table(tmp_path) -> DeltaTable:
     return table
 
 
-@pytest.mark.xfail(strict=True, reason="a new column given the physical name of a dropped one is accepted and "
-                   "reads the dropped column's data back (PROTOCOL.md Column Mapping: a new column's physical "
-                   "path must be unique across all versions of the table)")
 def test_a_new_column_reusing_a_dropped_physical_name_resurrects_its_data(tmp_path):
     table = _id_v_table(tmp_path)
     version = None
@@ -131,17 +163,30 @@ def test_a_non_integer_column_mapping_id_is_an_untyped_error(tmp_path):
                                  "metadata": {"delta.columnMapping.id": "abc", "delta.columnMapping.physicalName": "z"}})
 
 
-@pytest.mark.xfail(strict=True, reason="delta.enableVariantShredding=true is committed without the variantShredding "
-                   "feature in the protocol (PROTOCOL.md Variant Shredding: writers must add it when enabling); "
-                   "no register row")
-def test_enabling_variant_shredding_without_its_feature_is_committed(tmp_path):
+def test_enabling_variant_shredding_adds_its_feature(tmp_path):
+    """delta.enableVariantShredding=true was committed without the feature (PROTOCOL.md Variant
+    Shredding: writers add it when enabling). The commit adds it as Delta Spark 4.4 does: under the
+    name ``variantShredding-preview`` (its ``forceUsePreviewTableFeature`` defaults to true), a
+    reader-writer feature (interop/test_writer_rules_spark.py shows Delta Spark's protocol)."""
     table = _id_v_table(tmp_path)
     version = table.latest_version()
-    try:
-        with table.transaction(operation="SET TBLPROPERTIES") as txn:
-            txn.set_properties({"delta.enableVariantShredding": "true"})
-    except DeltaError:
-        assert table.latest_version() == version
-        return
+    with table.transaction(operation="SET TBLPROPERTIES") as txn:
+        txn.set_properties({"delta.enableVariantShredding": "true"})
+    assert table.latest_version() == version + 1
     protocol = DeltaTable(table.uri).snapshot().protocol
-    assert "variantShredding" in (protocol.writer_features or ())
+    assert (protocol.min_reader_version, protocol.min_writer_version) == (3, 7)
+    assert "variantShredding-preview" in protocol.writer_features
+    assert "variantShredding-preview" in protocol.reader_features
+    table.write(pa.table({"id": [3], "v": [30]}))          # the table stays writable (we never shred)
+    assert DeltaTable(table.uri).snapshot().to_pyarrow().num_rows == 3
+
+
+def test_enabling_shredding_where_the_feature_is_supported_changes_no_protocol(tmp_path):
+    """Delta Spark adds the feature only where the protocol lacks it (under either name)."""
+    table = _id_v_table(tmp_path)
+    with table.transaction(operation="SET TBLPROPERTIES") as txn:
+        txn.set_properties({"delta.feature.variantShredding-preview": "supported"})
+    before = table.snapshot().protocol
+    with table.transaction(operation="SET TBLPROPERTIES") as txn:
+        txn.set_properties({"delta.enableVariantShredding": "true"})
+    assert DeltaTable(table.uri).snapshot().protocol == before

@@ -45,6 +45,11 @@ ICT_FEATURE_NAMES = frozenset({"inCommitTimestamp", "inCommitTimestamps"})
 MANAGED_COMMIT_FEATURE = "managedCommit"
 #: V2 checkpoints (UUID-named, ``checkpointMetadata``, sidecars); forbids multi-part checkpoints.
 V2_CHECKPOINT_FEATURE = "v2Checkpoint"
+#: Variant shredding: the name Delta Spark 4.4 adds when ``delta.enableVariantShredding`` is set
+#: (its ``variantShredding.forceUsePreviewTableFeature`` defaults to true), and both names, either
+#: of which lets the property be on (Delta Spark requires neither when the other is supported).
+VARIANT_SHREDDING_FEATURE = "variantShredding-preview"
+VARIANT_SHREDDING_FEATURES = frozenset({VARIANT_SHREDDING_FEATURE, "variantShredding"})
 #: Delta 4.x catalog-managed tables (``_staged_commits``).
 CATALOG_MANAGED_FEATURE = "catalogManaged"
 CATALOG_MANAGED_FEATURES = frozenset({CATALOG_MANAGED_FEATURE, "catalogOwned-preview"})
@@ -82,6 +87,9 @@ CHANGE_DATA_FEED_PROPERTY = "delta.enableChangeDataFeed"
 DELETION_VECTORS_PROPERTY = "delta.enableDeletionVectors"
 ROW_TRACKING_PROPERTY = "delta.enableRowTracking"
 TYPE_WIDENING_PROPERTY = "delta.enableTypeWidening"
+#: ``true`` lets writers shred variant columns (PROTOCOL.md "Variant Shredding"); the commit that sets it
+#: adds the feature (this package never shreds: it writes no variant data at all).
+VARIANT_SHREDDING_PROPERTY = "delta.enableVariantShredding"
 #: ``classic`` (default) or ``v2``.
 CHECKPOINT_POLICY_PROPERTY = "delta.checkpointPolicy"
 CHECKPOINT_POLICY_DEFAULT = "classic"
@@ -154,6 +162,7 @@ WRITABLE_FEATURES = frozenset({
     "columnMapping", "identityColumns", "deletionVectors", "timestampNtz", "domainMetadata",
     "v2Checkpoint", "vacuumProtocolCheck", "typeWidening", "typeWidening-preview",
     "allowColumnDefaults", MANAGED_COMMIT_FEATURE, "checkpointProtection", *ICT_FEATURE_NAMES,
+    VARIANT_SHREDDING_FEATURE,     # its rules are about writing variant data, which this package never does
 })
 
 #: Writer features whose rules maintenance (checkpoint, log compaction, cleanup, vacuum) keeps,
@@ -164,14 +173,14 @@ WRITABLE_FEATURES = frozenset({
 #: cleanup's and checkpoint's.)
 MAINTAINABLE_FEATURES = WRITABLE_FEATURES | frozenset({
     "rowTracking", "clustering", "icebergCompatV1", "icebergCompatV2",
-    "variantType", "variantType-preview", "variantShredding-preview",
+    "variantType", "variantType-preview",
 })
 
 #: Features a new table may be created with through :func:`create_table`.
 CREATABLE_FEATURES = frozenset({
     "appendOnly", "invariants", "checkConstraints", "changeDataFeed", "generatedColumns",
     "deletionVectors", "timestampNtz", "domainMetadata", "v2Checkpoint", "vacuumProtocolCheck",
-    "typeWidening", "allowColumnDefaults", MANAGED_COMMIT_FEATURE, ICT_FEATURE,
+    "typeWidening", "allowColumnDefaults", MANAGED_COMMIT_FEATURE, ICT_FEATURE, VARIANT_SHREDDING_FEATURE,
 })
 
 
@@ -254,6 +263,8 @@ def features_in_use(schema: dict | str | None, configuration: dict[str, str] | N
         found.update(("rowTracking", "domainMetadata"))
     if _true(conf, TYPE_WIDENING_PROPERTY):
         found.add("typeWidening")
+    if _true(conf, VARIANT_SHREDDING_PROPERTY):
+        found.add(VARIANT_SHREDDING_FEATURE)
     if checkpoint_policy(conf) == "v2":
         found.add("v2Checkpoint")
     if _true(conf, ICT_ENABLE_PROPERTY):
@@ -279,8 +290,12 @@ def supported_features(protocol: Protocol) -> tuple[set[str], set[str]]:
     return reader, writer
 
 
+#: Feature names that stand for one another: either satisfies the other.
+_SAME_FEATURE = (ICT_FEATURE_NAMES, VARIANT_SHREDDING_FEATURES)
+
+
 def _supports(names: set[str], feature: str) -> bool:
-    return feature in names or (feature in ICT_FEATURE_NAMES and bool(names & ICT_FEATURE_NAMES))
+    return feature in names or any(feature in same and bool(names & same) for same in _SAME_FEATURE)
 
 
 def protocol_with_features(current: Protocol, features: Iterable[str],

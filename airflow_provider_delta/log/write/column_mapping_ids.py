@@ -16,6 +16,15 @@ writes a ``metaData`` action:
   its current name (existing files already hold the column under it), otherwise a new
   ``col-<uuid>``. The mode change may not add columns at the same time.
 - ``delta.columnMapping.maxColumnId`` is set to the highest id (it never decreases).
+- Physical names and ids of columns new to the schema are the writer's to assign
+  (:func:`check_new_columns_bring_no_mapping`): PROTOCOL.md asks that a new column's physical
+  field path be unique across all versions of the table, which only a fresh ``col-<uuid>``
+  guarantees (dropped names may be gone from the log after cleanup), and a dropped column's
+  physical name or id given to a new column would read the dropped column's data back. Delta
+  Spark never lets one in either: ``ALTER TABLE ADD COLUMNS`` builds bare fields and writes
+  strip column mapping metadata from the data's schema. When mapping is turned on, a given
+  physical name must be the column's current name (its files hold it under that name).
+  RESTORE, which brings back an earlier version's own columns, is not asked.
 - Every mapped schema is checked: no id or physical field path twice.
 - With the change data feed on, a commit that turns mapping on, renames or drops a column
   may not also add or remove files (Delta Spark's ``performCdcColumnMappingCheck``: the
@@ -134,6 +143,52 @@ def check_mode_change(old: Metadata | None, new: Metadata) -> None:
             "cannot enable column mapping: the schema already carries column mapping metadata although the "
             "mode is 'none' (Delta Spark refuses this too, to keep such a table from further damage)",
             feature=_FEATURE)
+
+
+def _physical_paths(schema: Any) -> set[tuple[str, ...]]:
+    paths: set[tuple[str, ...]] = set()
+    _walk(schema, lambda _p, physical, f: paths.add((*physical, str((f.get("metadata") or {}).get(PHYSICAL_NAME_KEY)))))
+    return paths
+
+
+def check_new_columns_bring_no_mapping(old: Metadata | None, new: Metadata) -> None:
+    """Refuse a physical name or id that a column new to the schema brings (see the module docstring).
+
+    ``new`` is the metadata as given, before :func:`assign_column_mapping` fills in what is missing.
+    """
+    if old is None or column_mapping_mode(new.configuration) == "none":
+        return
+    old_schema, schema = parse_schema_string(old.schema_string), parse_schema_string(new.schema_string)
+    if column_mapping_mode(old.configuration) == "none":
+        def current_name(parent: list[str], _physical: list[str], f: dict) -> None:
+            given = (f.get("metadata") or {}).get(PHYSICAL_NAME_KEY)
+            existing = _find(old_schema, parent + [str(f.get("name"))])
+            if given is not None and (existing is None or given != existing.get("name")):
+                raise InvalidArgumentError(
+                    f"column {'.'.join(parent + [str(f.get('name'))])!r} is given physical name {given!r} while "
+                    "column mapping is turned on: its data files hold it under its current name, which becomes "
+                    "its physical name; leave delta.columnMapping.* out of the schema")
+        _walk(schema, current_name)
+        return
+    old_paths, old_ids = _physical_paths(old_schema), set(_ids_in(old_schema))
+    highest = max([_max_id(old.configuration), *old_ids])
+
+    def check(parent: list[str], physical: list[str], f: dict) -> None:
+        meta = f.get("metadata") or {}
+        column = ".".join(parent + [str(f.get("name"))])
+        if PHYSICAL_NAME_KEY in meta and (*physical, str(meta[PHYSICAL_NAME_KEY])) not in old_paths:
+            raise InvalidArgumentError(
+                f"new column {column!r} brings its own physical name {meta[PHYSICAL_NAME_KEY]!r}: physical names of "
+                "new columns are assigned by the writer, so that they are unique across every version of the table "
+                "(PROTOCOL.md, Column Mapping; a dropped column's name would read its data back); leave "
+                f"{PHYSICAL_NAME_KEY} out of new columns")
+        if COLUMN_ID_KEY in meta and _column_id(f) not in old_ids and _column_id(f) <= highest:
+            raise InvalidArgumentError(
+                f"new column {column!r} brings column id {_column_id(f)}, which the table has given out before "
+                f"({COLUMN_MAPPING_MAX_ID_PROPERTY} is {highest}): ids of new columns are assigned by the writer "
+                f"and never reused; leave {COLUMN_ID_KEY} out of new columns")
+
+    _walk(schema, check)
 
 
 def assign_column_mapping(old: Metadata | None, new: Metadata) -> Metadata:

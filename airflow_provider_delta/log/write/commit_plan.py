@@ -10,11 +10,11 @@ write, so bad input fails with a typed error and nothing on disk:
   one this package may write (:mod:`.features`);
 - in-commit timestamps: turned on or off, their enablement provenance kept or
   dropped (:mod:`.ict`); managed-commit tables keep them on;
-- column mapping: ids and physical names assigned, mode changes checked
-  (:mod:`.column_mapping_ids`);
+- column mapping: ids and physical names assigned (never taken from a new column), mode
+  changes checked (:mod:`.column_mapping_ids`);
 - files: removes resolved against the live files of the read version, partition
-  values of adds match the table, layout changes (partitioning, incompatible
-  schema) only together with a full rewrite; actions a feature governs (deletion
+  values of adds match the table, layout changes (partitioning, a schema existing
+  files cannot be read under: :mod:`.schema_evolution`) only together with a full rewrite; actions a feature governs (deletion
   vectors, domains, row tracking fields) only where the protocol written declares
   it, and append-only as read (:mod:`..base.feature_actions`);
 - isolation: the table's level, or snapshot isolation when the commit only
@@ -48,10 +48,12 @@ from ..base.features import (FEATURE_PROPERTY_PREFIX, FILE_REINSTATING_OPERATION
                        protocol_with_features)
 from ..base.commit_source import CommitCoordinator, require_through
 from .column_expressions import check_new_columns_have_no_default, drop_unsupported_expressions
-from .column_mapping_ids import assign_column_mapping, check_change_feed_with_mapping_change
+from .column_mapping_ids import (assign_column_mapping, check_change_feed_with_mapping_change,
+                                 check_new_columns_bring_no_mapping)
 from .commit_route import is_catalog_managed, require_owner
+from .schema_evolution import check_files_stay_readable
 from .type_changes import keep_type_changes
-from ..base.schema import physical_name, schema_to_arrow, validate_partition_columns
+from ..base.schema import schema_to_arrow, validate_partition_columns
 from ..read.snapshot import Snapshot
 from ..read.table_log import TableLog
 
@@ -136,6 +138,8 @@ def plan_commit(table: TableLog, snap: Snapshot | None, changes: PendingChanges,
             metadata = drop_unsupported_expressions(old_protocol, metadata)
             check_new_columns_have_no_default(old_metadata, metadata)
             metadata = keep_type_changes(old_metadata, metadata)
+        if not changes.metadata_of_restored_version:      # RESTORE brings back that version's own columns
+            check_new_columns_bring_no_mapping(old_metadata, metadata)
         metadata = assign_column_mapping(old_metadata, metadata)
         check_change_feed_with_mapping_change(old_metadata, metadata, bool(changes.adds or changes.removes))
 
@@ -241,10 +245,10 @@ def _validate_metadata(metadata: Metadata, old: Metadata | None) -> None:
 
 def _check_layout_change(snap: Snapshot, old: Metadata, new: Metadata,
                          removes: list[RemoveFile]) -> None:
-    """Partitioning or an incompatible schema may only change when all data is replaced.
+    """Partitioning, or a schema the existing files cannot be read under, changes only with all data replaced.
 
-    Files written under the old layout stay in the table otherwise, and readers
-    would misread them. Additive changes (new nullable columns) are fine.
+    Files written under the old layout stay in the table otherwise, and readers would
+    misread them; which schema changes they can be read under is :mod:`.schema_evolution`'s rule.
     """
     same_partitioning = tuple(new.partition_columns) == tuple(old.partition_columns)   # a list is no change
     if same_partitioning and new.schema_string == old.schema_string:
@@ -258,21 +262,9 @@ def _check_layout_change(snap: Snapshot, old: Metadata, new: Metadata,
             f"partition columns cannot change from {list(old.partition_columns)} to "
             f"{list(new.partition_columns)} while the table keeps files written with the old "
             "partitioning; overwrite all data in the same commit")
-    old_schema, new_schema = schema_to_arrow(old.schema_string), schema_to_arrow(new.schema_string)
     # Under column mapping a column is its physical name: renaming or dropping one is metadata only.
     mapped = column_mapping_mode(old.configuration) != "none" and column_mapping_mode(new.configuration) != "none"
-    key = physical_name if mapped else (lambda f: f.name)
-    new_fields = {key(f): f for f in new_schema}
-    old_keys = {key(f) for f in old_schema}
-    for f in old_schema:
-        kept = new_fields.get(key(f))
-        if (kept is None and not mapped) or (kept is not None and not kept.type.equals(f.type, check_metadata=False)):
-            raise InvalidArgumentError(
-                f"column {f.name!r} would be dropped or change type while existing files still hold it; "
-                "overwrite all data in the same commit")
-    for k, f in new_fields.items():
-        if k not in old_keys and not f.nullable:
-            raise InvalidArgumentError(f"new column {f.name!r} must be nullable: existing files have no values")
+    check_files_stay_readable(schema_to_arrow(old.schema_string), schema_to_arrow(new.schema_string), mapped)
 
 def _validate_adds(changes: PendingChanges, metadata: Metadata) -> None:
     # the partitionValues keys: physical names under column mapping
