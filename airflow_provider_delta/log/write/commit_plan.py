@@ -40,7 +40,7 @@ from ..read.column_mapping import partition_keys
 from .conflicts import ReadSet
 from .isolation import check_isolation_property, isolation_level_to_use, table_isolation_level
 from ..base.errors import InvalidArgumentError
-from ..base.feature_actions import (check_append_only, check_deletion_vectors, check_domains,
+from ..base.feature_actions import (check_append_only, check_deletion_vectors, check_domains, check_live_file_replaced,
                                     check_row_tracking_fields, dv_unique_id)
 from ..base.features import (FEATURE_PROPERTY_PREFIX, FILE_REINSTATING_OPERATIONS,
                        MANAGED_OWNER_PROPERTY, MIN_READER_VERSION_PROPERTY, MIN_WRITER_VERSION_PROPERTY,
@@ -187,7 +187,9 @@ def plan_commit(table: TableLog, snap: Snapshot | None, changes: PendingChanges,
     adds = list(changes.adds.values())
     check_domains(protocol, changes.domains.values())
     check_row_tracking_fields(protocol, adds)
-    check_deletion_vectors(protocol, metadata, adds, _live_logical_files(snap, adds), operation)
+    live = _live_logical_files(snap, adds)
+    check_deletion_vectors(protocol, metadata, adds, live, operation)
+    check_live_file_replaced(adds, removes, live)
     if any(a.data_change for a in adds) and operation not in FILE_REINSTATING_OPERATIONS:
         check_can_add_data(protocol, metadata)      # a restore or clone re-adds rows, it adds none
 
