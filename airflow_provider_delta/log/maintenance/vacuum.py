@@ -31,7 +31,8 @@ import pyarrow.compute as pc
 from ..read.data_paths import ABSOLUTE_PATH_REGEX, Undecided, table_relative
 from ..read.deletion_vectors import dv_file_path
 from ..base.errors import DeltaError, InvalidArgumentError
-from ..base.features import UNIVERSAL_FORMATS_PROPERTY, Operation
+from ..base.features import Operation
+from ..base.iceberg_compat import uniform_iceberg_enabled
 from ..base.intervals import deleted_file_retention_ms
 from ..base.catalog_store.table_source import CatalogTableSource
 from ..base.names import LOG_DIR, STAGED_COMMITS_DIR, parse_uuid_commit_name
@@ -62,11 +63,6 @@ def is_hidden_name(name: str, partition_columns: Iterable[str], iceberg_metadata
     if name.startswith("_delta_index") or name.startswith("_change_data"):
         return False
     return not any(name.startswith(f"{c}=") for c in partition_columns)
-
-
-def _iceberg_enabled(conf: dict[str, str]) -> bool:
-    formats = conf.get(UNIVERSAL_FORMATS_PROPERTY, "")
-    return "iceberg" in [f.strip().lower() for f in formats.split(",")]
 
 
 @dataclass
@@ -286,7 +282,7 @@ def vacuum(table: TableLog, retention_hours: float | None = None, dry_run: bool 
             "enforce_retention=False if you are sure no operation older than that is running.")
     delete_before = now - retention
     pcols = tuple(snapshot.metadata.partition_columns)
-    iceberg_hidden = _iceberg_enabled(conf)
+    iceberg_hidden = uniform_iceberg_enabled(conf)
 
     def hidden(name: str) -> bool:
         return is_hidden_name(name, pcols, iceberg_hidden)
