@@ -76,3 +76,31 @@ def test_other_property_changes_on_a_table_with_a_constraint_are_unaffected(tmp_
     with t.transaction(operation="SET TBLPROPERTIES") as txn:
         txn.set_properties({"team": "x"})
     assert DeltaTable(t.uri).snapshot().configuration["team"] == "x"
+
+
+def test_turning_on_the_change_data_feed_at_writer_7_lists_the_feature(tmp_path):
+    """PROTOCOL "Writer Requirements for AddCDCFile": at writer 7 the property counts only with
+    ``changeDataFeed`` in writerFeatures, so the commit that sets it adds the feature."""
+    t = _table(tmp_path, **{"delta.feature.domainMetadata": "supported"})
+    assert t.snapshot().protocol.min_writer_version == 7
+    with t.transaction(operation="SET TBLPROPERTIES") as txn:
+        txn.set_properties({"delta.enableChangeDataFeed": "true"})
+    protocol = DeltaTable(t.uri).snapshot().protocol
+    assert protocol.min_writer_version == 7 and "changeDataFeed" in protocol.writer_features
+
+
+def test_in_commit_timestamps_stay_on_a_catalog_managed_table(tmp_path):
+    """PROTOCOL "Catalog-managed tables": they use in-commit timestamps, so a commit turning them off
+    is refused and nothing is ratified."""
+    from airflow_provider_delta.log import SqlCatalog
+    catalog = SqlCatalog(f"sqlite:///{tmp_path}/catalog.db", publish_grace_ms=0)
+    try:
+        t = DeltaTable.create(str(tmp_path / "t"), SCHEMA, catalog=catalog)
+        assert t.snapshot().configuration["delta.enableInCommitTimestamps"] == "true"
+        version = t.latest_version()
+        with pytest.raises(InvalidArgumentError, match="in-commit timestamps"):
+            with t.transaction(operation="SET TBLPROPERTIES") as txn:
+                txn.set_properties({"delta.enableInCommitTimestamps": "false"})
+        assert catalog.latest_versions([t.uri]) == {t.uri: version}
+    finally:
+        catalog.dispose()
