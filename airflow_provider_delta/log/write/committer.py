@@ -196,11 +196,16 @@ class Committer:
         newer = landed_below_newer_log(self.table.storage, version)
         if newer is None:
             return
-        self.table.storage.delete(commit_path(version))
+        try:
+            self.table.storage.delete(commit_path(version))
+            withdrawn = "The commit was withdrawn"
+        except Exception as e:  # still invisible to readers; say so rather than hide the cause
+            withdrawn = (f"Withdrawing it failed ({type(e).__name__}: {e}): {commit_path(version)} stays, "
+                         "unread by anyone, until metadata cleanup removes it")
         raise InvalidCommittedVersionError(
             f"version {version} of {self.table.uri} landed below version {newer}, written before it: "
             "metadata cleanup removed the commits after this transaction's read version while it "
-            "committed. The commit was withdrawn; read the table again and redo the operation",
+            f"committed. {withdrawn}; read the table again and redo the operation",
             version=version, current_version=newer)
 
     def _holds_own_commit(self, version: int) -> bool:
