@@ -15,7 +15,7 @@ from .base.errors import DeletionVectorError
 from .base.errors import ConditionalCreateError
 from .base.features import column_mapping_mode
 from .base.errors import (
-    CatalogUnavailableError, ChangeDataFeedNotEnabledError, CommitFailedError, GroupCommitError, CommitOutcomeUnknownError, CommitOwnerUnavailableError, ConcurrentModificationError,
+    CatalogUnavailableError, ChangeDataFeedNotEnabledError, CommitFailedError, GroupCommitError, InvalidCommittedVersionError, CommitOutcomeUnknownError, CommitOwnerUnavailableError, ConcurrentModificationError,
     ConcurrentAppendError, ConcurrentDeleteReadError, ConcurrentDeleteDeleteError, MetadataChangedError, ProtocolChangedError, ConcurrentTransactionError,
     CorruptLogError, DataFileNotFoundError, DeltaError,
     InvalidArgumentError, InvalidTableStateError, StorageError, TableAlreadyExistsError,
@@ -54,7 +54,7 @@ __all__ = [
     "DeltaError", "TableNotFoundError", "TableAlreadyExistsError",
     "VersionNotFoundError", "TimestampOutOfRangeError", "UnsupportedFeatureError",
     "CorruptLogError", "DataFileNotFoundError", "InvalidTableStateError", "InvalidArgumentError", "StorageError", "ConditionalCreateError",
-    "CommitFailedError", "ConcurrentModificationError",
+    "CommitFailedError", "InvalidCommittedVersionError", "ConcurrentModificationError",
     "ConcurrentAppendError", "ConcurrentDeleteReadError", "ConcurrentDeleteDeleteError", "MetadataChangedError", "ProtocolChangedError", "ConcurrentTransactionError", "ChangeDataFeedNotEnabledError", "CommitOwnerUnavailableError", "CommitOutcomeUnknownError",
 ]
 

@@ -46,18 +46,14 @@ def _refused_by_us(path: Path, properties: dict) -> None:
     assert DeltaTable(str(path)).latest_version() == version
 
 
-@pytest.mark.xfail(strict=True, reason="we commit delta.enableIcebergCompatV2=true on a table without column "
-                   "mapping (protocol stays 1/2, no icebergCompatV2 feature); Delta Spark refuses the ALTER")
-def test_iceberg_compat_v2_without_column_mapping_is_committed(spark, tmp_path):
+def test_iceberg_compat_v2_without_column_mapping_is_refused_as_by_delta_spark(spark, tmp_path):
     ours, theirs = _twins(tmp_path)
     with pytest.raises(Exception, match="(?i)iceberg|column ?mapping"):
         spark.sql(f"ALTER TABLE delta.`{theirs}` SET TBLPROPERTIES ('delta.enableIcebergCompatV2' = 'true')")
     _refused_by_us(ours, {"delta.enableIcebergCompatV2": "true"})
 
 
-@pytest.mark.xfail(strict=True, reason="we commit delta.universalFormat.enabledFormats=iceberg without any "
-                   "icebergCompat feature; Delta Spark refuses it")
-def test_universal_format_iceberg_without_iceberg_compat_is_committed(spark, tmp_path):
+def test_universal_format_iceberg_without_iceberg_compat_is_refused_as_by_delta_spark(spark, tmp_path):
     ours, theirs = _twins(tmp_path)
     with pytest.raises(Exception, match="(?i)iceberg|universal"):
         spark.sql(f"ALTER TABLE delta.`{theirs}` SET TBLPROPERTIES "
@@ -65,9 +61,7 @@ def test_universal_format_iceberg_without_iceberg_compat_is_committed(spark, tmp
     _refused_by_us(ours, {"delta.universalFormat.enabledFormats": "iceberg"})
 
 
-@pytest.mark.xfail(strict=True, reason="a CHECK constraint that existing rows violate is committed unchecked "
-                   "(PROTOCOL.md CHECK Constraints: validate existing data first); Delta Spark refuses")
-def test_check_constraint_violated_by_existing_rows_is_committed(spark, tmp_path):
+def test_check_constraint_violated_by_existing_rows_is_refused_as_by_delta_spark(spark, tmp_path):
     ours, theirs = _twins(tmp_path)
     with pytest.raises(Exception, match="(?i)violate|constraint"):
         spark.sql(f"ALTER TABLE delta.`{theirs}` ADD CONSTRAINT c CHECK (id > 5)")

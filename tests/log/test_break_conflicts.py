@@ -194,9 +194,6 @@ def test_both_changing_metadata_conflicts_even_when_the_changes_agree(table):
         loser.commit()
 
 
-@pytest.mark.xfail(strict=True, reason="a transaction whose read version's successor was removed by metadata "
-                   "cleanup writes its commit into the hole below the newer checkpoint and reports success; "
-                   "no reader ever sees it (Delta Spark fails such a commit: invalidCommittedVersion)")
 def test_a_commit_below_a_cleaned_up_log_is_not_reported_as_committed(tmp_path):
     """An append pinned to an old version (a long job; a short delta.logRetentionDuration) races
     checkpoint + metadata cleanup: the commit must not be reported as landed when readers start

@@ -54,9 +54,9 @@ def test_vacuum_deletes_a_live_file_whose_absolute_path_differs_from_the_root_by
     assert "live.parquet" not in result["files_deleted"]
 
 
-@pytest.mark.xfail(strict=True, reason="vacuum deletes realdir/x.parquet, live through the in-table symlink "
-                   "directory ln -> realdir that the add path ln/x.parquet goes through (deltalake does the same)")
-def test_vacuum_deletes_a_live_file_named_through_a_symlinked_directory_inside_the_table(tmp_path):
+def _linked_table(tmp_path: Path, orphan: bool = False) -> tuple[Path, Path]:
+    """A table whose version 1 adds ``ln/x.parquet`` through the in-table link ``ln -> realdir``
+    (and, with ``orphan``, an unreferenced ``realdir/orphan.parquet``), every file 30 days old."""
     real = tmp_path / "t"
     write_deltalake(str(real), pa.table({"x": [1, 2]}))
     src = next(real.glob("*.parquet"))
@@ -64,11 +64,18 @@ def test_vacuum_deletes_a_live_file_named_through_a_symlinked_directory_inside_t
     (real / "ln").symlink_to(real / "realdir")
     live = real / "realdir" / "x.parquet"
     live.write_bytes(src.read_bytes())
+    if orphan:
+        (real / "realdir" / "orphan.parquet").write_bytes(src.read_bytes())
     add = {"add": {"path": "ln/x.parquet", "partitionValues": {}, "size": live.stat().st_size,
                    "modificationTime": 1, "dataChange": True}}
     info = {"commitInfo": {"timestamp": int(time.time() * 1000), "operation": "WRITE"}}
     (real / "_delta_log" / f"{1:020d}.json").write_text(json.dumps(info) + "\n" + json.dumps(add) + "\n")
     _age(real)
+    return real, live
+
+
+def test_vacuum_keeps_a_live_file_named_through_a_symlinked_directory_inside_the_table(tmp_path):
+    real, _live = _linked_table(tmp_path)
     table = DeltaTable(str(real))
     assert table.snapshot().to_pyarrow().num_rows == 4
     assert "realdir/x.parquet" not in vacuum(table, dry_run=True)["files_deleted"]
@@ -90,3 +97,13 @@ def test_vacuum_deletes_a_symlink_to_a_directory_that_live_paths_go_through(tmp_
     table = DeltaTable(str(real))
     assert table.snapshot().to_pyarrow().num_rows == 4
     assert "ln" not in vacuum(table, dry_run=True)["files_deleted"]
+
+
+def test_vacuum_run_keeps_the_file_behind_the_link_and_still_deletes_an_unreferenced_neighbour(tmp_path):
+    """Not a dry run: the live file behind ``ln -> realdir`` stays (the table still reads), an
+    unreferenced old file in the same directory goes."""
+    real, live = _linked_table(tmp_path, orphan=True)
+    result = vacuum(DeltaTable(str(real)), dry_run=False)
+    assert result["files_deleted"] == ["realdir/orphan.parquet"]
+    assert live.exists() and not (real / "realdir" / "orphan.parquet").exists()
+    assert DeltaTable(str(real)).snapshot().to_pyarrow().num_rows == 4

@@ -19,6 +19,8 @@ from airflow_provider_delta.log.base.errors import (ConcurrentModificationError,
                                                     UnsupportedFeatureError)
 from airflow_provider_delta.log.base.feature_actions import check_domains
 
+from test_conflict_rules import raw_commit
+
 SCHEMA = pa.schema([("id", pa.int64())])
 
 
@@ -203,9 +205,14 @@ def test_check_constraint_added_by_a_concurrent_commit_fails_the_append(tmp_path
     row = _live(table)
     loser.add_file(AddFile("other.parquet", row["size"], {}, 1, True, row["stats"]))
     loser.validate()                                        # reads the table before the winner
-    with table.transaction() as winner:
-        winner.set_properties({"delta.constraints.positive": "id > 0"})
-    version = table.latest_version()
+    # the winner is an engine that validated the rows first (Delta Spark's ADD CONSTRAINT; we refuse
+    # to add a constraint to a table with rows, test_enablement_rules.py)
+    snap = table.snapshot()
+    meta = snap.metadata.to_json()
+    meta["configuration"] = {**meta.get("configuration", {}), "delta.constraints.positive": "id > 0"}
+    protocol = Protocol(snap.protocol.min_reader_version, max(3, snap.protocol.min_writer_version),
+                        snap.protocol.reader_features, snap.protocol.writer_features)
+    version = raw_commit(table, [{"protocol": protocol.to_json()}, {"metaData": meta}])
     with pytest.raises(ConcurrentModificationError):
         loser.commit()
     assert table.latest_version() == version

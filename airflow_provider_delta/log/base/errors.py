@@ -140,6 +140,22 @@ class CommitOutcomeUnknownError(CommitFailedError):
     """
 
 
+class InvalidCommittedVersionError(CommitFailedError):
+    """A commit would not follow the log it was built on: the commits after its read version were
+    cleaned up below a newer checkpoint, so the version it would take is a hole no reader lists.
+
+    Delta Spark's ``DELTA_INVALID_COMMITTED_VERSION``. Nothing of this commit is left in the log;
+    ``current_version`` is the newest version found. Not ``retryable`` with the same actions: read
+    the table again and redo the operation.
+    """
+
+    spark_name = "DELTA_INVALID_COMMITTED_VERSION"
+
+    def __init__(self, message: str, version: int | None = None, current_version: int | None = None):
+        super().__init__(message, retryable=False, version=version)
+        self.current_version = current_version
+
+
 class ConcurrentModificationError(CommitFailedError):
     """A concurrent commit changed what this transaction depended on.
 

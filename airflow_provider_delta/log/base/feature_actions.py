@@ -11,6 +11,8 @@ is Delta Spark's check of the same name or effect in ``OptimisticTransaction``:
   snapshot has) also needs ``delta.enableDeletionVectors=true`` and ``tightBounds:false``
   in its stats; every DV needs ``numRecords`` in its stats (PROTOCOL.md "Writer
   Requirement for Deletion Vectors").
+- an ``add`` giving a live path a new DV must come with the ``remove`` of the live logical
+  file (PROTOCOL.md "Action Reconciliation": a logical file is its path and its DV).
 - ``domainMetadata`` actions (``DomainMetadataUtils.validateDomainMetadataSupportedAndNoDuplicate``):
   the ``domainMetadata`` feature; a system domain (``delta.*``) only where this package
   implements the feature that owns it, and it implements none of them (``delta.rowTracking``
@@ -119,6 +121,31 @@ def check_deletion_vectors(protocol: Protocol, metadata: Metadata, adds: Iterabl
             raise InvalidArgumentError(
                 f"file {add.path!r} adds a new deletion vector, so its stats must say tightBounds=false "
                 "(the bounds still count the deleted rows), as Delta Spark requires")
+
+
+def check_live_file_replaced(adds: Iterable[AddFile], removes: Iterable[RemoveFile],
+                             live: set[tuple[str, str | None]]) -> None:
+    """Refuse an add with a deletion vector over a live path unless the commit removes that live
+    logical file.
+
+    A logical file is its path plus its DV's unique id (PROTOCOL.md "Add File and Remove File",
+    "Action Reconciliation"): giving a live data file a new DV makes a new logical file, so the
+    commit must also tombstone the old ``(path, dvId)`` - as Delta Spark's DELETE/UPDATE/MERGE do
+    with ``removeWithTimestamp`` beside the add. Without the remove, replay keeps two logical files
+    of one path and vacuum and append-only checks never see rows disappear. ``live``: the read
+    snapshot's logical files among the adds' paths (:func:`check_deletion_vectors` takes the same).
+    """
+    removed = {(r.path, dv_unique_id(r.deletion_vector)) for r in removes}
+    live_dv = {path: dv_id for path, dv_id in live}
+    for add in adds:
+        if not add.deletion_vector or add.path not in live_dv:
+            continue
+        key = (add.path, live_dv[add.path])
+        if key != (add.path, dv_unique_id(add.deletion_vector)) and key not in removed:
+            raise InvalidArgumentError(
+                f"file {add.path!r} is added with a new deletion vector, but the commit does not remove the "
+                f"live logical file ({add.path!r}, DV {key[1]!r}): remove it in the same commit (a logical "
+                "file is its path and its deletion vector)")
 
 
 def dv_unique_id(dv: dict | None) -> str | None:

@@ -124,6 +124,8 @@ TARGET_FILE_SIZE_PROPERTY = "delta.targetFileSize"
 #: UniForm Iceberg metadata (vacuum leaves its ``metadata/`` folder alone when set).
 ICEBERG_COMPAT_PREFIX = "delta.enableIcebergCompat"
 UNIVERSAL_FORMATS_PROPERTY = "delta.universalFormat.enabledFormats"
+#: A CHECK constraint is the table property ``delta.constraints.<name>`` (its SQL expression).
+CHECK_CONSTRAINT_PREFIX = "delta.constraints."
 #: Protocol requests at creation: asked for, never stored (as in Delta Spark).
 MIN_READER_VERSION_PROPERTY = "delta.minReaderVersion"
 MIN_WRITER_VERSION_PROPERTY = "delta.minWriterVersion"
@@ -251,7 +253,7 @@ def features_in_use(schema: dict | str | None, configuration: dict[str, str] | N
         _walk_schema(parse_schema_string(schema) if isinstance(schema, str) else schema, found)
     if _true(conf, APPEND_ONLY_PROPERTY):
         found.add("appendOnly")
-    if any(k.startswith("delta.constraints.") for k in conf):
+    if any(k.startswith(CHECK_CONSTRAINT_PREFIX) for k in conf):
         found.add("checkConstraints")
     if _true(conf, CHANGE_DATA_FEED_PROPERTY):
         found.add("changeDataFeed")

@@ -11,7 +11,8 @@ table's is refused unless ``enforce_retention=False`` (Spark's
 ``retentionDurationCheck``). Hidden names (``_`` or ``.`` prefix) are skipped at
 any depth, except ``_change_data`` (change data files expire by age),
 ``_delta_index`` and partition directories such as ``_col=x`` of partition column
-``_col``; ``_delta_log`` is never touched, symlinked directories are not followed,
+``_col``; ``_delta_log`` is never touched, symlinked directories are not followed
+(but a file that a live path reaches through one inside the table is kept),
 and a file is only ever deleted if the listing of the table root found it. Dry run
 is the default.
 """
@@ -30,7 +31,8 @@ import pyarrow.compute as pc
 from ..read.data_paths import ABSOLUTE_PATH_REGEX, Undecided, table_relative
 from ..read.deletion_vectors import dv_file_path
 from ..base.errors import DeltaError, InvalidArgumentError
-from ..base.features import UNIVERSAL_FORMATS_PROPERTY, Operation
+from ..base.features import Operation
+from ..base.iceberg_compat import uniform_iceberg_enabled
 from ..base.intervals import deleted_file_retention_ms
 from ..base.catalog_store.table_source import CatalogTableSource
 from ..base.names import LOG_DIR, STAGED_COMMITS_DIR, parse_uuid_commit_name
@@ -63,11 +65,6 @@ def is_hidden_name(name: str, partition_columns: Iterable[str], iceberg_metadata
     return not any(name.startswith(f"{c}=") for c in partition_columns)
 
 
-def _iceberg_enabled(conf: dict[str, str]) -> bool:
-    formats = conf.get(UNIVERSAL_FORMATS_PROPERTY, "")
-    return "iceberg" in [f.strip().lower() for f in formats.split(",")]
-
-
 @dataclass
 class _Listed:
     rel: str
@@ -75,10 +72,12 @@ class _Listed:
     size: int
 
 
-def _walk_local(root: str, hidden) -> tuple[list[_Listed], list[str]]:
-    """Files and directories under ``root`` (relative), pruning hidden names, not following links."""
+def _walk_local(root: str, hidden) -> tuple[list[_Listed], list[str], set[str]]:
+    """Files, directories and symlinks to directories under ``root`` (relative), pruning hidden
+    names, not following links."""
     files: list[_Listed] = []
     dirs: list[str] = []
+    links: set[str] = set()
     stack = [""]
     while stack:
         rel_dir = stack.pop()
@@ -95,14 +94,38 @@ def _walk_local(root: str, hidden) -> tuple[list[_Listed], list[str]]:
                     dirs.append(rel)
                     stack.append(rel)
                 elif e.is_symlink() and e.is_dir():
-                    continue    # a link to a directory is no data file: live paths may go through it
+                    links.add(rel)  # no data file, but live paths may go through it
+                    continue
                 elif e.is_file(follow_symlinks=False) or e.is_symlink():
                     try:
                         st = e.stat(follow_symlinks=False)
                     except FileNotFoundError:
                         continue
                     files.append(_Listed(rel, int(st.st_mtime * 1000), st.st_size))
-    return files, dirs
+    return files, dirs, links
+
+
+def _through_links(root: str, paths: pa.Array, links: set[str]) -> list[str]:
+    """Where referenced paths that go through a symlinked directory inside the table really lead.
+
+    The walk does not follow links, so ``ln/x.parquet`` (``ln -> realdir``) is listed as
+    ``realdir/x.parquet``; it is live all the same, and vacuum keeps it. Each path with a linked
+    directory among its prefixes is resolved on disk and, if it leads under the root, added as
+    root-relative.
+    """
+    if not links:
+        return []
+    real_root = os.path.realpath(root)
+    out = []
+    for p in paths.to_pylist():
+        parts = p.split("/")
+        if not any("/".join(parts[:i]) in links for i in range(1, len(parts))):
+            continue
+        real = os.path.realpath(os.path.join(root, p))
+        rel = os.path.relpath(real, real_root)
+        if rel != ".." and not rel.startswith("../"):
+            out.append(rel.replace(os.sep, "/"))
+    return out
 
 
 def _walk_remote(table: TableLog, hidden) -> list[_Listed]:
@@ -259,17 +282,20 @@ def vacuum(table: TableLog, retention_hours: float | None = None, dry_run: bool 
             "enforce_retention=False if you are sure no operation older than that is running.")
     delete_before = now - retention
     pcols = tuple(snapshot.metadata.partition_columns)
-    iceberg_hidden = _iceberg_enabled(conf)
+    iceberg_hidden = uniform_iceberg_enabled(conf)
 
     def hidden(name: str) -> bool:
         return is_hidden_name(name, pcols, iceberg_hidden)
 
     storage = table.storage
     if storage.is_local:
-        listed, dirs = _walk_local(storage.root, hidden)
+        listed, dirs, links = _walk_local(storage.root, hidden)
     else:
-        listed, dirs = _walk_remote(table, hidden), []
+        (listed, dirs), links = (_walk_remote(table, hidden), []), set()
     valid = _valid_paths(table, snapshot, delete_before)
+    linked = _through_links(storage.root, valid.paths, links) if links else []
+    if linked:
+        valid = _Referenced(pa.concat_arrays([valid.paths, pa.array(linked, pa.string())]), valid.undecided)
     staged = _staged_data_paths(table, snapshot)
     if staged:
         extra: list[str] = []

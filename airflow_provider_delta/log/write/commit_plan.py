@@ -40,7 +40,9 @@ from ..read.column_mapping import partition_keys
 from .conflicts import ReadSet
 from .isolation import check_isolation_property, isolation_level_to_use, table_isolation_level
 from ..base.errors import InvalidArgumentError
-from ..base.feature_actions import (check_append_only, check_deletion_vectors, check_domains,
+from ..base.iceberg_compat import check_iceberg_enablement
+from .check_constraints import check_new_constraints_hold
+from ..base.feature_actions import (check_append_only, check_deletion_vectors, check_domains, check_live_file_replaced,
                                     check_row_tracking_fields, dv_unique_id)
 from ..base.features import (FEATURE_PROPERTY_PREFIX, FILE_REINSTATING_OPERATIONS,
                        MANAGED_OWNER_PROPERTY, MIN_READER_VERSION_PROPERTY, MIN_WRITER_VERSION_PROPERTY,
@@ -134,6 +136,10 @@ def plan_commit(table: TableLog, snap: Snapshot | None, changes: PendingChanges,
     assert metadata is not None
     if changes.metadata is not None:
         _validate_metadata(metadata, old_metadata)
+        check_iceberg_enablement(old_metadata.configuration if old_metadata is not None else None,
+                                 metadata.configuration, creating=snap is None)
+        if not changes.metadata_of_restored_version:     # a restore brings back rows and constraints together
+            check_new_constraints_hold(old_metadata, metadata, snap)
         if old_protocol is not None and old_metadata is not None:
             metadata = drop_unsupported_expressions(old_protocol, metadata)
             check_new_columns_have_no_default(old_metadata, metadata)
@@ -191,7 +197,9 @@ def plan_commit(table: TableLog, snap: Snapshot | None, changes: PendingChanges,
     adds = list(changes.adds.values())
     check_domains(protocol, changes.domains.values())
     check_row_tracking_fields(protocol, adds)
-    check_deletion_vectors(protocol, metadata, adds, _live_logical_files(snap, adds), operation)
+    live = _live_logical_files(snap, adds)
+    check_deletion_vectors(protocol, metadata, adds, live, operation)
+    check_live_file_replaced(adds, removes, live)
     if any(a.data_change for a in adds) and operation not in FILE_REINSTATING_OPERATIONS:
         check_can_add_data(protocol, metadata)      # a restore or clone re-adds rows, it adds none
 

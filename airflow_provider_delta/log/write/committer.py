@@ -23,9 +23,10 @@ from ..base.commit_actions import Txn, dumps_actions
 from ..maintenance.checkpoint import checkpoint_interval, maybe_auto_checkpoint
 from .commit_info import CommitProvenance, build_commit_info, is_own_commit, operation_metrics
 from .commit_plan import CommitPlan
+from .commit_successor import check_commit_follows_log, landed_below_newer_log
 from .conflicts import WinningCommit, check_conflicts
 from ..base.errors import (CommitFailedError, CommitOutcomeUnknownError, ConcurrentModificationError, DeltaError,
-                     VersionNotFoundError)
+                     InvalidCommittedVersionError, VersionNotFoundError)
 from ..base.features import check_writable
 from ..base.names import commit_path
 from ..read.table_log import TableLog
@@ -163,11 +164,13 @@ class Committer:
         still land), reported as :class:`CommitOutcomeUnknownError` so that nothing the
         commit would reference is deleted.
         """
+        check_commit_follows_log(self.table.storage, version)
         self.outcome_unknown = True     # while the put is in flight (an interrupt leaves it so)
         try:
             landed = self.table.storage.put_if_absent(commit_path(version), data)
             self.outcome_unknown = False
             if landed:
+                self._refuse_if_in_hole(version)
                 return True
         except DeltaError:
             self.outcome_unknown = False  # refused before writing (no atomic put on this store)
@@ -184,6 +187,26 @@ class Committer:
                 f"{type(e).__name__}: {e}; the write may still land: read the table (its txn record or "
                 f"history) before committing the same data again", retryable=False, version=version) from e
         return self._holds_own_commit(version)
+
+    def _refuse_if_in_hole(self, version: int) -> None:
+        """After our put landed: if cleanup raced it and left our commit below a newer log
+        (:func:`.commit_successor.landed_below_newer_log`), delete the commit - no reader lists
+        it and no writer can have built on it, since the versions above it existed before it -
+        and raise :class:`InvalidCommittedVersionError`."""
+        newer = landed_below_newer_log(self.table.storage, version)
+        if newer is None:
+            return
+        try:
+            self.table.storage.delete(commit_path(version))
+            withdrawn = "The commit was withdrawn"
+        except Exception as e:  # still invisible to readers; say so rather than hide the cause
+            withdrawn = (f"Withdrawing it failed ({type(e).__name__}: {e}): {commit_path(version)} stays, "
+                         "unread by anyone, until metadata cleanup removes it")
+        raise InvalidCommittedVersionError(
+            f"version {version} of {self.table.uri} landed below version {newer}, written before it: "
+            "metadata cleanup removed the commits after this transaction's read version while it "
+            f"committed. {withdrawn}; read the table again and redo the operation",
+            version=version, current_version=newer)
 
     def _holds_own_commit(self, version: int) -> bool:
         """Whether the commit at ``version`` exists and is this transaction's (its ``commitInfo.txnId``)."""

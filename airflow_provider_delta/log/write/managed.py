@@ -26,6 +26,7 @@ from ..base.errors import CommitFailedError, CorruptLogError, InvalidArgumentErr
 from ..base.features import (MANAGED_COMMIT_FEATURE, MANAGED_OWNER_CONF_PROPERTY, MANAGED_OWNER_PROPERTY, Operation,
                        protocol_with_features, require)
 from .commit_route import require_owner
+from .commit_successor import check_commit_follows_log
 from ..read.managed_state import validate_managed_state
 from ..base.names import commit_path
 from ..read.snapshot import Snapshot
@@ -91,6 +92,7 @@ def enable_managed_commits(table: TableLog, owner: CommitOwner,
                          {"properties": json.dumps(changed, sort_keys=True)}, protocol, metadata)
     table_id = snap.metadata.id
     storage = table.storage
+    check_commit_follows_log(storage, version)
     owner.propose_ownership(table_id, table.uri, version)
     try:
         landed = storage.put_if_absent(commit_path(version), data)
@@ -139,6 +141,7 @@ def disable_managed_commits(table: TableLog, clock: Callable[[], int] | None = N
         removed = [k for k in (MANAGED_OWNER_PROPERTY, MANAGED_OWNER_CONF_PROPERTY) if k in snap.metadata.configuration]
         data = _commit_bytes(now, timestamp, snap.version, "UNSET TBLPROPERTIES",
                              {"properties": json.dumps(removed), "ifExists": "true"}, protocol, metadata)
+        check_commit_follows_log(storage, version)
         landed = storage.put_if_absent(commit_path(version), data)
     except BaseException:
         owner.resume_accepting(table_id)
