@@ -45,7 +45,7 @@ from ..log import CommitFailedError, InvalidArgumentError, TableNotFoundError, U
 from ..spark import exactly_once
 from ..spark.delta_job import CONTEXT_ARG, ENV_HADOOP_CONF, ENV_VARS, USER_METADATA_CONF, DeltaJobContext
 from ..spark.uris import spark_uri
-from .arguments import flag, is_template, optional_int, optional_value
+from ..hooks.arguments import flag, is_template, optional_int, optional_value
 from .base import DeltaTaskMixin, job_info
 from .spark_base import (LocalSparkMixin, StopDriverOnKillMixin, report_commit, resolve_app,
                          resolve_incremental_app, s3a_job_conf)

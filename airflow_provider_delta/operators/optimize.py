@@ -19,7 +19,7 @@ from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 
 from ..log import InvalidArgumentError, InvalidTableStateError, plan_optimize
 from ..spark.job_args import SECRETS_ENV
-from .arguments import check_flags, choice, flag, is_template, mapping, optional_positive_int, optional_value
+from ..hooks.arguments import check_flags, choice, flag, is_template, mapping, optional_positive_int, optional_value
 from .base import DeltaBaseOperator, job_info
 from .spark_base import job_secrets, resolve_master
 

@@ -27,7 +27,7 @@ from ..hooks.manifest import read_manifest
 from ..log import CommitFailedError, InvalidArgumentError
 from ..spark import exactly_once
 from ..spark.job_args import SECRETS_ENV, JobSpec
-from .arguments import flag, is_template, optional_int, optional_value
+from ..hooks.arguments import flag, is_template, optional_int, optional_value
 from .base import DeltaTaskMixin, job_info
 from .spark_base import (LOCAL_MASTER, LocalSparkMixin, StopDriverOnKillMixin, bundled_spark_submit,
                          default_app_version, job_secrets, report_commit, resolve_app, resolve_incremental_app)

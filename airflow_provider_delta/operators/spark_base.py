@@ -26,7 +26,7 @@ from ..hooks.run_identity import run_app_id, run_app_version
 from ..lineage import output_statistics
 from ..spark import exactly_once
 from ..spark.s3a import s3_bucket, s3a_bucket_conf
-from .arguments import optional_int, optional_value
+from ..hooks.arguments import optional_int, optional_value
 from .base import job_info
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -34,7 +34,7 @@ from airflow.sdk import BaseSensorOperator, PokeReturnValue, conf
 from .. import log as delta_log
 from ..hooks.commits import CommitWatch, as_names
 from ..log import DeltaError, InvalidArgumentError, TableNotFoundError, TimestampOutOfRangeError, to_epoch_ms
-from ..operators.arguments import DeltaArgumentError, choice, is_template, optional_int, optional_value
+from ..hooks.arguments import DeltaArgumentError, choice, is_template, optional_int, optional_value
 from ..operators.base import DeltaTaskMixin
 from ..triggers.delta_commit import DeltaCommitTrigger
 
@@ -197,7 +197,7 @@ class DeltaCommitSensor(DeltaTaskMixin, BaseSensorOperator):
 
         The trigger's error comes back as its own type where it is one of the log layer's
         (``TableNotFoundError``, ``CorruptLogError``...), an invalid argument as
-        :class:`~..operators.arguments.DeltaArgumentError` (no retry), anything else as
+        :class:`~..hooks.arguments.DeltaArgumentError` (no retry), anything else as
         :class:`DeltaCommitWaitError`.
         """
         if not event or event.get("status") != "success":

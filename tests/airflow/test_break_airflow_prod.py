@@ -19,7 +19,7 @@ from airflow.sdk.exceptions import AirflowFailException
 from airflow_provider_delta.hooks.delta_table import DeltaTableHook
 from airflow_provider_delta.log import DeltaTable, InvalidArgumentError
 from airflow_provider_delta.operators import DeltaMetadataCleanupOperator, DeltaVacuumOperator
-from airflow_provider_delta.operators.arguments import DeltaArgumentError
+from airflow_provider_delta.hooks.arguments import DeltaArgumentError
 from airflow_provider_delta.sensors import DeltaCommitSensor
 
 ROW = pa.table({"id": [1], "day": ["2026-01-01"]})

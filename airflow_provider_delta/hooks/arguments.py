@@ -21,7 +21,7 @@ from typing import Any, Iterable
 
 from airflow.providers.common.compat.sdk import AirflowFailException
 
-from ..hooks.commits import as_version
+from .commits import as_version
 from ..log import InvalidArgumentError
 
 #: the only spellings a flag accepts (case-insensitive, surrounding blanks ignored), besides real bools
