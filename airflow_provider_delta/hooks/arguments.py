@@ -1,14 +1,17 @@
 """Task arguments after rendering: typed values, or an error that fails the task without a retry.
 
-Every argument of the Delta operators and the sensor is templated, so what a task
-receives at ``execute`` may be a Python value or the text a template rendered to:
+Every argument of the Delta operators and the sensor is templated, and a ``@task`` hands
+the hook (:class:`~.delta_table.DeltaTableHook`) values from ``dag_run.conf`` or params,
+so what reaches ``execute`` or a hook method may be a Python value or the text a template
+rendered to:
 ``"{{ dag_run.conf.get('dry_run') }}"`` without conf renders ``"None"`` (or ``None``
 with ``render_template_as_native_obj=True``), ``"{{ params.enforce }}"`` renders
 ``"False"``. A flag read by Python truthiness turns both into the wrong answer (the
 non-empty string ``"None"`` is true, ``"False"`` too); for ``dry_run`` that answer
 deletes files. So every flag goes through :func:`flag`, which knows exactly
 two spellings of each answer and refuses everything else, before the task touches a
-table.
+table. The module sits in the hooks tier so the hook's own deleting methods (vacuum,
+metadata cleanup) parse their flags the same way as the operators above them.
 
 A value that cannot mean anything is the DAG's fault, not a passing failure, so the
 error, :class:`DeltaArgumentError`, is Airflow's ``AirflowFailException`` (the task fails

@@ -45,9 +45,6 @@ def render(template: str, **values) -> str:
 
 
 # ------------------------------------------------------------------ unclear flags that still delete
-@pytest.mark.xfail(strict=True, reason="DeltaTableHook.vacuum (the API a @task calls with rendered/conf values) "
-                   "reads dry_run by truthiness: None, '' or 0.0 delete files instead of failing; only the "
-                   "operators parse flags strictly")
 @pytest.mark.parametrize("value", [None, "", 0.0])
 def test_hook_vacuum_with_an_unclear_dry_run_deletes(make_table, value):
     table = table_with_garbage(make_table)
@@ -59,9 +56,6 @@ def test_hook_vacuum_with_an_unclear_dry_run_deletes(make_table, value):
     assert data_files(table) == before
 
 
-@pytest.mark.xfail(strict=True, reason="DeltaTableHook.vacuum reads enforce_retention by truthiness: "
-                   "enforce_retention='' or None turns the retention check off and a zero retention deletes "
-                   "files every reader of an older snapshot still needs")
 @pytest.mark.parametrize("value", [None, ""])
 def test_hook_vacuum_with_an_unclear_enforce_retention_skips_the_retention_check(make_table, value):
     table = table_with_garbage(make_table)
@@ -71,6 +65,37 @@ def test_hook_vacuum_with_an_unclear_enforce_retention_skips_the_retention_check
     except InvalidArgumentError:
         pass
     assert data_files(table) == before
+
+
+@pytest.mark.parametrize("field, value", [("dry_run", "None"), ("dry_run", "maybe"), ("enforce_retention", "None"),
+                                          ("retention_hours", "inf")])
+def test_hook_vacuum_refuses_unclear_values_typed_and_deletes_nothing(make_table, field, value):
+    table = table_with_garbage(make_table)
+    before = data_files(table)
+    kwargs = {"retention_hours": 0, "enforce_retention": False, "dry_run": False, field: value}
+    with pytest.raises(DeltaArgumentError, match=field):
+        DeltaTableHook().vacuum(table.storage.root, **kwargs)
+    assert data_files(table) == before
+
+
+def test_hook_vacuum_reads_rendered_words(make_table):
+    """The rendered spellings of real answers still work: 'True' keeps files, 'false'/'False' delete."""
+    table = table_with_garbage(make_table)
+    before = data_files(table)
+    report = DeltaTableHook().vacuum(table.storage.root, retention_hours="0", enforce_retention="False",
+                                     dry_run="True")
+    assert report["dry_run"] is True and data_files(table) == before
+    DeltaTableHook().vacuum(table.storage.root, retention_hours="0", enforce_retention="false", dry_run="False")
+    assert len(data_files(table)) < len(before)
+
+
+@pytest.mark.parametrize("kwargs", [{"dry_run": "None"}, {"dry_run": ""}, {"force": "None"}])
+def test_hook_cleanup_metadata_refuses_unclear_flags(make_table, kwargs):
+    table = make_table(commits=3)
+    log = sorted(os.listdir(table.storage.path("_delta_log")))
+    with pytest.raises(DeltaArgumentError):
+        DeltaTableHook().cleanup_metadata(table.storage.root, retention_ms=0, **kwargs)
+    assert sorted(os.listdir(table.storage.path("_delta_log"))) == log
 
 
 # ------------------------------------------------------------------ unclear values, untyped errors
