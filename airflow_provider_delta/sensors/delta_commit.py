@@ -84,8 +84,9 @@ class DeltaCommitSensor(DeltaTaskMixin, BaseSensorOperator):
     range), ``first_version`` / ``last_version`` (oldest and newest of them), ``commits`` (the
     newest 20 as dicts with ``version``, ``timestamp`` (epoch ms), ``operation``,
     ``operationParameters``, ``operationMetrics`` and, when present, ``appId``/``txnVersion``
-    and ``job``, oldest first) and ``truncated`` (whether older ones were left out; every
-    matching commit is in the task log). Pushes the newest table version as XCom ``version``.
+    and ``job``, oldest first; long values clipped and fewer summaries when they would pass
+    :data:`~..hooks.payloads.MAX_LISTED_BYTES`) and ``truncated`` (whether older ones were
+    left out; every matching commit is in the task log, whole). Pushes the newest table version as XCom ``version``.
     """
 
     template_fields: Sequence[str] = ("table_uri", "delta_conn_id", "target_version", "after_version",

@@ -129,9 +129,6 @@ def test_sensor_operation_rendered_from_a_list_param(make_table, make_context):
 
 
 # ------------------------------------------------------------------ payload bounds
-@pytest.mark.xfail(strict=True, reason="the sensor's XCom/asset-event payload is bounded in commit count (20) "
-                   "but not in size: each summary carries operationParameters/operationMetrics whole, so 20 "
-                   "commits with a large predicate make a multi-MB XCom (and trigger kwargs when deferred)")
 def test_sensor_payload_is_bounded_in_bytes(make_table, make_context):
     table = make_table(commits=0)
     big = "id IN (" + ",".join(str(i) for i in range(40_000)) + ")"     # ~250 KB, a generated MERGE predicate
@@ -142,6 +139,53 @@ def test_sensor_payload_is_bounded_in_bytes(make_table, make_context):
                             timeout=30).execute(make_context())
     assert out["count"] == 21 and out["truncated"]
     assert len(json.dumps(out)) < 1_000_000
+
+
+def big_predicate_commits(make_table, n: int = 21) -> DeltaTable:
+    table = make_table(commits=0)
+    big = "id IN (" + ",".join(str(i) for i in range(40_000)) + ")"     # ~250 KB, a generated MERGE predicate
+    for _ in range(n):
+        with table.transaction(operation="MERGE", operation_parameters={"predicate": big}):
+            pass
+    return table
+
+
+def test_sensor_payload_keeps_counts_and_versions_when_bounded_in_bytes(make_table, make_context, caplog):
+    from airflow.sdk.exceptions import TaskDeferred
+    table = big_predicate_commits(make_table)
+    with caplog.at_level("INFO"):
+        out = DeltaCommitSensor(task_id="w", table_uri=table.storage.root, after_version=0, poke_interval=0.05,
+                                timeout=30).execute(make_context())
+    assert (out["first_version"], out["last_version"], out["version"]) == (1, 21, 21)
+    assert out["commits"][-1]["version"] == 21 and out["commits"][-1]["operation"] == "MERGE"
+    assert "more characters, in the task log" in out["commits"][-1]["operationParameters"]["predicate"]
+    assert any(len(r.getMessage()) > 200_000 for r in caplog.records)     # the whole predicate is logged
+    # deferred: the trigger's kwargs carry the same bounded summaries
+    with pytest.raises(TaskDeferred) as deferred:
+        DeltaCommitSensor(task_id="w", table_uri=table.storage.root, after_version=0, target_version=99,
+                          deferrable=True, timeout=30).execute(make_context())
+    assert len(json.dumps(deferred.value.trigger.serialize()[1])) < 1_000_000
+
+
+def test_commit_event_payload_is_bounded_in_bytes(make_table):
+    from airflow_provider_delta.triggers import DeltaCommitEventTrigger
+    table = big_predicate_commits(make_table)
+    trigger = DeltaCommitEventTrigger(table_uri=table.storage.root)
+    commits, through = trigger.matching(table, 0)
+    [(payload, accounted)] = trigger.payloads(commits, 0, through)
+    assert (payload["count"], payload["first_version"], payload["last_version"], accounted) == (21, 1, 21, 21)
+    assert payload["truncated"] and len(json.dumps(payload)) < 1_000_000
+
+
+def test_vacuum_payload_is_bounded(make_table, make_context):
+    table = make_table(commits=0)
+    for i in range(30):
+        table.write(pa.table({"id": [i], "day": ["2026-01-01"]}))
+    table.write(ROW, mode="overwrite")
+    time.sleep(0.01)
+    out = DeltaVacuumOperator(task_id="v", table_uri=table.storage.root, retention_hours=0,
+                              enforce_retention=False, dry_run=True).execute(make_context())
+    assert out["num_files_deleted"] >= 30 and len(out["files_deleted"]) == 20 and out["files_deleted_truncated"]
 
 
 # ------------------------------------------------------------------ Spark operator arguments outside the parser
