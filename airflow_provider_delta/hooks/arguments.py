@@ -19,6 +19,7 @@ at once, its retries unused) as well as the log layer's ``InvalidArgumentError``
 """
 from __future__ import annotations
 
+import json
 import math
 from typing import Any, Iterable
 
@@ -129,6 +130,33 @@ def choice(value: Any, name: str, choices: Iterable[str]) -> str:
     if word not in options:
         raise DeltaArgumentError(f"{name} must be one of {', '.join(options)}; got {value!r}")
     return word
+
+
+def column_names(value: Any, name: str) -> list[str] | None:
+    """Column names: a list of names, one name, ``"a,b"`` or a JSON list (``'["a", "b"]'``);
+    None when not given (``""``, ``"None"``).
+
+    A list param rendered to its Python text (``"['day']"``) is not JSON and is refused: it would
+    otherwise become one column named ``['day']``.
+    """
+    value = optional_value(value)
+    if value is None:
+        return None
+    if isinstance(value, str):
+        text = value.strip()
+        if text[:1] in "[(":
+            try:
+                value = json.loads(text)
+            except ValueError:
+                raise DeltaArgumentError(
+                    f"{name} must be column names (a list, \"a,b\" or a JSON list), but it is {value!r}: a list "
+                    "rendered as Python text? Pass the list itself (render_template_as_native_obj=True) or "
+                    "{{ params.x | tojson }}") from None
+        else:
+            value = [c.strip() for c in text.split(",")]
+    if not isinstance(value, (list, tuple)) or not all(isinstance(c, str) and c.strip() for c in value):
+        raise DeltaArgumentError(f"{name} must be a list of non-empty column names, got {value!r}")
+    return [c.strip() for c in value]
 
 
 def mapping(value: Any, name: str) -> dict[str, Any]:

@@ -189,12 +189,9 @@ def test_vacuum_payload_is_bounded(make_table, make_context):
 
 
 # ------------------------------------------------------------------ Spark operator arguments outside the parser
-@pytest.mark.xfail(strict=True, reason="DeltaSparkSubmitOperator's mode, partition_by and table_properties do not "
-                   "go through operators/arguments.py: a rendered 'None'/'Overwrite' mode or a list/dict param "
-                   "rendered to its Python text fails with a plain InvalidArgumentError (the task is retried with the "
-                   "same value), or a raw ValueError (table_properties), instead of DeltaArgumentError")
 @pytest.mark.parametrize("field, value", [("mode", "None"), ("mode", "Overwrite"),
-                                          ("partition_by", "['day']"), ("table_properties", "{'a': 'b'}")])
+                                          ("partition_by", "['day']"), ("partition_by", "day,"),
+                                          ("table_properties", "{'a': 'b'}")])
 def test_spark_submit_rendered_arguments_fail_without_retry(make_table, make_context, field, value):
     from airflow_provider_delta.operators import DeltaSparkSubmitOperator
     table = make_table(commits=1)
@@ -205,6 +202,29 @@ def test_spark_submit_rendered_arguments_fail_without_retry(make_table, make_con
     with pytest.raises(AirflowFailException):
         op.execute(make_context())
     assert sorted(os.listdir(table.storage.path("_delta_log"))) == log
+
+
+@pytest.mark.parametrize("field, value, parsed", [
+    ("mode", "overwrite", "overwrite"), ("partition_by", '["day", "id"]', ["day", "id"]),
+    ("partition_by", "day, id", ["day", "id"]), ("partition_by", "None", None),
+    ("table_properties", {"delta.appendOnly": "false"}, {"delta.appendOnly": "false"})])
+def test_spark_submit_rendered_arguments_that_mean_something(make_table, make_context, field, value, parsed):
+    from airflow_provider_delta.operators import DeltaSparkSubmitOperator
+    table = make_table(commits=1)
+    op = DeltaSparkSubmitOperator(task_id="s", output_table_uri=table.storage.root, transform="jobs.t:transform",
+                                  app_id="break.s", app_version=1, **{field: "{{ v }}"})
+    setattr(op, field, value)
+    spec, _ = op.build_spec(make_context())
+    assert getattr(spec, {"table_properties": "properties"}.get(field, field)) == parsed
+
+
+@pytest.mark.parametrize("field, value", [("mode", "Append"), ("partition_by", "['day']"),
+                                          ("table_properties", "x")])
+def test_spark_submit_plain_bad_arguments_fail_at_import(field, value):
+    from airflow_provider_delta.operators import DeltaSparkSubmitOperator
+    with pytest.raises(DeltaArgumentError, match=field):
+        DeltaSparkSubmitOperator(task_id="s", output_table_uri="/tmp/x", transform="jobs.t:transform",
+                                 **{field: value})
 
 
 # ------------------------------------------------------------------ dag.test(): retry or not
