@@ -55,6 +55,25 @@ def optional_value(value: Any) -> Any:
     return value
 
 
+def input_manifest(value: Any, given: bool, name: str = "input_manifest_uri") -> str | None:
+    """The manifest a task reads, or None when the task was built without one.
+
+    A task built with a manifest (``"{{ ti.xcom_pull('pin')['manifest_uri'] }}"``) whose value
+    renders to nothing (``"None"``, ``""``, None) must not run without its input, nor read a
+    file named ``None``: the snapshot task upstream wrote no manifest (``write_manifest=False``,
+    or it may not write into the table folder), so this raises :class:`DeltaArgumentError`
+    saying what to pass instead.
+    """
+    uri = optional_value(value)
+    if uri is None and given:
+        raise DeltaArgumentError(
+            f"{name} rendered to {value!r}: the snapshot task it comes from wrote no manifest (its manifest_uri is "
+            "None with write_manifest=False, or when it may not write into the table folder). Nothing was read. "
+            "Give that task a writable manifest_uri, or pass input_table_uri and input_version from its XCom "
+            "(its 'table_uri' and 'version') instead.")
+    return None if uri is None else str(uri)
+
+
 def flag(value: Any, name: str, deletes: bool = False) -> bool:
     """A yes/no argument: a bool, 0/1, or one of ``true/false/1/0/yes/no`` in any case.
 

@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
-from ..hooks.arguments import (DeltaArgumentError, column_names, flag, is_template, mapping, optional_int,
-                               optional_value)
+from ..hooks.arguments import (DeltaArgumentError, column_names, flag, input_manifest, is_template, mapping,
+                               optional_int, optional_value)
 from ..hooks.manifest import read_manifest
 from ..log import CommitFailedError, InvalidArgumentError, check_mode
 from ..spark import exactly_once
@@ -58,7 +58,9 @@ class DeltaSparkSubmitOperator(DeltaTaskMixin, StopDriverOnKillMixin, LocalSpark
     :param output_table_uri: table to commit to (absolute, or relative to the delta connection's base URI)
     :param transform: ``package.module:function`` (importable on the driver, e.g. via ``py_files``)
         or a builtin (``identity``, ``sql``); called as ``func(spark, source, **transform_params)``
-    :param input_manifest_uri: manifest written by ``DeltaTimeTravelSnapshotOperator`` (templated)
+    :param input_manifest_uri: manifest written by ``DeltaTimeTravelSnapshotOperator`` (templated; one that
+        renders to ``"None"``, a snapshot that wrote no manifest, fails the task: see
+        :func:`~..hooks.arguments.input_manifest`)
     :param input_table_uri: or a table to read, at ``input_version`` (default: latest when the job runs)
     :param mode: ``append`` or ``overwrite`` (spelled exactly)
     :param partition_by: partition columns when the job creates the output table (a list, ``"a,b"``
@@ -113,6 +115,7 @@ class DeltaSparkSubmitOperator(DeltaTaskMixin, StopDriverOnKillMixin, LocalSpark
         self.output_table_uri = output_table_uri
         self.transform = transform
         self.input_manifest_uri = input_manifest_uri
+        self.reads_manifest = input_manifest_uri is not None   # then a manifest that renders to None is an error
         self.input_table_uri = input_table_uri
         self.input_version = input_version
         self.mode = mode
@@ -153,7 +156,7 @@ class DeltaSparkSubmitOperator(DeltaTaskMixin, StopDriverOnKillMixin, LocalSpark
 
     def build_spec(self, context: "Context") -> tuple[JobSpec, dict[str, Any]]:
         """The job's arguments and its secrets, from the rendered fields and the connections."""
-        manifest = optional_value(self.input_manifest_uri)
+        manifest = input_manifest(self.input_manifest_uri, self.reads_manifest)
         input_table = optional_value(self.input_table_uri)
         starting = None
         if self.input_changes:   # the changes after the output's txn(app_id) up to the pinned version

@@ -256,3 +256,64 @@ def test_dag_transient_storage_error_is_still_retried(run_dag):
     assert report.tasks["vacuum"] == "failed", report.output[-5000:]
     assert "up_for_retry" in report.output.lower(), report.output[-5000:]
     assert "is not defined" not in report.output and "must be true or false" not in report.output
+
+
+# ------------------------------------------------------------------ a snapshot that wrote no manifest, downstream
+MANIFEST_TEMPLATE = "{{ ti.xcom_pull('pin')['manifest_uri'] }}"
+
+
+def pin_without_manifest(table: DeltaTable, make_context) -> dict:
+    from airflow_provider_delta.operators import DeltaTimeTravelSnapshotOperator
+    result = DeltaTimeTravelSnapshotOperator(task_id="pin", table_uri=table.storage.root,
+                                             write_manifest=False).execute(make_context())
+    assert result["manifest_uri"] is None and result["version"] == table.latest_version()
+    return result
+
+
+def spark_readers(table: DeltaTable, tmp_path) -> list:
+    from airflow_provider_delta.operators import DeltaSparkApplicationOperator, DeltaSparkSubmitOperator
+    out = str(tmp_path / "out")
+    return [
+        DeltaSparkSubmitOperator(task_id="s", output_table_uri=out, transform="jobs.t:transform",
+                                 input_manifest_uri=MANIFEST_TEMPLATE, app_id="break.m", app_version=1),
+        DeltaSparkApplicationOperator(task_id="a", application=str(tmp_path / "no_such_app.py"),
+                                      output_table_uri=out, input_manifest_uri=MANIFEST_TEMPLATE,
+                                      app_id="break.m", app_version=1),
+    ]
+
+
+@pytest.mark.parametrize("native", [False, True], ids=["rendered_text", "native_rendering"])
+def test_a_manifest_the_snapshot_did_not_write_fails_downstream_before_reading(make_table, make_context,
+                                                                                 tmp_path, monkeypatch, native):
+    table = make_table(commits=2)
+    result = pin_without_manifest(table, make_context)
+    rendered = result["manifest_uri"] if native else render(MANIFEST_TEMPLATE.replace("ti.xcom_pull('pin')", "r"),
+                                                             r=result)
+    assert rendered == (None if native else "None")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "None").write_text("{}")                 # a file named None must never be read
+    for op in spark_readers(table, tmp_path):
+        op.input_manifest_uri = rendered
+        with pytest.raises(DeltaArgumentError, match="wrote no manifest.*input_table_uri and input_version"):
+            op.execute(make_context())
+        assert not os.path.exists(tmp_path / "out")      # nothing submitted, nothing written
+
+
+def test_read_manifest_refuses_a_rendered_none(tmp_path, monkeypatch):
+    from airflow_provider_delta.hooks.manifest import read_manifest
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "None").write_text("{}")
+    for value in ("None", "", "null"):
+        with pytest.raises(DeltaArgumentError, match="wrote no manifest"):
+            read_manifest(value)
+
+
+def test_a_written_manifest_still_reaches_the_job(make_table, make_context, tmp_path):
+    from airflow_provider_delta.operators import DeltaTimeTravelSnapshotOperator
+    table = make_table(commits=2)
+    result = DeltaTimeTravelSnapshotOperator(task_id="pin", table_uri=table.storage.root,
+                                             manifest_uri=str(tmp_path / "m.json")).execute(make_context())
+    submit, _ = spark_readers(table, tmp_path)
+    submit.input_manifest_uri = render(MANIFEST_TEMPLATE.replace("ti.xcom_pull('pin')", "r"), r=result)
+    spec, _ = submit.build_spec(make_context())
+    assert spec.input_manifest_uri == result["manifest_uri"] and result["manifest_uri"].endswith("/m.json")
