@@ -91,7 +91,8 @@ class DeltaOptimizeOperator(DeltaBaseOperator):
 
     def _arguments(self) -> dict[str, Any]:
         args: dict[str, Any] = {"partition_filter": self.partition_filter, "target_size": _size(self.target_size),
-                                "min_file_size": _size(self.min_file_size), "z_order_by": column_names(self.z_order_by, "z_order_by"),
+                                "min_file_size": _size(self.min_file_size),
+                                "z_order_by": column_names(self.z_order_by, "z_order_by"),
                                 "purge": flag(self.purge, "purge")}
         return {k: v for k, v in args.items() if v is not None}
 
