@@ -186,3 +186,13 @@ def mapping(value: Any, name: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise DeltaArgumentError(f"{name} must be a dict, got {type(value).__name__}: {value!r}")
     return dict(value)
+
+
+def string_map(value: Any, name: str) -> dict[str, str]:
+    """A dict of text to text, such as table properties (Delta keeps configuration as strings: a
+    ``True`` would be written as JSON ``true`` where readers expect ``"true"``)."""
+    out = mapping(value, name)
+    wrong = {k: v for k, v in out.items() if not isinstance(k, str) or not isinstance(v, str)}
+    if wrong:
+        raise DeltaArgumentError(f"{name} must map names to strings (e.g. \"true\", not True); got {wrong!r}")
+    return out

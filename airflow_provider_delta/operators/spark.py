@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
-from ..hooks.arguments import (DeltaArgumentError, column_names, flag, input_manifest, is_template, mapping,
-                               optional_int, optional_value)
+from ..hooks.arguments import (DeltaArgumentError, column_names, flag, input_manifest, is_template, optional_int,
+                               optional_value, string_map)
 from ..hooks.manifest import read_manifest
 from ..log import CommitFailedError, InvalidArgumentError, check_mode
 from ..spark import exactly_once
@@ -109,7 +109,7 @@ class DeltaSparkSubmitOperator(DeltaTaskMixin, StopDriverOnKillMixin, LocalSpark
         if not is_template(partition_by):
             column_names(partition_by, "partition_by")
         if not is_template(table_properties):
-            mapping(table_properties, "table_properties")
+            string_map(table_properties, "table_properties")
         super().__init__(application=application or DEFAULT_APPLICATION, conn_id=conn_id,
                          name=name or f"delta-{kwargs.get('task_id', 'spark')}", **kwargs)
         self.output_table_uri = output_table_uri
@@ -172,7 +172,7 @@ class DeltaSparkSubmitOperator(DeltaTaskMixin, StopDriverOnKillMixin, LocalSpark
             output_table_uri=self.hook.resolve_uri(self.output_table_uri), transform=str(self.transform),
             mode=write_mode(self.mode),
             partition_by=column_names(self.partition_by, "partition_by"),
-            properties=mapping(self.table_properties, "table_properties") or None,
+            properties=string_map(self.table_properties, "table_properties") or None,
             input_manifest_uri=str(manifest) if manifest is not None else None,
             input_table_uri=self.hook.resolve_uri(input_table) if input_table is not None else None,
             input_version=input_version, input_starting_version=starting, app_id=app_id,

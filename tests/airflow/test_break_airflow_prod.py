@@ -219,7 +219,7 @@ def test_spark_submit_rendered_arguments_that_mean_something(make_table, make_co
 
 
 @pytest.mark.parametrize("field, value", [("mode", "Append"), ("partition_by", "['day']"),
-                                          ("table_properties", "x")])
+                                          ("table_properties", "x"), ("table_properties", {"delta.appendOnly": True})])
 def test_spark_submit_plain_bad_arguments_fail_at_import(field, value):
     from airflow_provider_delta.operators import DeltaSparkSubmitOperator
     with pytest.raises(DeltaArgumentError, match=field):
