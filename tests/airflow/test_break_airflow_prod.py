@@ -1,5 +1,5 @@
 """Findings of the break review of the airflow-prod branch (issue 23: rendered arguments, run_start
-baseline, bounded payloads). Each test states the behaviour we want; the xfail reason is the finding.
+baseline, bounded payloads). Each test states the behaviour we want (the findings, fixed on branch s8-airflow, and their neighbours).
 
 Real tables on disk, the real hook/operators/sensor, Jinja's own rendering of the templates.
 """
