@@ -25,9 +25,6 @@ PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
 RELEASES = [Version(v) for v in ("4.0.0", "4.0.1", "4.1.0", "4.2.0")]
 
 
-@pytest.mark.xfail(strict=True, reason="pyspark and pyspark-client are both base dependencies with independent "
-                   "ranges: pip may install pyspark 4.0.1 with pyspark-client 4.2.0 into the same pyspark/ folder "
-                   "(the project's own comment says they must be the same version)")
 def test_base_dependencies_cannot_mix_pyspark_and_pyspark_client_versions():
     deps = {r.name: r for r in map(Requirement, tomllib.loads(PYPROJECT.read_text())["project"]["dependencies"])}
     if "pyspark" not in deps or "pyspark-client" not in deps:
@@ -35,3 +32,55 @@ def test_base_dependencies_cannot_mix_pyspark_and_pyspark_client_versions():
     mixed = [(a, b) for a in RELEASES for b in RELEASES
              if a != b and a in deps["pyspark"].specifier and b in deps["pyspark-client"].specifier]
     assert not mixed, f"allowed mixes (pyspark, pyspark-client): {mixed[:3]}..."
+
+
+def base_dependencies() -> dict[str, Requirement]:
+    return {r.name: r for r in map(Requirement, tomllib.loads(PYPROJECT.read_text())["project"]["dependencies"])}
+
+
+def test_pyspark_and_pyspark_client_share_one_constraint():
+    deps = base_dependencies()
+    assert deps["pyspark"].specifier == deps["pyspark-client"].specifier
+    # the series the Delta Spark jars are built for (scripts/delta-spark/pom.xml)
+    assert Version("4.2.0") in deps["pyspark"].specifier and Version("4.3.0") not in deps["pyspark"].specifier
+
+
+def _fake_dist(root: Path, name: str, version: str) -> None:
+    """An installed distribution's metadata as pip leaves it (``<name>-<version>.dist-info/METADATA``)."""
+    info = root / f"{name.replace('-', '_')}-{version}.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+
+
+def test_a_mixed_pyspark_install_fails_naming_both_versions(tmp_path):
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from airflow_provider_delta.log import DeltaError
+    from airflow_provider_delta.operators.pyspark_pair import PySparkVersionMismatchError, require_matching_pyspark
+    _fake_dist(tmp_path, "pyspark", "4.2.1")
+    _fake_dist(tmp_path, "pyspark-client", "4.2.0")
+    with pytest.raises(PySparkVersionMismatchError, match=r"pyspark 4\.2\.1 and pyspark-client 4\.2\.0") as e:
+        require_matching_pyspark([str(tmp_path)])
+    assert isinstance(e.value, DeltaError) and isinstance(e.value, AirflowFailException)
+
+
+def test_a_matching_or_single_pyspark_install_passes(tmp_path):
+    from airflow_provider_delta.operators.pyspark_pair import installed_versions, require_matching_pyspark
+    require_matching_pyspark()                                    # this environment: the tested pair
+    assert installed_versions() == {"pyspark": "4.2.0", "pyspark-client": "4.2.0"}
+    _fake_dist(tmp_path, "pyspark", "4.2.1")
+    require_matching_pyspark([str(tmp_path)])                     # pyspark alone: nothing to compare
+
+
+def test_the_spark_operator_refuses_a_mixed_install_before_submitting(tmp_path, monkeypatch):
+    """The operators run the check where they pick the master: a real SparkSubmitHook, nothing submitted."""
+    import sys
+
+    from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
+
+    from airflow_provider_delta.operators.pyspark_pair import PySparkVersionMismatchError
+    from airflow_provider_delta.operators.spark_base import resolve_master
+    _fake_dist(tmp_path, "pyspark-client", "4.1.0")
+    monkeypatch.setattr(sys, "path", [str(tmp_path)] + sys.path)   # found first, as a second install would be
+    with pytest.raises(PySparkVersionMismatchError, match="pyspark 4.2.0 and pyspark-client 4.1.0"):
+        resolve_master(SparkSubmitHook(conn_id="no_such_spark_conn"), None, "no_such_spark_conn", None)

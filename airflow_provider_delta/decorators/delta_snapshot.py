@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 from airflow.providers.common.compat.sdk import DecoratedOperator, task_decorator_factory
 from airflow.providers.standard.operators.python import PythonOperator
 
-from ..operators.arguments import optional_int, optional_value
+from ..hooks.arguments import optional_int, optional_value
 from ..operators.base import DeltaTaskMixin
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -20,9 +20,10 @@ Operation names match without regard to case (``"write"`` matches ``WRITE``), as
 Delta Spark's own names are upper case but users type them either way.
 
 Matching commits are counted, and the newest :data:`~.payloads.MAX_LISTED` are kept,
-oldest first, as JSON-ready summaries (:func:`summarize_commit`): what the sensor
-returns and the trigger carries stays small however long the range (each matching
-commit is logged as it is found). State round-trips through :meth:`CommitWatch.to_dict`
+oldest first, as JSON-ready summaries (:func:`summarize_commit`), their long values
+clipped and fewer of them when they would pass :data:`~.payloads.MAX_LISTED_BYTES`:
+what the sensor returns and the trigger carries stays small however long the range and
+however big one commit's parameters (each matching commit is logged whole as it is found). State round-trips through :meth:`CommitWatch.to_dict`
 for the trigger's kwargs.
 """
 from __future__ import annotations
@@ -32,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable
 
 from ..log import InvalidArgumentError, TableNotFoundError
-from .payloads import MAX_LISTED, newest
+from .payloads import MAX_LISTED, clipped, newest
 from .run_identity import app_id_matches
 
 log = logging.getLogger(__name__)
@@ -219,8 +220,8 @@ class CommitWatch:
         self.count = (self.count or 0) + 1
         if self.first_version is None:
             self.first_version = summary["version"]
-        self.commits.append(summary)
-        if self.keep is not None and len(self.commits) > self.keep:
+        self.commits.append(clipped(summary))        # long predicates cut: payloads are bounded in bytes
+        if self.keep is not None:
             self.commits = newest(self.commits, self.keep)
 
     # --------------------------------------------------------- serialization

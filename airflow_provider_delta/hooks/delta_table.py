@@ -39,6 +39,7 @@ from airflow.sdk import BaseHook
 
 from ..log import (AddFile, ChangeRange, DeltaTable, IncrementalStep, InvalidArgumentError, StorageError,
                     format_ms, pending_changes, process_changes, to_epoch_ms)
+from .arguments import flag, optional_hours
 from .config import DeltaConnectionConfig, commit_owner_conn_id, is_absolute_uri, storage_conn_id, uri_protocol
 from .env_connections import env_variable, unparsable_env_connection
 from .manifest import build_manifest, default_manifest_uri, resolve_manifest_uri, write_json
@@ -348,13 +349,33 @@ class DeltaTableHook(BaseHook):
         return self.get_table(table_uri).backfill(version)
 
     def cleanup_metadata(self, table_uri: str, **kwargs: Any) -> dict[str, Any]:
+        """Delete expired log files (the log layer's ``cleanup_metadata``; its keyword arguments).
+
+        ``dry_run`` and ``force`` decide what is deleted, and a ``@task`` may pass them straight
+        from ``dag_run.conf`` or a rendered template: they are parsed strictly (:func:`.arguments.flag`),
+        so ``"None"``, ``""`` or ``"False"`` never read as Python truthiness would; anything unclear
+        raises :class:`.arguments.DeltaArgumentError` before the table is touched.
+        """
+        for name in ("dry_run", "force"):
+            if name in kwargs:
+                kwargs[name] = flag(kwargs[name], name, deletes=True)
         return self.get_table(table_uri).cleanup_metadata(**kwargs)
 
-    def vacuum(self, table_uri: str, retention_hours: float | None = None, dry_run: bool = True,
-               enforce_retention: bool = True, job: dict[str, Any] | None = None,
+    def vacuum(self, table_uri: str, retention_hours: float | str | None = None, dry_run: bool | str = True,
+               enforce_retention: bool | str = True, job: dict[str, Any] | None = None,
                **kwargs: Any) -> dict[str, Any]:
-        """Vacuum (dry run by default); ``job`` is logged with what vacuum deleted and returned in the result."""
-        return self.get_table(table_uri).vacuum(retention_hours=retention_hours, dry_run=dry_run,
+        """Vacuum (dry run by default); ``job`` is logged with what vacuum deleted and returned in the result.
+
+        The flags and the retention are parsed strictly before the table is touched, as the
+        operator does (a ``@task`` calling this hook passes rendered or ``dag_run.conf`` values):
+        ``dry_run`` / ``enforce_retention`` must be a bool or ``true/false/1/0/yes/no``, and
+        ``retention_hours`` a finite number of hours (``""`` / ``"None"``: the table's default).
+        Anything else raises :class:`.arguments.DeltaArgumentError` and nothing is deleted.
+        """
+        dry_run = flag(dry_run, "dry_run", deletes=True)
+        enforce_retention = flag(enforce_retention, "enforce_retention", deletes=True)
+        hours = optional_hours(retention_hours, "retention_hours")
+        return self.get_table(table_uri).vacuum(retention_hours=hours, dry_run=dry_run,
                                                 enforce_retention=enforce_retention, job=job, **kwargs)
 
     def write_snapshot_manifest(self, table_uri: str, version: int | None = None, timestamp: Any = None,

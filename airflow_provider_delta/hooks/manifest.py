@@ -51,6 +51,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..log import InvalidArgumentError, StorageError
 from ..log import format_ms
+from .arguments import input_manifest
 from .config import is_absolute_uri, join_uri, uri_protocol
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -203,7 +204,12 @@ def write_json(uri: str, document: dict[str, Any], storage_options: dict[str, An
 
 
 def read_manifest(uri: str, storage_options: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Read a manifest back (used by tests and by jobs without Spark)."""
+    """Read a manifest back (used by tests and by jobs without Spark).
+
+    ``"None"`` or ``""`` (a snapshot task's ``manifest_uri`` when it wrote none, rendered) is
+    refused with :func:`~.arguments.input_manifest`'s error instead of reading a file of that name.
+    """
+    input_manifest(uri, given=True, name="manifest uri")
     import fsspec
     with fsspec.open(uri, "rb", **(storage_options or {})) as f:
         doc = json.loads(f.read().decode("utf-8"))

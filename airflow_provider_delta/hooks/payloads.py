@@ -5,20 +5,77 @@ the UI; a sensor started with ``after_version=-1`` on a long-lived table, or a v
 of a big table, would otherwise hand over one entry per commit or per file. Payloads
 therefore carry counts, the first and last versions and at most :data:`MAX_LISTED`
 items with ``truncated`` saying whether some were left out; the task log has them all.
+
+A count alone does not bound bytes: one commit's ``operationParameters`` may hold a
+generated MERGE predicate of hundreds of kilobytes. So each listed item is
+:func:`clipped` (text longer than :data:`MAX_TEXT` is cut, with a note of how much was
+left out; dicts and lists longer than :data:`MAX_ENTRIES` are cut the same way), and
+the listed items together stay within :data:`MAX_LISTED_BYTES` of JSON: older items are
+left out first; the newest one is always kept, so a payload is at most that budget or
+one clipped item, whichever is larger.
 """
 from __future__ import annotations
 
+import json
 from typing import Any, Sequence
 
 #: the most items (commits, file paths) a payload lists
 MAX_LISTED = 20
+#: the longest text a listed item keeps whole (a predicate, a job field); the task log has every value
+MAX_TEXT = 1024
+#: the most entries a dict or list inside a listed item keeps
+MAX_ENTRIES = 64
+#: the JSON size the listed items of one payload may take together (the newest item always stays)
+MAX_LISTED_BYTES = 64 * 1024
 
 
-def newest(items: Sequence[Any], limit: int = MAX_LISTED) -> list[Any]:
-    """The last ``limit`` items of ``items`` (oldest first, as given)."""
-    return list(items[-limit:]) if limit > 0 else []
+def clipped(value: Any) -> Any:
+    """``value`` with every long text, dict and list cut to its bound (the rest noted, not kept)."""
+    if isinstance(value, str):
+        if len(value) <= MAX_TEXT:
+            return value
+        return f"{value[:MAX_TEXT]}... [{len(value) - MAX_TEXT} more characters, in the task log]"
+    if isinstance(value, dict):
+        items = list(value.items())
+        out = {str(k)[:MAX_TEXT]: clipped(v) for k, v in items[:MAX_ENTRIES]}
+        if len(items) > MAX_ENTRIES:
+            out["..."] = f"{len(items) - MAX_ENTRIES} more entries, in the task log"
+        return out
+    if isinstance(value, (list, tuple)):
+        out_list = [clipped(v) for v in value[:MAX_ENTRIES]]
+        if len(value) > MAX_ENTRIES:
+            out_list.append(f"... {len(value) - MAX_ENTRIES} more items, in the task log")
+        return out_list
+    return value
+
+
+def json_size(value: Any) -> int:
+    """Bytes of ``value`` as JSON (what Airflow stores for an XCom or an event's extra)."""
+    return len(json.dumps(value, default=str).encode())
+
+
+def _leading_within(items: Sequence[Any], max_bytes: int) -> list[Any]:
+    """The longest run of ``items`` from the first on whose JSON fits ``max_bytes`` (at least the first)."""
+    kept: list[Any] = []
+    total = 0
+    for item in items:
+        total += json_size(item)
+        if kept and total > max_bytes:
+            break
+        kept.append(item)
+    return kept
+
+
+def newest(items: Sequence[Any], limit: int = MAX_LISTED, max_bytes: int = MAX_LISTED_BYTES) -> list[Any]:
+    """The last ``limit`` items of ``items`` (oldest first, as given), fewer when together they would
+    take more than ``max_bytes`` of JSON (the newest item is always kept)."""
+    if limit <= 0:
+        return []
+    return _leading_within(list(items[-limit:])[::-1], max_bytes)[::-1]
 
 
 def capped(items: Sequence[Any], limit: int = MAX_LISTED) -> dict[str, Any]:
-    """``{"count", "items" (the first ``limit``), "truncated"}`` of a list such as deleted paths."""
-    return {"count": len(items), "items": list(items[:limit]), "truncated": len(items) > limit}
+    """``{"count", "items" (the first ``limit``, clipped, within the byte budget), "truncated"}`` of a
+    list such as deleted paths."""
+    kept = _leading_within([clipped(i) for i in items[:limit]], MAX_LISTED_BYTES)
+    return {"count": len(items), "items": kept, "truncated": len(items) > len(kept)}

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Sequence
 
-from .arguments import optional_int
+from ..hooks.arguments import optional_int
 from .base import DeltaBaseOperator
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -1,4 +1,4 @@
-"""What every Delta task shares: the hook, commit job info, asset events (arguments: :mod:`.arguments`).
+"""What every Delta task shares: the hook, commit job info, asset events (arguments: :mod:`..hooks.arguments`).
 
 Kept in a mixin so the sensor (a ``BaseSensorOperator``) and the operators (plain
 ``BaseOperator``) behave the same way without duplicating code.

@@ -18,7 +18,7 @@ from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 
 from ..log import InvalidTableStateError, plan_checkpoint
 from ..spark.job_args import SECRETS_ENV
-from .arguments import (check_flags, choice, flag, is_template, mapping, optional_int, optional_positive_int,
+from ..hooks.arguments import (check_flags, choice, flag, is_template, mapping, optional_int, optional_positive_int,
                         optional_value)
 from .base import DeltaBaseOperator
 from .maintenance import bounded_report

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from ..hooks.delta_table import DeltaTableHook
 from ..log import clone_table
-from .arguments import optional_int, optional_value
+from ..hooks.arguments import optional_int, optional_value
 from .base import DeltaBaseOperator, job_info
 
 if TYPE_CHECKING:  # pragma: no cover

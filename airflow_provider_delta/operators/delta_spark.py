@@ -45,7 +45,7 @@ from ..log import CommitFailedError, InvalidArgumentError, TableNotFoundError, U
 from ..spark import exactly_once
 from ..spark.delta_job import CONTEXT_ARG, ENV_HADOOP_CONF, ENV_VARS, USER_METADATA_CONF, DeltaJobContext
 from ..spark.uris import spark_uri
-from .arguments import flag, is_template, optional_int, optional_value
+from ..hooks.arguments import flag, input_manifest, is_template, optional_int, optional_value
 from .base import DeltaTaskMixin, job_info
 from .spark_base import (LocalSparkMixin, StopDriverOnKillMixin, report_commit, resolve_app,
                          resolve_incremental_app, s3a_job_conf)
@@ -80,7 +80,8 @@ class DeltaSparkApplicationOperator(DeltaTaskMixin, StopDriverOnKillMixin, Local
     :param input_timestamp: or a time (epoch ms, datetime or ISO string, e.g. ``{{ data_interval_end }}``):
         the newest version committed at or before it (the latest one if the table has not changed since)
     :param input_manifest_uri: or a manifest written by ``DeltaTimeTravelSnapshotOperator``
-        (its table and version)
+        (its table and version; one that renders to ``"None"`` fails the task:
+        :func:`~..hooks.arguments.input_manifest`)
     :param app_id: Delta Spark ``txnAppId`` (default ``<dag_id>.<task_id>``, plus ``.<map_index>``
         when mapped)
     :param app_version: Delta Spark ``txnVersion`` (templated; default: the run's logical date, else
@@ -131,6 +132,7 @@ class DeltaSparkApplicationOperator(DeltaTaskMixin, StopDriverOnKillMixin, Local
         self.input_version = input_version
         self.input_timestamp = input_timestamp
         self.input_manifest_uri = input_manifest_uri
+        self.reads_manifest = input_manifest_uri is not None   # then a manifest that renders to None is an error
         self.app_id = app_id
         self.app_version = app_version
         self.delta_conn_id = delta_conn_id
@@ -152,7 +154,7 @@ class DeltaSparkApplicationOperator(DeltaTaskMixin, StopDriverOnKillMixin, Local
         of a managed-commit input table that is not backfilled (Delta Spark reads only
         ``_delta_log``, not the commit owner's tail).
         """
-        manifest = optional_value(self.input_manifest_uri)
+        manifest = input_manifest(self.input_manifest_uri, self.reads_manifest)
         table_uri = optional_value(self.input_table_uri)
         version = optional_int(self.input_version, "input_version")
         timestamp = optional_value(self.input_timestamp)

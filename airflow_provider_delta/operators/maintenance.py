@@ -6,7 +6,7 @@ travel, running jobs). So the default only reports what would go; set
 flags that decide what is deleted (``dry_run``, ``enforce_retention``) are parsed
 strictly before the table is touched: a template that renders to anything but a clear
 true or false (``"None"`` from a missing conf key, say) fails the task without retry
-and deletes nothing (:func:`~.arguments.flag`).
+and deletes nothing (:func:`~..hooks.arguments.flag`).
 
 The XCom keeps the report's counts and the first :data:`~..hooks.payloads.MAX_LISTED`
 paths of each list (``<list>_truncated`` says whether more were left out); the task
@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Sequence
 
 from ..hooks.payloads import MAX_LISTED, capped
-from .arguments import check_flags, flag, optional_hours
+from ..hooks.arguments import check_flags, flag, optional_hours
 from .base import DeltaBaseOperator, job_info
 
 if TYPE_CHECKING:  # pragma: no cover

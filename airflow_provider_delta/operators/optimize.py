@@ -19,7 +19,7 @@ from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 
 from ..log import InvalidArgumentError, InvalidTableStateError, plan_optimize
 from ..spark.job_args import SECRETS_ENV
-from .arguments import check_flags, choice, flag, is_template, mapping, optional_positive_int, optional_value
+from ..hooks.arguments import check_flags, choice, column_names, flag, is_template, mapping, optional_positive_int, optional_value
 from .base import DeltaBaseOperator, job_info
 from .spark_base import job_secrets, resolve_master
 
@@ -34,23 +34,6 @@ ENGINES = ("local", "spark")
 RESULT_KEYS = ("version", "operation", "numFilesAdded", "numFilesRemoved", "filesAdded", "filesRemoved",
                "partitionsOptimized", "numBins", "totalConsideredFiles", "totalFilesSkipped",
                "numDeletionVectorsRemoved", "numDeletionVectorRowsRemoved", "zOrderBy", "readVersion")
-
-
-def _z_order(value: Any) -> list[str] | None:
-    """``z_order_by`` as given or rendered from a template (``"x,y"`` or a JSON list)."""
-    value = optional_value(value)
-    if value is None:
-        return None
-    if isinstance(value, str):
-        text = value.strip()
-        if text.startswith("["):
-            try:
-                value = json.loads(text)
-            except ValueError:
-                raise InvalidArgumentError(f"z_order_by is not a JSON list: {value!r}") from None
-        else:
-            return [c.strip() for c in text.split(",") if c.strip()]
-    return list(value)
 
 
 def _size(value: Any) -> Any:
@@ -108,7 +91,8 @@ class DeltaOptimizeOperator(DeltaBaseOperator):
 
     def _arguments(self) -> dict[str, Any]:
         args: dict[str, Any] = {"partition_filter": self.partition_filter, "target_size": _size(self.target_size),
-                                "min_file_size": _size(self.min_file_size), "z_order_by": _z_order(self.z_order_by),
+                                "min_file_size": _size(self.min_file_size),
+                                "z_order_by": column_names(self.z_order_by, "z_order_by"),
                                 "purge": flag(self.purge, "purge")}
         return {k: v for k, v in args.items() if v is not None}
 

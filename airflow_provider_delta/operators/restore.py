@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Sequence
 
 from ..log import restore_table
-from .arguments import check_flags, flag, optional_int, optional_value
+from ..hooks.arguments import check_flags, flag, optional_int, optional_value
 from .base import DeltaBaseOperator, job_info
 
 if TYPE_CHECKING:  # pragma: no cover

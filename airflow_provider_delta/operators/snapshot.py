@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Sequence
 
-from .arguments import check_flags, flag, optional_int, optional_value
+from ..hooks.arguments import check_flags, flag, optional_int, optional_value
 from .base import DeltaBaseOperator, job_info
 
 if TYPE_CHECKING:  # pragma: no cover

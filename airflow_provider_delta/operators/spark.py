@@ -23,11 +23,12 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
+from ..hooks.arguments import (DeltaArgumentError, column_names, flag, input_manifest, is_template, optional_int,
+                               optional_value, string_map)
 from ..hooks.manifest import read_manifest
-from ..log import CommitFailedError, InvalidArgumentError
+from ..log import CommitFailedError, InvalidArgumentError, check_mode
 from ..spark import exactly_once
 from ..spark.job_args import SECRETS_ENV, JobSpec
-from .arguments import flag, is_template, optional_int, optional_value
 from .base import DeltaTaskMixin, job_info
 from .spark_base import (LOCAL_MASTER, LocalSparkMixin, StopDriverOnKillMixin, bundled_spark_submit,
                          default_app_version, job_secrets, report_commit, resolve_app, resolve_incremental_app)
@@ -42,17 +43,29 @@ __all__ = ["DeltaSparkSubmitOperator", "DEFAULT_APPLICATION", "LOCAL_MASTER", "b
 DEFAULT_APPLICATION = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "spark", "job.py")
 
 
+def write_mode(value: object) -> str:
+    """The rendered ``mode``, spelled exactly as ``DeltaTable.write`` takes it (the log layer's rule);
+    anything else (``"None"``, ``"Overwrite"``) fails the task without retry."""
+    try:
+        return check_mode(value)
+    except InvalidArgumentError as e:
+        raise DeltaArgumentError(f"{e} (a rendered template? the mode is spelled exactly)") from None
+
+
 class DeltaSparkSubmitOperator(DeltaTaskMixin, StopDriverOnKillMixin, LocalSparkMixin, SparkSubmitOperator):
     """Run a PySpark transform from a pinned Delta snapshot into a Delta table, committing once.
 
     :param output_table_uri: table to commit to (absolute, or relative to the delta connection's base URI)
     :param transform: ``package.module:function`` (importable on the driver, e.g. via ``py_files``)
         or a builtin (``identity``, ``sql``); called as ``func(spark, source, **transform_params)``
-    :param input_manifest_uri: manifest written by ``DeltaTimeTravelSnapshotOperator`` (templated)
+    :param input_manifest_uri: manifest written by ``DeltaTimeTravelSnapshotOperator`` (templated; one that
+        renders to ``"None"``, a snapshot that wrote no manifest, fails the task: see
+        :func:`~..hooks.arguments.input_manifest`)
     :param input_table_uri: or a table to read, at ``input_version`` (default: latest when the job runs)
-    :param mode: ``append`` or ``overwrite``
-    :param partition_by: partition columns when the job creates the output table
-    :param table_properties: table properties when the job creates the output table
+    :param mode: ``append`` or ``overwrite`` (spelled exactly)
+    :param partition_by: partition columns when the job creates the output table (a list, ``"a,b"``
+        or a JSON list; a list rendered as Python text is refused)
+    :param table_properties: table properties when the job creates the output table (a dict)
     :param transform_params: JSON-serializable keyword arguments of the transform (templated)
     :param app_id: exactly-once id (default ``<dag_id>.<task_id>``, plus ``.<map_index>`` when mapped)
     :param app_version: exactly-once version (templated; default: the run's logical date, else
@@ -90,20 +103,24 @@ class DeltaSparkSubmitOperator(DeltaTaskMixin, StopDriverOnKillMixin, LocalSpark
                 app_version is not None or input_manifest_uri is not None):
             raise InvalidArgumentError("input_changes=True reads input_table_uri's changes and uses the pinned "
                                        "input version as app_version: pass neither app_version nor a manifest")
-        if mode not in ("append", "overwrite") and "{{" not in str(mode):
-            raise InvalidArgumentError(f"mode must be 'append' or 'overwrite', got {mode!r}")
+        # plain values are checked now (the DAG fails to import); templates once rendered, in build_spec
+        if not is_template(mode):
+            write_mode(mode)
+        if not is_template(partition_by):
+            column_names(partition_by, "partition_by")
+        if not is_template(table_properties):
+            string_map(table_properties, "table_properties")
         super().__init__(application=application or DEFAULT_APPLICATION, conn_id=conn_id,
                          name=name or f"delta-{kwargs.get('task_id', 'spark')}", **kwargs)
         self.output_table_uri = output_table_uri
         self.transform = transform
         self.input_manifest_uri = input_manifest_uri
+        self.reads_manifest = input_manifest_uri is not None   # then a manifest that renders to None is an error
         self.input_table_uri = input_table_uri
         self.input_version = input_version
         self.mode = mode
-        self.partition_by = partition_by if is_template(partition_by) else (list(partition_by) if partition_by
-                                                                             else None)
-        self.table_properties = table_properties if is_template(table_properties) else (
-            dict(table_properties) if table_properties else None)
+        self.partition_by = partition_by
+        self.table_properties = table_properties
         self.transform_params = transform_params or {}
         self.app_id = app_id
         self.app_version = app_version
@@ -139,7 +156,7 @@ class DeltaSparkSubmitOperator(DeltaTaskMixin, StopDriverOnKillMixin, LocalSpark
 
     def build_spec(self, context: "Context") -> tuple[JobSpec, dict[str, Any]]:
         """The job's arguments and its secrets, from the rendered fields and the connections."""
-        manifest = optional_value(self.input_manifest_uri)
+        manifest = input_manifest(self.input_manifest_uri, self.reads_manifest)
         input_table = optional_value(self.input_table_uri)
         starting = None
         if self.input_changes:   # the changes after the output's txn(app_id) up to the pinned version
@@ -153,13 +170,13 @@ class DeltaSparkSubmitOperator(DeltaTaskMixin, StopDriverOnKillMixin, LocalSpark
             params = json.loads(params) if params.strip() else {}
         spec = JobSpec(
             output_table_uri=self.hook.resolve_uri(self.output_table_uri), transform=str(self.transform),
-            mode=str(self.mode), partition_by=self.partition_by, properties=self.table_properties,
+            mode=write_mode(self.mode),
+            partition_by=column_names(self.partition_by, "partition_by"),
+            properties=string_map(self.table_properties, "table_properties") or None,
             input_manifest_uri=str(manifest) if manifest is not None else None,
             input_table_uri=self.hook.resolve_uri(input_table) if input_table is not None else None,
             input_version=input_version, input_starting_version=starting, app_id=app_id,
             app_version=app_version, params=params, job=job_info(context)).validate()
-        if spec.mode not in ("append", "overwrite"):
-            raise InvalidArgumentError(f"mode must be 'append' or 'overwrite', got {spec.mode!r}")
         secrets: dict[str, Any] = {}
         out_side = self._side(self.output_table_uri)
         if out_side:

@@ -26,8 +26,9 @@ from ..hooks.run_identity import run_app_id, run_app_version
 from ..lineage import output_statistics
 from ..spark import exactly_once
 from ..spark.s3a import s3_bucket, s3a_bucket_conf
-from .arguments import optional_int, optional_value
+from ..hooks.arguments import optional_int, optional_value
 from .base import job_info
+from .pyspark_pair import require_matching_pyspark
 
 if TYPE_CHECKING:  # pragma: no cover
     from airflow.sdk import Context
@@ -238,8 +239,10 @@ def resolve_master(hook: Any, master: Any, conn_id: str, log: Any) -> Any:
     """A built SparkSubmitHook pointed at ``master``, else its connection's, else local mode.
 
     Local mode (``local[*]``) applies when ``master`` is not given and ``conn_id`` is not
-    defined; then pyspark's own ``spark-submit`` and this worker's Python are used.
+    defined; then pyspark's own ``spark-submit`` and this worker's Python are used. A mixed
+    pyspark / pyspark-client install fails here first, naming both versions.
     """
+    require_matching_pyspark()                     # before anything is submitted (see .pyspark_pair)
     master = optional_value(master)
     if master is None and not _connection_exists(hook, conn_id):
         master = LOCAL_MASTER

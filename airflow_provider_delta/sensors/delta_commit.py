@@ -14,7 +14,10 @@ Baseline without ``after_version``/``target_version`` (``baseline``):
   The rule compares the writer's commit time with the run's start time, so it
   trusts the clocks of the machines involved to agree to within the time between the
   run's start and the commit (in-commit timestamps use the writer's clock, file
-  times the storage's);
+  times the storage's). It compares at the timestamps' resolution
+  (:func:`timestamp_resolution_ms`): on an object store without in-commit timestamps,
+  whole seconds, so a commit in the second the run started counts even if it came
+  just before the start, and none made after the start is missed;
 * ``"sensor_start"``: the table's version when the sensor started (in ``reschedule``
   mode the first poke's date, turned into a version the same way): only commits
   made while the sensor waits count.
@@ -34,7 +37,7 @@ from airflow.sdk import BaseSensorOperator, PokeReturnValue, conf
 from .. import log as delta_log
 from ..hooks.commits import CommitWatch, as_names
 from ..log import DeltaError, InvalidArgumentError, TableNotFoundError, TimestampOutOfRangeError, to_epoch_ms
-from ..operators.arguments import DeltaArgumentError, choice, is_template, optional_int, optional_value
+from ..hooks.arguments import DeltaArgumentError, choice, is_template, optional_int, optional_value
 from ..operators.base import DeltaTaskMixin
 from ..triggers.delta_commit import DeltaCommitTrigger
 
@@ -84,8 +87,9 @@ class DeltaCommitSensor(DeltaTaskMixin, BaseSensorOperator):
     range), ``first_version`` / ``last_version`` (oldest and newest of them), ``commits`` (the
     newest 20 as dicts with ``version``, ``timestamp`` (epoch ms), ``operation``,
     ``operationParameters``, ``operationMetrics`` and, when present, ``appId``/``txnVersion``
-    and ``job``, oldest first) and ``truncated`` (whether older ones were left out; every
-    matching commit is in the task log). Pushes the newest table version as XCom ``version``.
+    and ``job``, oldest first; long values clipped and fewer summaries when they would pass
+    :data:`~..hooks.payloads.MAX_LISTED_BYTES`) and ``truncated`` (whether older ones were
+    left out; every matching commit is in the task log, whole). Pushes the newest table version as XCom ``version``.
     """
 
     template_fields: Sequence[str] = ("table_uri", "delta_conn_id", "target_version", "after_version",
@@ -145,10 +149,14 @@ class DeltaCommitSensor(DeltaTaskMixin, BaseSensorOperator):
         return ti.get_first_reschedule_date(context) if ti is not None else None
 
     def _version_before(self, when: Any) -> int:
-        """The newest version committed before ``when`` (-1: every commit the table has came at or after it)."""
-        before = to_epoch_ms(when) - 1           # a commit in the same millisecond counts as after
-        before = min(before, int(time.time() * 1000))   # a scheduler clock ahead of this worker's
+        """The newest version committed before ``when`` (-1: every commit the table has came at or after it),
+        compared at the resolution of the table's commit timestamps (:func:`timestamp_resolution_ms`)."""
+        start = to_epoch_ms(when)
         try:
+            table = self.hook.get_table(self.table_uri)
+            step = timestamp_resolution_ms(table)
+            before = start - start % step - 1    # a commit in the start's millisecond (or second) counts as after
+            before = min(before, int(time.time() * 1000))   # a scheduler clock ahead of this worker's
             return self.hook.resolve_version(self.table_uri, timestamp=before)
         except (TimestampOutOfRangeError, TableNotFoundError):
             return -1
@@ -197,7 +205,7 @@ class DeltaCommitSensor(DeltaTaskMixin, BaseSensorOperator):
 
         The trigger's error comes back as its own type where it is one of the log layer's
         (``TableNotFoundError``, ``CorruptLogError``...), an invalid argument as
-        :class:`~..operators.arguments.DeltaArgumentError` (no retry), anything else as
+        :class:`~..hooks.arguments.DeltaArgumentError` (no retry), anything else as
         :class:`DeltaCommitWaitError`.
         """
         if not event or event.get("status") != "success":
@@ -218,6 +226,26 @@ class DeltaCommitSensor(DeltaTaskMixin, BaseSensorOperator):
                       result.get("count"), result.get("first_version"), result.get("last_version"),
                       result.get("version"), "; XCom lists the newest only" if result.get("truncated") else "")
         return result
+
+
+def timestamp_resolution_ms(table: Any) -> int:
+    """How finely the commit timestamps of ``table`` tell commits apart, in ms.
+
+    In-commit timestamps and local file times have milliseconds. Without in-commit
+    timestamps, a table on an object store is dated by its commit objects' Last-Modified,
+    which S3 and Azure keep in whole seconds: a commit made just after the run started,
+    in the same second, is dated before the start. Comparing at whole seconds there
+    counts every commit of the start's second as after the start, so none made after it
+    is missed; the price is that a commit in that second just before the start counts too
+    (GCS keeps milliseconds but is treated the same: one rule for object stores).
+    """
+    if table.storage.is_local:
+        return 1
+    try:
+        ict = table.snapshot().in_commit_timestamps_enabled
+    except TableNotFoundError:
+        ict = False
+    return 1 if ict else 1000
 
 
 def _trigger_error(error_type: str) -> type[Exception]:

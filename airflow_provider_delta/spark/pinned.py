@@ -150,6 +150,9 @@ def from_manifest(manifest_uri: str, storage_options: dict[str, Any] | None = No
     """Read the manifest at ``manifest_uri`` (local path or any fsspec URL)."""
     if not isinstance(manifest_uri, str) or not manifest_uri.strip():
         raise InvalidArgumentError("manifest_uri must be a non-empty string")
+    if manifest_uri.strip().lower() in ("none", "null"):      # a missing upstream manifest, rendered to text
+        raise InvalidArgumentError(f"manifest_uri is {manifest_uri!r}: the snapshot task it comes from wrote no "
+                                   "manifest; pass the table and version instead")
     import fsspec
     try:
         with fsspec.open(manifest_uri, "rb", **(storage_options or {})) as f:

@@ -24,7 +24,7 @@ from airflow_provider_delta.hooks.payloads import MAX_LISTED
 from airflow_provider_delta.log import DeltaTable, InvalidArgumentError
 from airflow_provider_delta.operators import (DeltaCheckpointOperator, DeltaMetadataCleanupOperator,
                                               DeltaTimeTravelSnapshotOperator, DeltaVacuumOperator)
-from airflow_provider_delta.operators.arguments import DeltaArgumentError, flag
+from airflow_provider_delta.hooks.arguments import DeltaArgumentError, flag
 from airflow_provider_delta.sensors import DeltaCommitSensor
 
 PROD_DAGS = Path(__file__).resolve().parent / "prod_dags"

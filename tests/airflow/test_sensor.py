@@ -17,7 +17,7 @@ from airflow.sdk.exceptions import (AirflowException, AirflowFailException, Airf
 
 from airflow_provider_delta.assets import to_asset
 from airflow_provider_delta.log import CorruptLogError
-from airflow_provider_delta.operators.arguments import DeltaArgumentError
+from airflow_provider_delta.hooks.arguments import DeltaArgumentError
 from airflow_provider_delta.sensors import DeltaCommitSensor
 from airflow_provider_delta.sensors.delta_commit import DeltaCommitWaitError
 from airflow_provider_delta.triggers import DeltaCommitTrigger

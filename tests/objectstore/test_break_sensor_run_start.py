@@ -37,11 +37,6 @@ def lake(s3, monkeypatch):
     return "lake_run_start"
 
 
-@pytest.mark.xfail(strict=True, reason="run_start baseline on S3 without in-commit timestamps: Last-Modified has "
-                   "whole seconds, so the writer's commit made just after the run started (same second) is dated "
-                   "before the start and the sensor right after the writer never counts it "
-                   "(docs/howto/commit-sensor.md: 'a sensor placed right after the task that writes sees that "
-                   "task's commit')")
 def test_sensor_run_start_counts_a_commit_in_the_same_second_on_s3(s3, lake):
     from airflow_provider_delta.hooks.delta_table import DeltaTableHook
     from airflow_provider_delta.sensors import DeltaCommitSensor
@@ -63,3 +58,40 @@ def test_sensor_run_start_counts_a_commit_in_the_same_second_on_s3(s3, lake):
         pytest.skip("the store kept sub-second commit times: the situation did not arise")
     sensor = DeltaCommitSensor(task_id="wait", table_uri=name, delta_conn_id=lake, poke_interval=0.05, timeout=5)
     assert sensor.poke({"dag_run": run}) is True, f"version {version} committed after the run started"
+
+
+def _deferred_after_version(sensor, run) -> int:
+    from airflow.sdk.exceptions import TaskDeferred
+    with pytest.raises(TaskDeferred) as deferred:
+        sensor.execute({"dag_run": run})
+    return deferred.value.trigger.serialize()[1]["after_version"]
+
+
+def test_sensor_run_start_on_s3_leaves_out_commits_of_earlier_seconds(s3, lake):
+    """The whole-second rule counts only the start's own second: a commit of an earlier second is the baseline."""
+    from airflow_provider_delta.hooks.delta_table import DeltaTableHook
+    from airflow_provider_delta.sensors import DeltaCommitSensor
+
+    name = s3.uri("runstart-earlier").split("/", 3)[3]
+    table = DeltaTableHook(lake).get_table(name)
+    DeltaTable.create(table.uri, SCHEMA, **s3.table_kwargs)
+    version = table.write(pa.table({"id": [1], "day": ["2026-01-01"]}))
+    time.sleep(1.05 - time.time() % 1)                   # the next second has begun
+    run = SimpleNamespace(start_date=datetime.now(timezone.utc))
+    sensor = DeltaCommitSensor(task_id="wait", table_uri=name, delta_conn_id=lake, deferrable=True, timeout=5)
+    assert _deferred_after_version(sensor, run) == version
+
+
+def test_sensor_run_start_on_s3_with_in_commit_timestamps_compares_milliseconds(s3, lake):
+    """In-commit timestamps have milliseconds: a commit just before the start, in its second, is not counted."""
+    from airflow_provider_delta.hooks.delta_table import DeltaTableHook
+    from airflow_provider_delta.sensors import DeltaCommitSensor
+
+    name = s3.uri("runstart-ict").split("/", 3)[3]
+    table = DeltaTableHook(lake).get_table(name)
+    DeltaTable.create(table.uri, SCHEMA, properties={"delta.enableInCommitTimestamps": "true"}, **s3.table_kwargs)
+    version = table.write(pa.table({"id": [1], "day": ["2026-01-01"]}))
+    time.sleep(0.05)
+    run = SimpleNamespace(start_date=datetime.now(timezone.utc))
+    sensor = DeltaCommitSensor(task_id="wait", table_uri=name, delta_conn_id=lake, deferrable=True, timeout=5)
+    assert _deferred_after_version(sensor, run) == version

@@ -1,14 +1,17 @@
 """Task arguments after rendering: typed values, or an error that fails the task without a retry.
 
-Every argument of the Delta operators and the sensor is templated, so what a task
-receives at ``execute`` may be a Python value or the text a template rendered to:
+Every argument of the Delta operators and the sensor is templated, and a ``@task`` hands
+the hook (:class:`~.delta_table.DeltaTableHook`) values from ``dag_run.conf`` or params,
+so what reaches ``execute`` or a hook method may be a Python value or the text a template
+rendered to:
 ``"{{ dag_run.conf.get('dry_run') }}"`` without conf renders ``"None"`` (or ``None``
 with ``render_template_as_native_obj=True``), ``"{{ params.enforce }}"`` renders
 ``"False"``. A flag read by Python truthiness turns both into the wrong answer (the
 non-empty string ``"None"`` is true, ``"False"`` too); for ``dry_run`` that answer
 deletes files. So every flag goes through :func:`flag`, which knows exactly
 two spellings of each answer and refuses everything else, before the task touches a
-table.
+table. The module sits in the hooks tier so the hook's own deleting methods (vacuum,
+metadata cleanup) parse their flags the same way as the operators above them.
 
 A value that cannot mean anything is the DAG's fault, not a passing failure, so the
 error, :class:`DeltaArgumentError`, is Airflow's ``AirflowFailException`` (the task fails
@@ -16,12 +19,13 @@ at once, its retries unused) as well as the log layer's ``InvalidArgumentError``
 """
 from __future__ import annotations
 
+import json
 import math
 from typing import Any, Iterable
 
 from airflow.providers.common.compat.sdk import AirflowFailException
 
-from ..hooks.commits import as_version
+from .commits import as_version
 from ..log import InvalidArgumentError
 
 #: the only spellings a flag accepts (case-insensitive, surrounding blanks ignored), besides real bools
@@ -49,6 +53,25 @@ def optional_value(value: Any) -> Any:
     if isinstance(value, str) and value.strip().lower() in MISSING_WORDS:
         return None
     return value
+
+
+def input_manifest(value: Any, given: bool, name: str = "input_manifest_uri") -> str | None:
+    """The manifest a task reads, or None when the task was built without one.
+
+    A task built with a manifest (``"{{ ti.xcom_pull('pin')['manifest_uri'] }}"``) whose value
+    renders to nothing (``"None"``, ``""``, None) must not run without its input, nor read a
+    file named ``None``: the snapshot task upstream wrote no manifest (``write_manifest=False``,
+    or it may not write into the table folder), so this raises :class:`DeltaArgumentError`
+    saying what to pass instead.
+    """
+    uri = optional_value(value)
+    if uri is None and given:
+        raise DeltaArgumentError(
+            f"{name} rendered to {value!r}: the snapshot task it comes from wrote no manifest (its manifest_uri is "
+            "None with write_manifest=False, or when it may not write into the table folder). Nothing was read. "
+            "Give that task a writable manifest_uri, or pass input_table_uri and input_version from its XCom "
+            "(its 'table_uri' and 'version') instead.")
+    return None if uri is None else str(uri)
 
 
 def flag(value: Any, name: str, deletes: bool = False) -> bool:
@@ -128,6 +151,33 @@ def choice(value: Any, name: str, choices: Iterable[str]) -> str:
     return word
 
 
+def column_names(value: Any, name: str) -> list[str] | None:
+    """Column names: a list of names, one name, ``"a,b"`` or a JSON list (``'["a", "b"]'``);
+    None when not given (``""``, ``"None"``).
+
+    A list param rendered to its Python text (``"['day']"``) is not JSON and is refused: it would
+    otherwise become one column named ``['day']``.
+    """
+    value = optional_value(value)
+    if value is None:
+        return None
+    if isinstance(value, str):
+        text = value.strip()
+        if text[:1] in "[(":
+            try:
+                value = json.loads(text)
+            except ValueError:
+                raise DeltaArgumentError(
+                    f"{name} must be column names (a list, \"a,b\" or a JSON list), but it is {value!r}: a list "
+                    "rendered as Python text? Pass the list itself (render_template_as_native_obj=True) or "
+                    "{{ params.x | tojson }}") from None
+        else:
+            value = [c.strip() for c in text.split(",")]
+    if not isinstance(value, (list, tuple)) or not all(isinstance(c, str) and c.strip() for c in value):
+        raise DeltaArgumentError(f"{name} must be a list of non-empty column names, got {value!r}")
+    return [c.strip() for c in value]
+
+
 def mapping(value: Any, name: str) -> dict[str, Any]:
     """A dict argument (rendered templates inside it are rendered already), None meaning empty."""
     value = optional_value(value)
@@ -136,3 +186,13 @@ def mapping(value: Any, name: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise DeltaArgumentError(f"{name} must be a dict, got {type(value).__name__}: {value!r}")
     return dict(value)
+
+
+def string_map(value: Any, name: str) -> dict[str, str]:
+    """A dict of text to text, such as table properties (Delta keeps configuration as strings: a
+    ``True`` would be written as JSON ``true`` where readers expect ``"true"``)."""
+    out = mapping(value, name)
+    wrong = {k: v for k, v in out.items() if not isinstance(k, str) or not isinstance(v, str)}
+    if wrong:
+        raise DeltaArgumentError(f"{name} must map names to strings (e.g. \"true\", not True); got {wrong!r}")
+    return out
