@@ -236,12 +236,14 @@ def test_publish_of_a_group_whose_staged_commit_cleanup_removed_is_a_typed_error
     assert groups_in(DeltaTable(a.uri, catalog=catalog)) == ["single"]
 
 
-@pytest.mark.xfail(strict=True, reason="DeltaTable(uri).latest_version() without the catalog answers from the "
-                   "published files (a stale version) on a catalog-managed table, where snapshot() is refused: "
-                   "PROTOCOL.md says filesystem readers must not read such tables; a sensor on a connection "
-                   "without the 'catalog' extra silently polls a stale version")
-def test_latest_version_without_the_catalog_answers_a_stale_version(tmp_path):
-    from airflow_provider_delta.log import DeltaError
+def test_latest_version_without_the_catalog_is_refused_with_a_typed_error(tmp_path):
+    """A filesystem-only client asking a catalog-managed table its latest version is refused, as
+    snapshot() is: PROTOCOL.md (catalog-managed tables) says "Filesystem-based access to
+    catalog-managed tables is not supported" and "Readers must contact the catalog for information
+    about unpublished ratified commits". The published files lag the catalog (here: version 2 is
+    ratified, only 1 is published), so answering from them would be a stale version a sensor polls
+    forever. Through the catalog the answer is 2; a table that is not catalog-managed still answers."""
+    from airflow_provider_delta.log import CatalogRequiredError, UnsupportedFeatureError
     from airflow_provider_delta.log.base.catalog_store.table_source import write_staged
     from airflow_provider_delta.log.base.names import commit_path
 
@@ -251,8 +253,11 @@ def test_latest_version_without_the_catalog_answers_a_stale_version(tmp_path):
     staged = write_staged(t.storage, 2, t.storage.read_bytes(commit_path(1)), 0)
     assert catalog.store.ratify(t.snapshot().metadata.id, staged)      # ratified, its writer died before publishing
     assert catalog.latest_versions([t.uri]) == {t.uri: 2}
-    try:
-        answer = DeltaTable(t.uri).latest_version()
-    except DeltaError:
-        return                                                        # refusing, like snapshot(), is right
-    assert answer == 2
+    for ask in (lambda: DeltaTable(t.uri).latest_version(), lambda: DeltaTable(t.uri).snapshot()):
+        with pytest.raises(CatalogRequiredError, match="catalog-managed .*catalog=SqlCatalog") as e:
+            ask()
+        assert isinstance(e.value, UnsupportedFeatureError) and e.value.feature == "catalogManaged"
+    assert DeltaTable(t.uri, catalog=catalog).latest_version() == 2
+    plain = DeltaTable.create(str(tmp_path / "plain"), SCHEMA)
+    plain.write(rows("p"))
+    assert DeltaTable(plain.uri).latest_version() == 1

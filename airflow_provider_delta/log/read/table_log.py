@@ -57,6 +57,8 @@ class TableLog:
         self._snapshot_cache: Snapshot | None = None
         #: newest backfilled version a listing of this object saw: polls list from there on
         self._known_backfilled: int | None = None
+        #: latest version whose protocol :meth:`latest_version` checked may be listed without a catalog
+        self._listable_version: int | None = None
 
     def through(self, source: CommitSource) -> "TableLog":
         """The same table read through another commit source (e.g. one catalog state, pinned)."""
@@ -66,6 +68,7 @@ class TableLog:
         other._table_id = self._table_id
         other._snapshot_cache = None
         other._known_backfilled = None
+        other._listable_version = None
         return other
 
     def __repr__(self) -> str:
@@ -139,7 +142,22 @@ class TableLog:
         listing = self.new_listing()
         if listing.latest is None:
             build_segment(self.storage, listing)  # raises the right TableNotFoundError
-        return int(listing.latest)  # type: ignore[arg-type]
+        latest = int(listing.latest)  # type: ignore[arg-type]
+        if self.commit_owner is None and latest != self._listable_version:
+            self._require_listable(latest)
+        return latest
+
+    def _require_listable(self, latest: int) -> None:
+        """Without a commit source, the files are the whole truth only if the table is not
+        catalog-managed (:class:`CatalogRequiredError` otherwise): the protocol of the latest
+        version is read once per new version (a poll of an unchanged table reads nothing)."""
+        cached = self._snapshot_cache
+        if cached is not None and cached.version == latest:
+            protocol = cached.protocol
+        else:
+            protocol, _ = load_protocol_metadata(self.storage, build_segment(self.storage, self.listing(), latest))
+        require_through(None, protocol, Operation.LIST_VERSIONS, f"{self.uri} at version {latest}")
+        self._listable_version = latest
 
     def latest_backfilled_version(self) -> int | None:
         """The newest version whose commit file is in ``_delta_log`` (None: no table yet).
