@@ -229,6 +229,11 @@ class DeltaTableHook(BaseHook):
         tx.stage()
         return version
 
+    def staged_version(self, transaction_id: str, table_uri: str, writer: str | None) -> int | None:
+        """The version ``writer`` staged for ``table_uri`` in the transaction, or None (not staged yet)."""
+        return self.require_catalog(table_uri).group(transaction_id).staged_version(self.resolve_uri(table_uri),
+                                                                                    writer)
+
     def publish_transaction(self, transaction_id: str) -> dict[str, int]:
         """Group-ratify and publish a staged transaction; ``{table uri: version}``."""
         return self.require_catalog().group(transaction_id).publish()

@@ -81,13 +81,16 @@ def app_id_matches(wanted: str, app_id: Any) -> bool:
     return isinstance(app_id, str) and (app_id == wanted or app_id.startswith(wanted + RUN_SEPARATOR))
 
 
-def task_key(context: Mapping[str, Any] | None) -> str | None:
-    """``<dag_id>.<task_id>[.<map_index>]`` of the running task instance (the same in every try), or None
-    outside a task: the writer key that makes a write-audit-publish writer's retry stage once."""
+def task_key(context: Mapping[str, Any] | None, task: Any = None) -> str | None:
+    """``<dag_id>.<task_id>[.<map_index>]`` of the running task instance (the same in every try; the
+    ids from ``task`` where the context lacks them), or None outside a task: the default exactly-once
+    task id, and the writer key that makes a write-audit-publish writer's retry stage once."""
     ti = (context or {}).get("ti")
-    if ti is None or not getattr(ti, "task_id", None):
+    dag_id = getattr(ti, "dag_id", None) or getattr(task, "dag_id", None)
+    task_id = getattr(ti, "task_id", None) or getattr(task, "task_id", None)
+    if not dag_id or not task_id:
         return None
-    key = f"{ti.dag_id}.{ti.task_id}"
+    key = f"{dag_id}.{task_id}"
     map_index = getattr(ti, "map_index", -1)
     if isinstance(map_index, int) and map_index >= 0:
         key += f".{map_index}"

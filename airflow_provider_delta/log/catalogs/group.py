@@ -73,8 +73,13 @@ class GroupTable:
     def transaction(self, operation: str = "WRITE", **kwargs: Any) -> Transaction:
         """A transaction whose commit (or clean ``with`` exit) enlists it in the group."""
         self._group._check_building()
-        return Transaction(self.log, operation=operation, enlist=partial(self._group._enlist, writer=self.writer),
-                           **kwargs)
+        return Transaction(self.log, operation=operation, enlist=self.enlist, **kwargs)
+
+    @property
+    def enlist(self) -> Callable[[Transaction], None]:
+        """What a transaction built elsewhere (``Transaction(..., enlist=p.enlist)``, e.g. a Spark
+        write's) calls instead of committing: its commit joins the group as this participant's."""
+        return partial(self._group._enlist, writer=self.writer)
 
     @property
     def staged_version(self) -> int | None:
