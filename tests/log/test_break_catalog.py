@@ -1,7 +1,7 @@
 """Adversarial tests of the SQL catalog and multi-table transactions (review branch break-catalog).
 
 Each test is a finding: it fails on the reviewed code (xfail strict) until the bug is fixed.
-Real files, a real SQLite file or the PostgreSQL server (database ``break_catalog`` of its own).
+Real files, a real SQLite file or the PostgreSQL server (the catalog tests' own database, tests/log/conftest.py).
 """
 from __future__ import annotations
 
@@ -23,32 +23,6 @@ SCHEMA = pa.schema([("g", pa.string()), ("n", pa.int64())])
 
 def rows(g: str, n: int = 1) -> pa.Table:
     return pa.table({"g": [g] * n, "n": list(range(n))}, schema=SCHEMA)
-
-
-@pytest.fixture(scope="module")
-def own_pg_url(postgres_url):
-    """A database of these tests' own on the shared server (other engineers use ``test``)."""
-    base = sa.engine.make_url(postgres_url)
-    eng = sa.create_engine(engine_url(base), isolation_level="AUTOCOMMIT")
-    with eng.connect() as c:
-        if not c.execute(sa.text("select 1 from pg_database where datname = 'break_catalog'")).first():
-            c.execute(sa.text("create database break_catalog"))
-    eng.dispose()
-    return base.set(database="break_catalog").render_as_string(hide_password=False)
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def url(request, tmp_path):
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path}/catalog.db"
-    return request.getfixturevalue("own_pg_url")
-
-
-@pytest.fixture
-def catalog(url):
-    c = SqlCatalog(url, publish_grace_ms=0)
-    yield c
-    c.dispose()
 
 
 def make(catalog, tmp_path, *names):

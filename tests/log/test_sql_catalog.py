@@ -25,20 +25,6 @@ from airflow_provider_delta.log.base.names import STAGED_COMMITS_DIR, commit_pat
 SCHEMA = pa.schema([("g", pa.string()), ("n", pa.int64())])
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def url(request, tmp_path):
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path}/catalog.db"
-    return request.getfixturevalue("postgres_url")
-
-
-@pytest.fixture
-def catalog(url):
-    c = SqlCatalog(url, publish_grace_ms=0)
-    yield c
-    c.dispose()
-
-
 def rows(g: str, n: int = 1) -> pa.Table:
     return pa.table({"g": [g] * n, "n": list(range(n))}, schema=SCHEMA)
 
