@@ -227,7 +227,8 @@ def test_latest_version_without_the_catalog_is_refused_with_a_typed_error(tmp_pa
     staged = write_staged(t.storage, 2, t.storage.read_bytes(commit_path(1)), 0)
     assert catalog.store.ratify(t.snapshot().metadata.id, staged)      # ratified, its writer died before publishing
     assert catalog.latest_versions([t.uri]) == {t.uri: 2}
-    for ask in (lambda: DeltaTable(t.uri).latest_version(), lambda: DeltaTable(t.uri).snapshot()):
+    for ask in (lambda: DeltaTable(t.uri).latest_version(), lambda: DeltaTable(t.uri).snapshot(),
+                lambda: DeltaTable(t.uri).commits_since(0)):                 # what a sensor polls
         with pytest.raises(CatalogRequiredError, match="catalog-managed .*catalog=SqlCatalog") as e:
             ask()
         assert isinstance(e.value, UnsupportedFeatureError) and e.value.feature == "catalogManaged"
@@ -235,3 +236,4 @@ def test_latest_version_without_the_catalog_is_refused_with_a_typed_error(tmp_pa
     plain = DeltaTable.create(str(tmp_path / "plain"), SCHEMA)
     plain.write(rows("p"))
     assert DeltaTable(plain.uri).latest_version() == 1
+    assert [c.version for c in DeltaTable(plain.uri).commits_since(0).commits] == [1]

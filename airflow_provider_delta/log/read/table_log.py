@@ -143,14 +143,15 @@ class TableLog:
         if listing.latest is None:
             build_segment(self.storage, listing)  # raises the right TableNotFoundError
         latest = int(listing.latest)  # type: ignore[arg-type]
-        if self.commit_owner is None and latest != self._listable_version:
-            self._require_listable(latest)
+        self._check_listable(latest)
         return latest
 
-    def _require_listable(self, latest: int) -> None:
+    def _check_listable(self, latest: int | None) -> None:
         """Without a commit source, the files are the whole truth only if the table is not
         catalog-managed (:class:`CatalogRequiredError` otherwise): the protocol of the latest
         version is read once per new version (a poll of an unchanged table reads nothing)."""
+        if self.commit_owner is not None or latest is None or latest == self._listable_version:
+            return
         cached = self._snapshot_cache
         if cached is not None and cached.version == latest:
             protocol = cached.protocol
@@ -200,4 +201,5 @@ class TableLog:
         if version < -1:
             raise InvalidArgumentError(f"version must be -1 or more, got {version}")
         listing = self.new_listing(version) if version >= 0 else self.listing()
+        self._check_listable(listing.latest)
         return read_commits_since(self.storage, listing, version)
