@@ -150,3 +150,14 @@ def test_a_spark_writer_into_a_group_needs_the_connection_catalog(in_session, la
     with pytest.raises(InvalidArgumentError, match="'catalog' extra"):
         run_job(None, spec, {})
     assert Path(orders.uri.removeprefix("file://"), "_delta_log", "_staged_commits").exists() is False
+
+
+def test_the_job_document_carries_the_transaction_and_refuses_a_bad_one():
+    from airflow_provider_delta.log import InvalidArgumentError
+    spec = JobSpec(output_table_uri="/t", transform="identity", transaction_id="g-1", writer="dag.task").validate()
+    assert json.loads(spec.to_json())["transaction"] == {"id": "g-1", "writer": "dag.task"}
+    assert JobSpec.parse(spec.to_json()) == spec
+    assert "transaction" not in json.loads(JobSpec(output_table_uri="/t", transform="identity").to_json())
+    for bad in ({"id": ""}, {"id": 7}, {"id": "g", "writer": 3}, ["g"]):
+        with pytest.raises(InvalidArgumentError, match="transaction"):
+            JobSpec.from_document({"output": {"table_uri": "/t"}, "transform": "identity", "transaction": bad})
