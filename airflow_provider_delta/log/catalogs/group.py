@@ -81,12 +81,6 @@ class GroupTable:
         write's) calls instead of committing: its commit joins the group as this participant's."""
         return partial(self._group._enlist, writer=self.writer)
 
-    @property
-    def staged_version(self) -> int | None:
-        """The version this participant's writer already staged in the group (a retry: do not write
-        again), or None; see :meth:`CatalogTransaction.staged_version`."""
-        return self._group.staged_version(self.uri, self.writer)
-
 
 class CatalogTransaction:
     """A multi-table transaction: every participant's commit becomes visible, or none.
@@ -129,7 +123,7 @@ class CatalogTransaction:
     def table(self, uri: str, writer: str | None = None) -> GroupTable:
         """A participant for file-level commits: ``tx.table(uri).transaction(...)``.
 
-        ``writer`` (see :meth:`staged_version`): check ``.staged_version`` first on a retry."""
+        ``writer`` (see :meth:`staged_version`, which a retry asks first) is recorded in the member."""
         self._check_building()
         return GroupTable(self, self.catalog.table_log(uri), writer)
 
