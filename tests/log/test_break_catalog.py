@@ -237,3 +237,24 @@ def test_latest_version_without_the_catalog_is_refused_with_a_typed_error(tmp_pa
     plain.write(rows("p"))
     assert DeltaTable(plain.uri).latest_version() == 1
     assert [c.version for c in DeltaTable(plain.uri).commits_since(0).commits] == [1]
+
+
+def test_a_table_made_catalog_managed_later_is_refused_from_that_version_on(tmp_path):
+    """A filesystem reader that found a table listable keeps polling cheaply (new commits without a
+    protocol action keep the answer), but a commit that changes the protocol is looked at: here a
+    later version whose protocol holds catalogManaged (as if the table had been handed to a catalog)."""
+    import json as json_
+    from airflow_provider_delta.log import CatalogRequiredError
+    from airflow_provider_delta.log.base.names import commit_path
+    plain = DeltaTable.create(str(tmp_path / "t"), SCHEMA)
+    reader = DeltaTable(plain.uri)
+    assert reader.latest_version() == 0
+    plain.write(rows("a"))
+    assert reader.latest_version() == 1 and [c.version for c in reader.commits_since(0).commits] == [1]
+    managed = {"protocol": {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": ["catalogManaged"],
+                            "writerFeatures": ["catalogManaged", "inCommitTimestamp"]}}
+    plain.storage.put_if_absent(commit_path(2), (json_.dumps(managed) + "\n").encode())
+    with pytest.raises(CatalogRequiredError):
+        reader.latest_version()
+    with pytest.raises(CatalogRequiredError):
+        reader.commits_since(1)

@@ -20,7 +20,7 @@ from .history import history, version_at
 from .listing import LogListing, list_log
 from ..base.names import commit_path
 from .new_commits import CommitsSince, read_commits_since
-from .protocol_metadata import load_protocol_metadata
+from .protocol_metadata import PROTOCOL_LINE, last_line_match, load_protocol_metadata
 from .segment import build_segment
 from .snapshot import Snapshot, load_snapshot
 from ..base.storage import Storage
@@ -143,14 +143,20 @@ class TableLog:
         if listing.latest is None:
             build_segment(self.storage, listing)  # raises the right TableNotFoundError
         latest = int(listing.latest)  # type: ignore[arg-type]
-        self._check_listable(latest)
+        self._check_listable(listing)
         return latest
 
-    def _check_listable(self, latest: int | None) -> None:
+    def _check_listable(self, listing: LogListing) -> None:
         """Without a commit source, the files are the whole truth only if the table is not
-        catalog-managed (:class:`CatalogRequiredError` otherwise): the protocol of the latest
-        version is read once per new version (a poll of an unchanged table reads nothing)."""
+        catalog-managed (:class:`CatalogRequiredError` otherwise). A poll of an unchanged table
+        reads nothing; new commits without a protocol action keep the answer (they are what a
+        poll reads anyway); otherwise the protocol of the latest version is read."""
+        latest = listing.latest
         if self.commit_owner is not None or latest is None or latest == self._listable_version:
+            return
+        known = self._listable_version
+        if known is not None and known < latest and not self._protocol_changed(listing, known, latest):
+            self._listable_version = latest
             return
         cached = self._snapshot_cache
         if cached is not None and cached.version == latest:
@@ -159,6 +165,20 @@ class TableLog:
             protocol, _ = load_protocol_metadata(self.storage, build_segment(self.storage, self.listing(), latest))
         require_through(None, protocol, Operation.LIST_VERSIONS, f"{self.uri} at version {latest}")
         self._listable_version = latest
+
+    def _protocol_changed(self, listing: LogListing, known: int, latest: int) -> bool:
+        """Whether a commit after ``known`` up to ``latest`` may carry a protocol action (True when
+        one of them is not in ``listing`` to look at)."""
+        for v in range(known + 1, latest + 1):
+            if v not in listing.commits:
+                return True
+            try:
+                data = self.storage.read_bytes(commit_path(v))
+            except FileNotFoundError:
+                return True
+            if last_line_match(PROTOCOL_LINE, data) is not None:
+                return True
+        return False
 
     def latest_backfilled_version(self) -> int | None:
         """The newest version whose commit file is in ``_delta_log`` (None: no table yet).
@@ -201,5 +221,5 @@ class TableLog:
         if version < -1:
             raise InvalidArgumentError(f"version must be -1 or more, got {version}")
         listing = self.new_listing(version) if version >= 0 else self.listing()
-        self._check_listable(listing.latest)
+        self._check_listable(listing)
         return read_commits_since(self.storage, listing, version)
