@@ -14,7 +14,7 @@ from typing import Any
 
 from .commit_reader import parse_json_lines, read_listed_commit
 from ..base.commit_source import CommitSource, require_through
-from ..base.errors import InvalidArgumentError
+from ..base.errors import CorruptLogError, InvalidArgumentError
 from ..base.features import Operation
 from .history import history, version_at
 from .listing import LogListing, list_log
@@ -162,16 +162,21 @@ class TableLog:
         if cached is not None and cached.version == latest:
             protocol = cached.protocol
         else:
-            protocol, _ = load_protocol_metadata(self.storage, build_segment(self.storage, self.listing(), latest))
+            try:
+                segment = build_segment(self.storage, self.listing(), latest)
+            except CorruptLogError:
+                return    # a gap before the latest version: the listing's answer stands, every read refuses
+            protocol, _ = load_protocol_metadata(self.storage, segment)
         require_through(None, protocol, Operation.LIST_VERSIONS, f"{self.uri} at version {latest}")
         self._listable_version = latest
 
     def _protocol_changed(self, listing: LogListing, known: int, latest: int) -> bool:
         """Whether a commit after ``known`` up to ``latest`` may carry a protocol action (True when
         one of them is not in ``listing`` to look at)."""
-        for v in range(known + 1, latest + 1):
-            if v not in listing.commits:
-                return True
+        new = sorted(v for v in listing.commits if known < v <= latest)
+        if len(new) != latest - known:
+            return True
+        for v in new:
             try:
                 data = self.storage.read_bytes(commit_path(v))
             except FileNotFoundError:
