@@ -43,6 +43,11 @@ from .arguments import flag, optional_hours
 from .config import DeltaConnectionConfig, commit_owner_conn_id, is_absolute_uri, storage_conn_id, uri_protocol
 from .env_connections import env_variable, unparsable_env_connection
 from .manifest import build_manifest, default_manifest_uri, resolve_manifest_uri, write_json
+from .run_identity import current_task_key
+
+#: the writer key of :meth:`DeltaTableHook.stage_write` calls made outside an Airflow task
+OUTSIDE_A_TASK = "DeltaTableHook.stage_write"
+
 
 def _not_writable(error: BaseException | None) -> bool:
     """Whether a write failed for want of permission (or on a read-only file system), not for a fault."""
@@ -207,14 +212,28 @@ class DeltaTableHook(BaseHook):
         return self.require_catalog().begin().record().id
 
     def stage_write(self, transaction_id: str, table_uri: str, data: Any, mode: str = "append",
-                    **kwargs: Any) -> int:
+                    writer: str | None = None, **kwargs: Any) -> int:
         """Write ``data`` into ``table_uri`` as the transaction's staged commit on it (nothing is
-        visible until the transaction is published); returns the proposed version."""
+        visible until the transaction is published); returns the proposed version.
+
+        Idempotent per (transaction, table, writer): a retry of the task whose staging succeeded
+        (its worker died before the success was recorded) finds its staged commit and returns its
+        version without writing. ``writer`` defaults to the running task's
+        ``<dag_id>.<task_id>[.<map_index>]`` (the same in every try); outside a task (a script)
+        every call is the one writer :data:`OUTSIDE_A_TASK`.
+        """
         catalog = self.require_catalog(table_uri)
         tx = catalog.group(transaction_id)
-        version = tx.write(self.resolve_uri(table_uri), data, mode=mode, **kwargs)
+        if writer is None:
+            writer = current_task_key() or OUTSIDE_A_TASK
+        version = tx.write(self.resolve_uri(table_uri), data, mode=mode, writer=writer, **kwargs)
         tx.stage()
         return version
+
+    def staged_version(self, transaction_id: str, table_uri: str, writer: str | None) -> int | None:
+        """The version ``writer`` staged for ``table_uri`` in the transaction, or None (not staged yet)."""
+        return self.require_catalog(table_uri).group(transaction_id).staged_version(self.resolve_uri(table_uri),
+                                                                                    writer)
 
     def publish_transaction(self, transaction_id: str) -> dict[str, int]:
         """Group-ratify and publish a staged transaction; ``{table uri: version}``."""

@@ -28,6 +28,8 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any, Mapping
 
+from airflow.sdk import get_current_context
+
 from ..log import InvalidArgumentError
 
 #: between the task part and the run part of a default appId
@@ -77,3 +79,27 @@ def run_app_version(context: Mapping[str, Any]) -> int:
 def app_id_matches(wanted: str, app_id: Any) -> bool:
     """Whether a commit's ``appId`` is ``wanted`` or one of the per-run ids derived from it."""
     return isinstance(app_id, str) and (app_id == wanted or app_id.startswith(wanted + RUN_SEPARATOR))
+
+
+def task_key(context: Mapping[str, Any] | None, task: Any = None) -> str | None:
+    """``<dag_id>.<task_id>[.<map_index>]`` of the running task instance (the same in every try; the
+    ids from ``task`` where the context lacks them), or None outside a task: the default exactly-once
+    task id, and the writer key that makes a write-audit-publish writer's retry stage once."""
+    ti = (context or {}).get("ti")
+    dag_id = getattr(ti, "dag_id", None) or getattr(task, "dag_id", None)
+    task_id = getattr(ti, "task_id", None) or getattr(task, "task_id", None)
+    if not dag_id or not task_id:
+        return None
+    key = f"{dag_id}.{task_id}"
+    map_index = getattr(ti, "map_index", -1)
+    if isinstance(map_index, int) and map_index >= 0:
+        key += f".{map_index}"
+    return key
+
+
+def current_task_key() -> str | None:
+    """:func:`task_key` of the task instance running in this process, or None outside one."""
+    try:
+        return task_key(get_current_context())
+    except Exception:  # noqa: BLE001 - no task is running here (a script, a test): no writer key
+        return None

@@ -11,6 +11,12 @@ one JSON argument naming input, output, transform and the exactly-once marker
 * after the job, the table must record it; the version of the commit that did
   is the task's XCom ``return_value`` and goes into the asset events.
 
+With ``transaction_id`` (write-audit-publish) the driver stages its commit into that
+multi-table transaction of the delta connection's catalog instead of committing: nothing
+is visible until ``DeltaPublishTransactionOperator`` publishes the group. The channel back is
+then the group itself: a try whose writer (``<dag_id>.<task_id>[.<map_index>]``) already
+staged the table is not submitted, and after the job the group must hold its member.
+
 Without a Spark connection (``conn_id`` not defined) the job runs in local mode,
 ``--master local[*]``, with pyspark's bundled ``spark-submit`` when none is on
 PATH and the worker's Python as the driver's.
@@ -26,6 +32,7 @@ from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOpe
 from ..hooks.arguments import (DeltaArgumentError, column_names, flag, input_manifest, is_template, optional_int,
                                optional_value, string_map)
 from ..hooks.manifest import read_manifest
+from ..hooks.run_identity import task_key
 from ..log import CommitFailedError, InvalidArgumentError, check_mode
 from ..spark import exactly_once
 from ..spark.job_args import SECRETS_ENV, JobSpec
@@ -75,6 +82,9 @@ class DeltaSparkSubmitOperator(DeltaTaskMixin, StopDriverOnKillMixin, LocalSpark
         or ``local[*]`` when ``conn_id`` is not defined)
     :param conn_id: Spark connection (as for ``SparkSubmitOperator``)
     :param application: the PySpark program (default: this package's entry point)
+    :param transaction_id: a multi-table transaction of the delta connection's catalog (templated,
+        e.g. ``{{ ti.xcom_pull(task_ids='begin') }}``): stage the commit into it instead of committing;
+        the output must be a catalog-managed table of that catalog. Returns the proposed version.
 
     Other keywords go to ``SparkSubmitOperator`` (``conf``, ``py_files``, ``driver_memory``...).
     Returns (XCom ``return_value``) the version holding this run's output; XCom ``commit`` holds
@@ -85,7 +95,7 @@ class DeltaSparkSubmitOperator(DeltaTaskMixin, StopDriverOnKillMixin, LocalSpark
     template_fields: Sequence[str] = tuple(SparkSubmitOperator.template_fields) + (
         "output_table_uri", "input_manifest_uri", "input_table_uri", "input_version", "transform",
         "transform_params", "app_id", "app_version", "delta_conn_id", "mode", "master",
-        "partition_by", "table_properties", "input_changes", "initial_version")
+        "partition_by", "table_properties", "input_changes", "initial_version", "transaction_id")
     template_fields_renderers = {"transform_params": "json"}
     ui_color = "#00add4"
 
@@ -96,7 +106,7 @@ class DeltaSparkSubmitOperator(DeltaTaskMixin, StopDriverOnKillMixin, LocalSpark
                  app_id: str | None = None, app_version: int | str | None = None,
                  delta_conn_id: str | None = None, master: str | None = None, conn_id: str = "spark_default",
                  application: str | None = None, name: str | None = None, input_changes: bool = False,
-                 initial_version: int = 0, **kwargs: Any) -> None:
+                 initial_version: int = 0, transaction_id: str | None = None, **kwargs: Any) -> None:
         if input_manifest_uri is not None and input_table_uri is not None:
             raise InvalidArgumentError("pass input_manifest_uri or input_table_uri, not both")
         if not is_template(input_changes) and flag(input_changes, "input_changes") and (
@@ -128,6 +138,7 @@ class DeltaSparkSubmitOperator(DeltaTaskMixin, StopDriverOnKillMixin, LocalSpark
         self.master = master
         self.input_changes = input_changes     # a flag: parsed when the task runs (templated)
         self.initial_version = initial_version
+        self.transaction_id = transaction_id
 
     # DeltaTaskMixin works on ``table_uri``: here, the table the job commits to.
     @property
@@ -176,7 +187,9 @@ class DeltaSparkSubmitOperator(DeltaTaskMixin, StopDriverOnKillMixin, LocalSpark
             input_manifest_uri=str(manifest) if manifest is not None else None,
             input_table_uri=self.hook.resolve_uri(input_table) if input_table is not None else None,
             input_version=input_version, input_starting_version=starting, app_id=app_id,
-            app_version=app_version, params=params, job=job_info(context)).validate()
+            app_version=app_version, params=params, job=job_info(context),
+            transaction_id=self._transaction(),
+            writer=task_key(context, self) if self._transaction() else None).validate()
         secrets: dict[str, Any] = {}
         out_side = self._side(self.output_table_uri)
         if out_side:
@@ -188,10 +201,16 @@ class DeltaSparkSubmitOperator(DeltaTaskMixin, StopDriverOnKillMixin, LocalSpark
                 secrets["input"] = in_side
         return spec, secrets
 
+    def _transaction(self) -> str | None:
+        tx = optional_value(self.transaction_id)
+        return None if tx is None else str(tx)
+
     # --------------------------------------------------------------- execution
     def execute(self, context: "Context") -> int | None:
         self.input_changes = flag(self.input_changes, "input_changes")
         spec, secrets = self.build_spec(context)
+        if spec.transaction_id is not None:
+            return self._stage(context, spec, secrets)
         table = self.hook.get_table(spec.output_table_uri)
         if exactly_once.already_committed(table, spec.app_id, spec.app_version):
             self.log.info("%s already holds version %s of %r: not submitting the Spark job",
@@ -201,17 +220,40 @@ class DeltaSparkSubmitOperator(DeltaTaskMixin, StopDriverOnKillMixin, LocalSpark
             self.log.info("no changes of %s to process (next version %s, pinned %s): not submitting",
                           spec.input_table_uri, spec.input_starting_version, spec.input_version)
             return self._finish(context, table, spec, committed=False)
+        self._submit(context, spec, secrets)
+        if not exactly_once.already_committed(table, spec.app_id, spec.app_version):
+            raise CommitFailedError(
+                f"the Spark job finished but {table.uri} holds no commit of version {spec.app_version} of "
+                f"{spec.app_id!r}; see the spark-submit output above", retryable=True)
+        return self._finish(context, table, spec, committed=True)
+
+    def _submit(self, context: "Context", spec: JobSpec, secrets: dict[str, Any]) -> None:
         self.application_args = [spec.to_json()]
         env = dict(self.env_vars or {})
         if secrets:
             env[SECRETS_ENV] = json.dumps(secrets)
         self.env_vars = env
         super().execute(context)
-        if not exactly_once.already_committed(table, spec.app_id, spec.app_version):
-            raise CommitFailedError(
-                f"the Spark job finished but {table.uri} holds no commit of version {spec.app_version} of "
-                f"{spec.app_id!r}; see the spark-submit output above", retryable=True)
-        return self._finish(context, table, spec, committed=True)
+
+    def _stage(self, context: "Context", spec: JobSpec, secrets: dict[str, Any]) -> int:
+        """Write-audit-publish: the job stages into the group; this try submits only if its writer has
+        not staged the table yet, and the group must hold the member afterwards."""
+        tx, uri, writer = spec.transaction_id, spec.output_table_uri, spec.writer
+        staged = self.hook.staged_version(tx, uri, writer)    # type: ignore[arg-type]
+        submitted = staged is None
+        if submitted:
+            self._submit(context, spec, secrets)
+            staged = self.hook.staged_version(tx, uri, writer)    # type: ignore[arg-type]
+            if staged is None:
+                raise CommitFailedError(
+                    f"the Spark job finished but transaction {tx} holds no staged commit of {uri} by {writer!r}; see "
+                    "the spark-submit output above", retryable=True)
+        else:
+            self.log.info("transaction %s already holds %s's staged commit of %s (an earlier try): not submitting",
+                          tx, writer, uri)
+        context["ti"].xcom_push(key="commit", value={"version": staged, "staged": True, "submitted": submitted,
+                                                     "transaction_id": tx, "table_uri": uri})
+        return staged  # type: ignore[return-value]
 
     def _finish(self, context: "Context", table: Any, spec: JobSpec, committed: bool) -> int | None:
         version = report_commit(self, context, table, spec.app_id, spec.app_version,  # type: ignore[arg-type]

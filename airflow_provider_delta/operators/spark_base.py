@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.sdk.exceptions import AirflowNotFoundException
 
-from ..hooks.run_identity import run_app_id, run_app_version
+from ..hooks.run_identity import run_app_id, run_app_version, task_key
 from ..lineage import output_statistics
 from ..spark import exactly_once
 from ..spark.s3a import s3_bucket, s3a_bucket_conf
@@ -71,12 +71,7 @@ def resolve_app(app_id: Any, app_version: Any, context: "Context", task: Any) ->
 
 def task_app_id(context: "Context", task: Any) -> str:
     """``<dag_id>.<task_id>``, plus ``.<map_index>`` for a mapped task."""
-    ti = context.get("ti")
-    app_id = f"{getattr(ti, 'dag_id', None) or task.dag_id}.{getattr(ti, 'task_id', None) or task.task_id}"
-    map_index = getattr(ti, "map_index", -1)
-    if isinstance(map_index, int) and map_index >= 0:
-        app_id += f".{map_index}"
-    return app_id
+    return task_key(context, task)  # type: ignore[return-value]
 
 
 def resolve_incremental_app(app_id: Any, pinned: int, context: "Context", task: Any) -> tuple[str, int]:
@@ -144,7 +139,7 @@ def _same_task_run(origin: dict[str, Any] | None, context: "Context") -> bool:
 
 
 def job_secrets(hook: Any, uri: str) -> dict[str, Any]:
-    """Storage options and commit owner of the delta connection for ``uri``: what a job gets as secrets.
+    """Storage options, commit owner and catalog of the delta connection for ``uri``: a job's secrets.
 
     They travel in the job's environment (``SECRETS_ENV``), never on its command line.
     """
@@ -159,6 +154,8 @@ def job_secrets(hook: Any, uri: str) -> dict[str, Any]:
                                 "options": dict(cfg.commit_owner.options)}
     if cfg.single_writer:
         side["single_writer"] = True
+    if cfg.catalog_url is not None:     # a job staging into a multi-table transaction opens the catalog
+        side["catalog"] = {"url": cfg.catalog_url}
     return side
 
 

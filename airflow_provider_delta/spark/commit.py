@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 import pyarrow as pa
 
@@ -100,7 +100,7 @@ def commit_dataframe(df: "DataFrame", table_uri: "str | DeltaTable", mode: str =
                      storage_options: dict[str, Any] | None = None, commit_owner: Any = None,
                      single_writer: bool = False, properties: dict[str, Any] | None = None,
                      operation: str = "WRITE", user_metadata: str | None = None,
-                     max_retries: int = 10) -> int | None:
+                     max_retries: int = 10, enlist: Callable[[Any], None] | None = None) -> int | None:
     """Write ``df`` into the Delta table at ``table_uri`` and commit it once; return the new version.
 
     ``mode="append"`` adds the rows, ``"overwrite"`` replaces all rows (schema and
@@ -109,7 +109,9 @@ def commit_dataframe(df: "DataFrame", table_uri: "str | DeltaTable", mode: str =
     written and None is returned. A table that does not exist is created from the
     DataFrame's schema, ``partition_by`` and ``properties`` in the same commit (if an identical
     create wins that commit first, the write goes on against the created table).
-    ``job`` (dag_id, task_id, run_id, try_number) goes into commitInfo.
+    ``job`` (dag_id, task_id, run_id, try_number) goes into commitInfo. ``enlist`` (a multi-table
+    transaction participant's, see :mod:`.group_write`): the commit is handed to that group instead
+    (the returned version is the proposed one; the group stages it).
     """
     partition_by = _check_mode_args(mode, partition_by, job)
     app_id, app_version = check_app(app_id, app_version)
@@ -128,8 +130,9 @@ def commit_dataframe(df: "DataFrame", table_uri: "str | DeltaTable", mode: str =
     if snap is not None:
         _clean_staging_quietly(table)
     plan = plan_write(table.uri, snap, _arrow_schema_of(df), mode, partition_by, properties)
+    grouped = {"enlist": enlist} if enlist is not None else {}
     write = PlannedWrite(table, plan, app_id=app_id, app_version=app_version, operation=operation, job=job,
-                         user_metadata=user_metadata, max_retries=max_retries)
+                         user_metadata=user_metadata, max_retries=max_retries, **grouped)
 
     cols = plan.partition_columns
     out = _conform(df, json.loads(plan.schema_string), cols)
@@ -147,7 +150,8 @@ def commit_dataframe(df: "DataFrame", table_uri: "str | DeltaTable", mode: str =
             return None
     finally:
         staged.discard_staging()
-    log.info("committed %d file(s) to %s as version %d", len(adds), table.uri, version)
+    log.info("%s %d file(s) to %s as version %d", "enlisted" if enlist else "committed", len(adds), table.uri,
+             version)
     return version
 
 

@@ -43,6 +43,7 @@ def run(spark: Any, spec: JobSpec, secrets: dict[str, Any] | None = None) -> dic
     from airflow_provider_delta.spark import exactly_once
     from airflow_provider_delta.spark.changes import changes_dataframe
     from airflow_provider_delta.spark.commit import commit_dataframe
+    from airflow_provider_delta.spark.group_write import GroupWrite
     from airflow_provider_delta.spark.reader import dataframe_of, describe, pin
     from airflow_provider_delta.spark.s3a import apply_s3a
     from airflow_provider_delta.spark.tables import open_table
@@ -53,9 +54,22 @@ def run(spark: Any, spec: JobSpec, secrets: dict[str, Any] | None = None) -> dic
     transform = resolve(spec.transform)
     # Spark reaches S3 tables through s3a with the same credentials as the log (set before first use)
     apply_s3a(spark, spec.output_table_uri, outp.get("storage_options"))
-    output = open_table(spec.output_table_uri, outp.get("storage_options"), outp.get("commit_owner"),
-                        bool(outp.get("single_writer", False)))
+    group = None
+    if spec.transaction_id is not None:       # stage into the catalog group instead of committing
+        group = GroupWrite(outp.get("catalog"), outp.get("storage_options"), spec.transaction_id,
+                           spec.output_table_uri, spec.writer)
+        output = group.table
+    else:
+        output = open_table(spec.output_table_uri, outp.get("storage_options"), outp.get("commit_owner"),
+                            bool(outp.get("single_writer", False)))
     result: dict[str, Any] = {"table_uri": output.uri, "app_id": spec.app_id, "app_version": spec.app_version}
+    if group is not None:
+        result["transaction_id"] = spec.transaction_id
+        staged = group.staged_version()
+        if staged is not None:    # an earlier try staged this writer's commit: stage nothing again
+            log.info("%s already has this writer's staged commit in transaction %s: skipping", output.uri,
+                     spec.transaction_id)
+            return {**result, "committed": False, "staged": True, "version": staged}
     if exactly_once.already_committed(output, spec.app_id, spec.app_version):
         # checked before reading or transforming anything: a retried task costs nothing
         log.info("version %s of %r is already committed to %s: skipping", spec.app_version, spec.app_id, output.uri)
@@ -79,8 +93,14 @@ def run(spark: Any, spec: JobSpec, secrets: dict[str, Any] | None = None) -> dic
     df = transform(spark, source, **spec.params)
     if df is None or not hasattr(df, "write"):
         raise InvalidArgumentError(f"transform {spec.transform!r} returned {type(df).__name__}, not a DataFrame")
-    version = commit_dataframe(df, output, mode=spec.mode, app_id=spec.app_id, app_version=spec.app_version,
-                               partition_by=spec.partition_by, job=spec.job, properties=spec.properties)
+    write_args = dict(mode=spec.mode, app_id=spec.app_id, app_version=spec.app_version,
+                      partition_by=spec.partition_by, job=spec.job, properties=spec.properties)
+    if group is not None:
+        version = group.stage(df, **write_args)
+        if version is not None:
+            return {**result, "committed": True, "staged": True, "version": version}
+    else:
+        version = commit_dataframe(df, output, **write_args)
     if version is None:
         version = exactly_once.find_txn_commit(output, spec.app_id, spec.app_version)  # type: ignore[arg-type]
         return {**result, "committed": False, "version": version}

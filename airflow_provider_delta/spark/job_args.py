@@ -16,7 +16,12 @@ Document (``input`` optional; ``transform`` required)::
      "app_id": "dag.task", "app_version": 1767225600,
      "transform": "package.module:function" | "<builtin name>",
      "params": {...},                          # keyword arguments of the transform
-     "job": {"dag_id": ..., "task_id": ..., "run_id": ..., "try_number": ...}}
+     "job": {"dag_id": ..., "task_id": ..., "run_id": ..., "try_number": ...},
+     "transaction": {"id": "<group id>", "writer": "dag.task"}}   # optional: stage into a catalog group
+
+With ``transaction`` the output is a catalog-managed table and the job stages its commit into
+that multi-table transaction of the catalog (the ``catalog`` secret of the output side) instead
+of committing it (:mod:`.group_write`).
 """
 from __future__ import annotations
 
@@ -48,6 +53,10 @@ class JobSpec:
     job: dict[str, Any] | None = None
     #: incremental jobs: the input is the change feed of versions input_starting_version..input_version
     input_starting_version: int | None = None
+    #: a multi-table transaction of the output's catalog to stage the commit into (write-audit-publish)
+    transaction_id: str | None = None
+    #: the try-independent key of the writer (a retry finds its staged commit)
+    writer: str | None = None
 
     def validate(self) -> "JobSpec":
         if not isinstance(self.output_table_uri, str) or not self.output_table_uri.strip():
@@ -71,6 +80,10 @@ class JobSpec:
         if self.partition_by is not None and (not isinstance(self.partition_by, list)
                                               or not all(isinstance(c, str) for c in self.partition_by)):
             raise InvalidArgumentError("output.partition_by must be a list of column names")
+        if self.transaction_id is not None and (not isinstance(self.transaction_id, str) or not self.transaction_id):
+            raise InvalidArgumentError(f"transaction.id must be a non-empty string, got {self.transaction_id!r}")
+        if self.writer is not None and not isinstance(self.writer, str):
+            raise InvalidArgumentError(f"transaction.writer must be a string, got {self.writer!r}")
         check_app(self.app_id, self.app_version)
         return self
 
@@ -98,6 +111,8 @@ class JobSpec:
             doc["input"] = {"table_uri": self.input_table_uri, "version": self.input_version}
             if self.incremental:
                 doc["input"]["starting_version"] = self.input_starting_version
+        if self.transaction_id is not None:
+            doc["transaction"] = {"id": self.transaction_id, "writer": self.writer}
         return doc
 
     def to_json(self) -> str:
@@ -113,13 +128,17 @@ class JobSpec:
         inp = doc.get("input") or {}
         if not isinstance(inp, dict):
             raise InvalidArgumentError("'input' must be an object with 'manifest_uri' or 'table_uri'")
+        group = doc.get("transaction") or {}
+        if not isinstance(group, dict):
+            raise InvalidArgumentError("'transaction' must be an object with 'id' (and 'writer')")
         return cls(output_table_uri=out.get("table_uri"), transform=doc.get("transform"),
                    mode=out.get("mode", "append"), partition_by=out.get("partition_by"),
                    properties=out.get("properties"), input_manifest_uri=inp.get("manifest_uri"),
                    input_table_uri=inp.get("table_uri"), input_version=inp.get("version"),
                    app_id=doc.get("app_id"), app_version=doc.get("app_version"),
                    params=doc.get("params") or {}, job=doc.get("job"),
-                   input_starting_version=inp.get("starting_version")).validate()
+                   input_starting_version=inp.get("starting_version"), transaction_id=group.get("id"),
+                   writer=group.get("writer")).validate()
 
     @classmethod
     def parse(cls, text: str) -> "JobSpec":

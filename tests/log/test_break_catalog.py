@@ -1,7 +1,7 @@
 """Adversarial tests of the SQL catalog and multi-table transactions (review branch break-catalog).
 
 Each test is a finding: it fails on the reviewed code (xfail strict) until the bug is fixed.
-Real files, a real SQLite file or the PostgreSQL server (database ``break_catalog`` of its own).
+Real files, a real SQLite file or the PostgreSQL server (the catalog tests' own database, tests/log/conftest.py).
 """
 from __future__ import annotations
 
@@ -23,32 +23,6 @@ SCHEMA = pa.schema([("g", pa.string()), ("n", pa.int64())])
 
 def rows(g: str, n: int = 1) -> pa.Table:
     return pa.table({"g": [g] * n, "n": list(range(n))}, schema=SCHEMA)
-
-
-@pytest.fixture(scope="module")
-def own_pg_url(postgres_url):
-    """A database of these tests' own on the shared server (other engineers use ``test``)."""
-    base = sa.engine.make_url(postgres_url)
-    eng = sa.create_engine(engine_url(base), isolation_level="AUTOCOMMIT")
-    with eng.connect() as c:
-        if not c.execute(sa.text("select 1 from pg_database where datname = 'break_catalog'")).first():
-            c.execute(sa.text("create database break_catalog"))
-    eng.dispose()
-    return base.set(database="break_catalog").render_as_string(hide_password=False)
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def url(request, tmp_path):
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path}/catalog.db"
-    return request.getfixturevalue("own_pg_url")
-
-
-@pytest.fixture
-def catalog(url):
-    c = SqlCatalog(url, publish_grace_ms=0)
-    yield c
-    c.dispose()
 
 
 def make(catalog, tmp_path, *names):
@@ -236,12 +210,14 @@ def test_publish_of_a_group_whose_staged_commit_cleanup_removed_is_a_typed_error
     assert groups_in(DeltaTable(a.uri, catalog=catalog)) == ["single"]
 
 
-@pytest.mark.xfail(strict=True, reason="DeltaTable(uri).latest_version() without the catalog answers from the "
-                   "published files (a stale version) on a catalog-managed table, where snapshot() is refused: "
-                   "PROTOCOL.md says filesystem readers must not read such tables; a sensor on a connection "
-                   "without the 'catalog' extra silently polls a stale version")
-def test_latest_version_without_the_catalog_answers_a_stale_version(tmp_path):
-    from airflow_provider_delta.log import DeltaError
+def test_latest_version_without_the_catalog_is_refused_with_a_typed_error(tmp_path):
+    """A filesystem-only client asking a catalog-managed table its latest version is refused, as
+    snapshot() is: PROTOCOL.md (catalog-managed tables) says "Filesystem-based access to
+    catalog-managed tables is not supported" and "Readers must contact the catalog for information
+    about unpublished ratified commits". The published files lag the catalog (here: version 2 is
+    ratified, only 1 is published), so answering from them would be a stale version a sensor polls
+    forever. Through the catalog the answer is 2; a table that is not catalog-managed still answers."""
+    from airflow_provider_delta.log import CatalogRequiredError, UnsupportedFeatureError
     from airflow_provider_delta.log.base.catalog_store.table_source import write_staged
     from airflow_provider_delta.log.base.names import commit_path
 
@@ -251,8 +227,34 @@ def test_latest_version_without_the_catalog_answers_a_stale_version(tmp_path):
     staged = write_staged(t.storage, 2, t.storage.read_bytes(commit_path(1)), 0)
     assert catalog.store.ratify(t.snapshot().metadata.id, staged)      # ratified, its writer died before publishing
     assert catalog.latest_versions([t.uri]) == {t.uri: 2}
-    try:
-        answer = DeltaTable(t.uri).latest_version()
-    except DeltaError:
-        return                                                        # refusing, like snapshot(), is right
-    assert answer == 2
+    for ask in (lambda: DeltaTable(t.uri).latest_version(), lambda: DeltaTable(t.uri).snapshot(),
+                lambda: DeltaTable(t.uri).commits_since(0)):                 # what a sensor polls
+        with pytest.raises(CatalogRequiredError, match="catalog-managed .*catalog=SqlCatalog") as e:
+            ask()
+        assert isinstance(e.value, UnsupportedFeatureError) and e.value.feature == "catalogManaged"
+    assert DeltaTable(t.uri, catalog=catalog).latest_version() == 2
+    plain = DeltaTable.create(str(tmp_path / "plain"), SCHEMA)
+    plain.write(rows("p"))
+    assert DeltaTable(plain.uri).latest_version() == 1
+    assert [c.version for c in DeltaTable(plain.uri).commits_since(0).commits] == [1]
+
+
+def test_a_table_made_catalog_managed_later_is_refused_from_that_version_on(tmp_path):
+    """A filesystem reader that found a table listable keeps polling cheaply (new commits without a
+    protocol action keep the answer), but a commit that changes the protocol is looked at: here a
+    later version whose protocol holds catalogManaged (as if the table had been handed to a catalog)."""
+    import json as json_
+    from airflow_provider_delta.log import CatalogRequiredError
+    from airflow_provider_delta.log.base.names import commit_path
+    plain = DeltaTable.create(str(tmp_path / "t"), SCHEMA)
+    reader = DeltaTable(plain.uri)
+    assert reader.latest_version() == 0
+    plain.write(rows("a"))
+    assert reader.latest_version() == 1 and [c.version for c in reader.commits_since(0).commits] == [1]
+    managed = {"protocol": {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": ["catalogManaged"],
+                            "writerFeatures": ["catalogManaged", "inCommitTimestamp"]}}
+    plain.storage.put_if_absent(commit_path(2), (json_.dumps(managed) + "\n").encode())
+    with pytest.raises(CatalogRequiredError):
+        reader.latest_version()
+    with pytest.raises(CatalogRequiredError):
+        reader.commits_since(1)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import pickle
+import shutil
 
 import pyarrow as pa
 import pytest
@@ -22,20 +23,6 @@ from airflow_provider_delta.log.base.catalog_store.table_source import write_sta
 from airflow_provider_delta.log.base.names import STAGED_COMMITS_DIR, commit_path
 
 SCHEMA = pa.schema([("g", pa.string()), ("n", pa.int64())])
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def url(request, tmp_path):
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path}/catalog.db"
-    return request.getfixturevalue("postgres_url")
-
-
-@pytest.fixture
-def catalog(url):
-    c = SqlCatalog(url, publish_grace_ms=0)
-    yield c
-    c.dispose()
 
 
 def rows(g: str, n: int = 1) -> pa.Table:
@@ -431,3 +418,47 @@ def test_tables_are_one_table_whatever_the_spelling_of_their_location(catalog, t
     assert catalog.latest_versions([plain_path]) == {plain_path: 1}
     assert catalog.snapshots([plain_path, a.uri])[plain_path].version == 1
     assert DeltaTable(a.uri, catalog=catalog).snapshot().version == 1
+
+
+# ------------------------------------------------- finishing a creation cut short
+def half_created(tmp_path, name: str) -> DeltaTable:
+    """A catalog-managed table whose version 0 is published but which the test's catalog never
+    registered: what a creator killed between publishing version 0 and registering leaves (the
+    version 0 file does not name its catalog, so one created through a throw-away catalog is the same)."""
+    elsewhere = SqlCatalog(f"sqlite:///{tmp_path}/{name}-creator.db")
+    table = DeltaTable.create(str(tmp_path / name), SCHEMA, catalog=elsewhere)
+    elsewhere.dispose()
+    return table
+
+
+def test_register_finishes_a_table_whose_creation_was_cut_short(catalog, tmp_path):
+    t = half_created(tmp_path, "a")
+    with pytest.raises(InvalidTableStateError, match="not registered"):
+        DeltaTable(t.uri, catalog=catalog).write(rows("x"))
+    table_id = catalog.register(t.uri)
+    assert table_id == t.snapshot().metadata.id and catalog.manages(t.uri)
+    assert catalog.register(str(tmp_path / "a")) == table_id                  # again: idempotent
+    assert DeltaTable(t.uri, catalog=catalog).write(rows("x")) == 1
+    assert catalog.latest_versions([t.uri]) == {t.uri: 1}
+    assert groups_in(DeltaTable(t.uri, catalog=catalog)) == ["x"]
+
+
+def test_register_refuses_anything_but_an_unregistered_version_zero_catalog_table(catalog, tmp_path):
+    from airflow_provider_delta.log import TableNotFoundError
+    with pytest.raises(TableNotFoundError):
+        catalog.register(str(tmp_path / "missing"))
+    plain = DeltaTable.create(str(tmp_path / "plain"), SCHEMA)
+    with pytest.raises(InvalidTableStateError, match="not a catalog-managed table"):
+        catalog.register(plain.uri)
+    elsewhere = SqlCatalog(f"sqlite:///{tmp_path}/other.db")
+    moved_on = DeltaTable.create(str(tmp_path / "moved_on"), SCHEMA, catalog=elsewhere)
+    moved_on.write(rows("y"))                                  # version 1: ratified by another catalog
+    with pytest.raises(InvalidTableStateError, match="versions up to 1"):
+        catalog.register(moved_on.uri)
+    elsewhere.dispose()
+    (mine,) = make(catalog, tmp_path, "mine")
+    shutil.rmtree(tmp_path / "mine")                            # dropped, and another table created there
+    half_created(tmp_path, "mine")
+    with pytest.raises(InvalidTableStateError, match="holds another table"):
+        catalog.register(mine.uri)
+    assert [catalog.manages(u) for u in (plain.uri, moved_on.uri)] == [False, False]    # nothing registered

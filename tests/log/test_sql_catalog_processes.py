@@ -37,13 +37,6 @@ CTX = mp.get_context("spawn")
 SCHEMA = pa.schema([("g", pa.string())])
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def url(request, tmp_path):
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path}/catalog.db"
-    return request.getfixturevalue("postgres_url")
-
-
 def rows(key: str) -> pa.Table:
     return pa.table({"g": [key]}, schema=SCHEMA)
 

@@ -70,6 +70,12 @@ class UnsupportedFeatureError(DeltaError):
         self.feature = feature
 
 
+class CatalogRequiredError(UnsupportedFeatureError):
+    """The table is catalog-managed and was opened without its catalog: PROTOCOL.md gives
+    filesystem-only clients no access to it (its newest commits may exist only in the catalog,
+    so a listing of ``_delta_log`` answers a stale table). Open it through its catalog."""
+
+
 class CorruptLogError(DeltaError):
     """A log file cannot be parsed, or the log is structurally broken (gaps, missing actions)."""
 

@@ -29,7 +29,7 @@ import enum
 from typing import Any, Iterable
 
 from .actions import Metadata, Protocol, parse_schema_string
-from .errors import InvalidArgumentError, InvalidTableStateError, UnsupportedFeatureError
+from .errors import CatalogRequiredError, InvalidArgumentError, InvalidTableStateError, UnsupportedFeatureError
 
 # ------------------------------------------------------------------ protocol versions
 #: Reader/writer versions this implementation understands.
@@ -455,6 +455,8 @@ def check_readable(protocol: Protocol, where: str, extra_features: frozenset[str
     if protocol.min_reader_version == 3:
         unknown = [f for f in (protocol.reader_features or ())
                    if f not in SUPPORTED_READER_FEATURES and f not in extra_features]
+        if unknown and set(unknown) <= CATALOG_MANAGED_FEATURES:
+            raise catalog_required(where, unknown[0])
         if unknown:
             raise UnsupportedFeatureError(
                 f"{where}: the table needs reader feature(s) {unknown}, which this reader does not support",
@@ -466,6 +468,17 @@ def commits_are_coordinated(protocol: Protocol, metadata: Metadata) -> bool:
     features = set(protocol.writer_features or ()) | set(protocol.reader_features or ())
     conf = metadata.configuration or {}
     return bool(features & COMMIT_COORDINATION_FEATURES) or any(k in conf for k in COMMIT_COORDINATOR_PROPERTIES)
+
+
+def catalog_required(where: str, feature: str) -> CatalogRequiredError:
+    """PROTOCOL.md, catalog-managed tables: "Filesystem-based access to catalog-managed tables is
+    not supported"; readers "must contact the catalog for information about unpublished ratified
+    commits". Refusing (not answering from ``_delta_log``) is what keeps a filesystem-only client
+    from reading a stale table or version (the published commits lag the catalog)."""
+    return CatalogRequiredError(
+        f"{where}: the table is catalog-managed ({feature}): its latest commits are known only to its catalog, "
+        "so it cannot be read from storage alone; open it through its catalog, DeltaTable(uri, "
+        "catalog=SqlCatalog(url)) (in Airflow: the delta connection's 'catalog' extra)", feature=feature)
 
 
 # ----------------------------------------------------------------------------- the gate
@@ -505,7 +518,11 @@ def require(protocol: Protocol, operation: Operation, where: str,
     rules maintenance keeps (``vacuumProtocolCheck`` asks exactly this of vacuum).
     Catalog-managed tables refuse cleanup and vacuum unless the catalog allows them.
     """
-    if operation is Operation.LIST_VERSIONS:
+    if operation is Operation.LIST_VERSIONS:     # needs no reader feature, but the catalog's commits
+        managed = [f for f in (protocol.reader_features or ()) if f in CATALOG_MANAGED_FEATURES
+                   and f not in served_reader_features]
+        if managed:
+            raise catalog_required(f"{where}: cannot {operation.value}", managed[0])
         return
     check_readable(protocol, f"{where}: cannot {operation.value}", served_reader_features)
     if operation is Operation.READ:

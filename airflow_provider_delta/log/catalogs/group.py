@@ -26,6 +26,7 @@ from __future__ import annotations
 import logging
 import uuid
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from typing import TYPE_CHECKING, Any, Callable
 from urllib.parse import unquote
 
@@ -36,6 +37,7 @@ from ..base.catalog_store.table_source import write_staged
 from ..base.commit_actions import dumps_actions
 from ..base.errors import DeltaError, GroupCommitError, InvalidArgumentError
 from ..base.names import STAGED_COMMITS_DIR, commit_path
+from ..base.storage import canonical_uri
 from ..base.transaction_group import TRANSACTION_GROUP_ACTION, TRANSACTION_ID_TAG, transaction_group
 from ..read.commit_reader import parse_json_lines
 from ..read.table_log import TableLog
@@ -59,9 +61,10 @@ MAX_RESTAGES = 50
 class GroupTable:
     """One participating table of a group: a file-level transaction on it joins the group."""
 
-    def __init__(self, group: "CatalogTransaction", log_: TableLog):
+    def __init__(self, group: "CatalogTransaction", log_: TableLog, writer: str | None = None):
         self._group = group
         self.log = log_
+        self.writer = writer
 
     @property
     def uri(self) -> str:
@@ -70,7 +73,13 @@ class GroupTable:
     def transaction(self, operation: str = "WRITE", **kwargs: Any) -> Transaction:
         """A transaction whose commit (or clean ``with`` exit) enlists it in the group."""
         self._group._check_building()
-        return Transaction(self.log, operation=operation, enlist=self._group._enlist, **kwargs)
+        return Transaction(self.log, operation=operation, enlist=self.enlist, **kwargs)
+
+    @property
+    def enlist(self) -> Callable[[Transaction], None]:
+        """What a transaction built elsewhere (``Transaction(..., enlist=p.enlist)``, e.g. a Spark
+        write's) calls instead of committing: its commit joins the group as this participant's."""
+        return partial(self._group._enlist, writer=self.writer)
 
 
 class CatalogTransaction:
@@ -90,6 +99,8 @@ class CatalogTransaction:
         self._members = tuple(members)
         #: enlisted transactions by table URI (only in the process that built the group)
         self._txns: dict[str, Transaction] = {}
+        #: the writer key of each enlisted transaction (recorded in its member)
+        self._writers: dict[str, str | None] = {}
         self._written: dict[str, list[str]] = {}
         self.versions: dict[str, int] = {m.table_uri: m.version for m in members} if state == RATIFIED else {}
         #: whether the catalog has a row for the group (after stage(); a group committed in one go
@@ -109,18 +120,49 @@ class CatalogTransaction:
         return self._members
 
     # -------------------------------------------------------------- building
-    def table(self, uri: str) -> GroupTable:
-        """A participant for file-level commits: ``tx.table(uri).transaction(...)``."""
-        self._check_building()
-        return GroupTable(self, self.catalog.table_log(uri))
+    def table(self, uri: str, writer: str | None = None) -> GroupTable:
+        """A participant for file-level commits: ``tx.table(uri).transaction(...)``.
 
-    def write(self, uri: str, data: "pa.Table", mode: str = "append", **kwargs: Any) -> int:
+        ``writer`` (see :meth:`staged_version`, which a retry asks first) is recorded in the member."""
+        self._check_building()
+        return GroupTable(self, self.catalog.table_log(uri), writer)
+
+    def staged_version(self, uri: str, writer: str | None = None) -> int | None:
+        """The proposed version of ``uri``'s member when ``writer`` staged it already, else None.
+
+        What makes a writer's retry idempotent (an Airflow task retried after its staging
+        succeeded but its success was lost): the retry finds its own staged commit and stages
+        nothing. ``writer`` is a try-independent key of the writer (``<dag_id>.<task_id>``);
+        a member staged by another writer, or by an anonymous one (``writer=None``: nobody can
+        tell a retry from a second writer), is an :class:`InvalidArgumentError` (a table takes
+        part once); an aborted group is a :class:`GroupCommitError`.
+        """
+        key = canonical_uri(uri)
+        member = next((m for m in self._members if canonical_uri(m.table_uri) == key), None)
+        if member is None:
+            return None
+        if writer is None or member.writer != writer:
+            raise InvalidArgumentError(
+                f"{uri} already has a commit in transaction {self.id}, staged by writer {member.writer!r} (this "
+                f"is {writer!r}); a table takes part in a multi-table transaction once")
+        if self.state not in (OPEN, STAGED, RATIFIED):
+            raise GroupCommitError(f"transaction {self.id} is {self.state}", self.id, state=self.state)
+        return member.version
+
+    def write(self, uri: str, data: "pa.Table", mode: str = "append", *, writer: str | None = None,
+              **kwargs: Any) -> int:
         """Write Arrow ``data`` into the catalog table ``uri`` as this group's commit on it;
-        returns the proposed version (final once published)."""
+        returns the proposed version (final once published).
+
+        When ``writer`` (see :meth:`staged_version`) already staged ``uri`` in this group, nothing
+        is written and its member's version is returned: a retried writer stages once."""
+        earlier = self.staged_version(uri, writer)
+        if earlier is not None:
+            return earlier
         self._check_building()
         table = self.catalog.table_log(uri)
         self._check_new(table.uri)
-        txn, written = prepare_write(table, data, mode, enlist=self._enlist, **kwargs)
+        txn, written = prepare_write(table, data, mode, enlist=partial(self._enlist, writer=writer), **kwargs)
         self._written[table.uri] = written
         try:
             return txn.commit()
@@ -129,13 +171,14 @@ class CatalogTransaction:
             delete_quietly(table, written)
             raise
 
-    def _enlist(self, txn: Transaction) -> None:
+    def _enlist(self, txn: Transaction, writer: str | None = None) -> None:
         if txn.read_version < 0:
             raise InvalidArgumentError(f"{txn.table.uri} has no table yet; create it first with "
                                        "DeltaTable.create(uri, schema, catalog=...) (tables are created outside "
                                        "multi-table transactions)")
         self._check_new(txn.table.uri)
         self._txns[txn.table.uri] = txn
+        self._writers[txn.table.uri] = writer
 
     def _check_new(self, uri: str) -> None:
         if uri in self._txns or any(m.table_uri == uri for m in self._members):
@@ -163,8 +206,8 @@ class CatalogTransaction:
         On a recorded ``open`` group (see :meth:`record`) this adds this process's participants
         to it; :meth:`publish` then rewrites every member with the final participant set.
         """
-        if self.state == STAGED:
-            return self
+        if self.state in (STAGED, RATIFIED):
+            return self                  # (a retried writer's stage() on a group already past staging)
         if self._recorded and self.state == OPEN:
             return self._stage_into_open_group()
         members = self._stage_files()
@@ -190,6 +233,13 @@ class CatalogTransaction:
         if members is None:
             self._delete_staged(fresh)
             record = self.catalog.store.group(self.id)
+            if record is not None and _staged_by_same_writers(fresh, record):
+                # a concurrent try of the same writer staged these tables first: keep its members
+                for uri in {m.table_uri for m in fresh}:
+                    delete_quietly(self.catalog.table_log(uri), self._written.pop(uri, []))
+                    self._txns.pop(uri).settle(None)
+                self._members = record.members
+                return self
             raise GroupCommitError(
                 f"transaction {self.id} is {record.state if record else 'unknown'} or already has a commit on one "
                 "of these tables; nothing was added", self.id, state=record.state if record else None)
@@ -220,7 +270,8 @@ class CatalogTransaction:
             c = committers[uri]
             ts = ict.next_timestamp(c.clock, c.plan.prev_timestamp)
             staged = write_staged(tables[uri].storage, proposed[uri], c.serialize(proposed[uri], ts, (group,)), ts)
-            return GroupMember(ids[uri], uri, proposed[uri], staged.file_name, staged.file_size, ts)
+            return GroupMember(ids[uri], uri, proposed[uri], staged.file_name, staged.file_size, ts,
+                               self._writers.get(uri))
 
         results = _each(stage_one, sorted(committers))
         members = [r for r in results if isinstance(r, GroupMember)]
@@ -311,7 +362,8 @@ class CatalogTransaction:
                                           {TRANSACTION_GROUP_ACTION: group[TRANSACTION_GROUP_ACTION]})
                 storage = self.catalog.table_log(m.table_uri).storage
                 staged = write_staged(storage, version, dumps_actions(new_actions), ts)
-                members.append(GroupMember(m.table_id, m.table_uri, version, staged.file_name, staged.file_size, ts))
+                members.append(GroupMember(m.table_id, m.table_uri, version, staged.file_name, staged.file_size, ts,
+                                           m.writer))
             if self._recorded and not self.catalog.store.stage_group(self.id, members):
                 raise GroupCommitError(f"transaction {self.id} was aborted while it was re-staged", self.id,
                                        state=ABORTED)
@@ -421,6 +473,15 @@ class CatalogTransaction:
             return False
         self.publish()
         return False
+
+
+def _staged_by_same_writers(fresh: tuple[GroupMember, ...], record: Any) -> bool:
+    """Whether the group (still open, staged or ratified) holds a member of every table of ``fresh``,
+    each staged by the same writer: ``fresh`` lost a race against another try of that writer."""
+    if record.state not in (OPEN, STAGED, RATIFIED):
+        return False
+    held = {m.table_id: m.writer for m in record.members}
+    return all(m.writer is not None and held.get(m.table_id) == m.writer for m in fresh)
 
 
 def _each(fn: Callable[[Any], Any], items: list[Any]) -> list[Any]:

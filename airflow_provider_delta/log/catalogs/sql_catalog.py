@@ -18,11 +18,26 @@ from ..base.catalog_store.pinned import PinnedTableSource
 from ..base.catalog_store.store import CatalogStore
 from ..base.catalog_store.table_source import PUBLISH_GRACE_MS, CatalogTableSource
 from ..base.commit_owner.sql_engine import public_url
-from ..base.errors import GroupCommitError, InvalidArgumentError, TableNotFoundError
+from ..base.errors import GroupCommitError, InvalidArgumentError, InvalidTableStateError, TableNotFoundError
+from ..base.features import CATALOG_MANAGED_FEATURES
+from ..base.actions import Protocol
+from ..read.protocol_metadata import load_protocol_metadata
+from ..read.segment import build_segment
 from ..base.storage import Storage, canonical_uri
 from ..read.snapshot import Snapshot
 from ..read.table_log import TableLog
 from .group import CatalogTransaction
+
+
+def require_unregistered_version_zero(uri: str, latest: int | None, protocol: Protocol) -> None:
+    """What :meth:`SqlCatalog.register` takes over: a catalog-managed table with version 0 only (a
+    creation cut short). Later versions would be commits no catalog ratified."""
+    if not set(protocol.reader_features or ()) & CATALOG_MANAGED_FEATURES:
+        raise InvalidTableStateError(f"{uri} is not a catalog-managed table (its protocol has no catalogManaged "
+                                     "reader feature); only a catalog-managed table's creation can be finished")
+    if latest != 0:
+        raise InvalidTableStateError(f"{uri} has versions up to {latest} in _delta_log; only a table whose "
+                                     "creation was cut short (version 0 alone) can be registered")
 
 
 class SqlCatalog:
@@ -76,6 +91,40 @@ class SqlCatalog:
         if log_ is None:
             log_ = self._logs[key] = TableLog(uri, self.storage_options, commit_owner=self.source(uri))
         return log_
+
+    def register(self, uri: str) -> str:
+        """Finish creating the catalog-managed table at ``uri`` whose creator died between publishing
+        version 0 and registering it (the table then exists in storage but no client can use it);
+        returns its table id. Idempotent: a table already registered here under this URI is fine.
+
+        Only such a table is taken: version 0 alone in ``_delta_log``, a ``catalogManaged`` protocol,
+        its id and URI unknown to this catalog. Anything else is refused and nothing changes:
+        :class:`TableNotFoundError` (no table), :class:`InvalidTableStateError` (not catalog-managed,
+        versions after 0 whose ratification no catalog recorded, or an id or URI registered for
+        another table). To clean such a table up instead, delete its directory.
+        """
+        log_ = TableLog(uri, self.storage_options)
+        listing = log_.listing()
+        segment = build_segment(log_.storage, listing)          # TableNotFoundError when there is none
+        protocol, metadata = load_protocol_metadata(log_.storage, segment)
+        table_uri = canonical_uri(log_.uri)
+        known = self.store.table(metadata.id)
+        if known is not None and known.table_uri == table_uri:
+            return metadata.id
+        require_unregistered_version_zero(log_.uri, listing.latest, protocol)
+        if known is not None:
+            raise InvalidTableStateError(f"table id {metadata.id} of {log_.uri} is registered in catalog {self.name} "
+                                         f"for {known.table_uri}; not registering it twice")
+        other = self.store.table_by_uri(table_uri)
+        if other is not None:
+            raise InvalidTableStateError(f"catalog {self.name} holds another table (id {other.table_id}) at "
+                                         f"{log_.uri}; the table there now has id {metadata.id}")
+        if not self.store.register(metadata.id, table_uri, 0):     # another client registered it meanwhile
+            now = self.store.table(metadata.id)
+            if now is None or now.table_uri != table_uri:
+                raise InvalidTableStateError(f"catalog {self.name} registered table id {metadata.id} for "
+                                             f"{now.table_uri if now else 'another URI'} meanwhile")
+        return metadata.id
 
     def manages(self, uri: str) -> bool:
         """Whether ``uri`` is a table of this catalog (table discovery: ask before reading it)."""

@@ -14,13 +14,13 @@ from typing import Any
 
 from .commit_reader import parse_json_lines, read_listed_commit
 from ..base.commit_source import CommitSource, require_through
-from ..base.errors import InvalidArgumentError
+from ..base.errors import CorruptLogError, InvalidArgumentError
 from ..base.features import Operation
 from .history import history, version_at
 from .listing import LogListing, list_log
 from ..base.names import commit_path
 from .new_commits import CommitsSince, read_commits_since
-from .protocol_metadata import load_protocol_metadata
+from .protocol_metadata import PROTOCOL_LINE, last_line_match, load_protocol_metadata
 from .segment import build_segment
 from .snapshot import Snapshot, load_snapshot
 from ..base.storage import Storage
@@ -57,6 +57,8 @@ class TableLog:
         self._snapshot_cache: Snapshot | None = None
         #: newest backfilled version a listing of this object saw: polls list from there on
         self._known_backfilled: int | None = None
+        #: latest version whose protocol :meth:`latest_version` checked may be listed without a catalog
+        self._listable_version: int | None = None
 
     def through(self, source: CommitSource) -> "TableLog":
         """The same table read through another commit source (e.g. one catalog state, pinned)."""
@@ -66,6 +68,7 @@ class TableLog:
         other._table_id = self._table_id
         other._snapshot_cache = None
         other._known_backfilled = None
+        other._listable_version = None
         return other
 
     def __repr__(self) -> str:
@@ -139,7 +142,48 @@ class TableLog:
         listing = self.new_listing()
         if listing.latest is None:
             build_segment(self.storage, listing)  # raises the right TableNotFoundError
-        return int(listing.latest)  # type: ignore[arg-type]
+        latest = int(listing.latest)  # type: ignore[arg-type]
+        self._check_listable(listing)
+        return latest
+
+    def _check_listable(self, listing: LogListing) -> None:
+        """Without a commit source, the files are the whole truth only if the table is not
+        catalog-managed (:class:`CatalogRequiredError` otherwise). A poll of an unchanged table
+        reads nothing; new commits without a protocol action keep the answer (they are what a
+        poll reads anyway); otherwise the protocol of the latest version is read."""
+        latest = listing.latest
+        if self.commit_owner is not None or latest is None or latest == self._listable_version:
+            return
+        known = self._listable_version
+        if known is not None and known < latest and not self._protocol_changed(listing, known, latest):
+            self._listable_version = latest
+            return
+        cached = self._snapshot_cache
+        if cached is not None and cached.version == latest:
+            protocol = cached.protocol
+        else:
+            try:
+                segment = build_segment(self.storage, self.listing(), latest)
+            except CorruptLogError:
+                return    # a gap before the latest version: the listing's answer stands, every read refuses
+            protocol, _ = load_protocol_metadata(self.storage, segment)
+        require_through(None, protocol, Operation.LIST_VERSIONS, f"{self.uri} at version {latest}")
+        self._listable_version = latest
+
+    def _protocol_changed(self, listing: LogListing, known: int, latest: int) -> bool:
+        """Whether a commit after ``known`` up to ``latest`` may carry a protocol action (True when
+        one of them is not in ``listing`` to look at)."""
+        new = sorted(v for v in listing.commits if known < v <= latest)
+        if len(new) != latest - known:
+            return True
+        for v in new:
+            try:
+                data = self.storage.read_bytes(commit_path(v))
+            except FileNotFoundError:
+                return True
+            if last_line_match(PROTOCOL_LINE, data) is not None:
+                return True
+        return False
 
     def latest_backfilled_version(self) -> int | None:
         """The newest version whose commit file is in ``_delta_log`` (None: no table yet).
@@ -182,4 +226,5 @@ class TableLog:
         if version < -1:
             raise InvalidArgumentError(f"version must be -1 or more, got {version}")
         listing = self.new_listing(version) if version >= 0 else self.listing()
+        self._check_listable(listing)
         return read_commits_since(self.storage, listing, version)

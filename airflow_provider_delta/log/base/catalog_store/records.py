@@ -36,6 +36,9 @@ class GroupMember:
     file_name: str
     file_size: int
     commit_timestamp: int
+    #: who staged it (a try-independent key such as ``<dag_id>.<task_id>``, or None): a retry of that
+    #: writer finds this member instead of staging the table a second time
+    writer: str | None = None
 
     def staged(self) -> StagedCommit:
         return StagedCommit(self.version, self.file_name, self.file_size, 0, self.commit_timestamp)

@@ -15,51 +15,46 @@ from __future__ import annotations
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from ..commit_owner.sql_schema import ensure_tables
+from ..commit_owner.sql_tables import SqlSchema, commit_key, number, staged_file, table_key
 
-metadata = sa.MetaData()
+schema = SqlSchema("DELTACAT")
 
-tables = sa.Table(
-    "delta_catalog_tables", metadata,
-    sa.Column("table_id", sa.String(255), primary_key=True),
+tables = schema.table(
+    "delta_catalog_tables",
+    table_key(),
     sa.Column("table_uri", sa.Text, nullable=False),
-    sa.Column("latest_version", sa.BigInteger, nullable=False),
-    sa.Column("published_version", sa.BigInteger, nullable=False),
-    sa.Column("updated_ms", sa.BigInteger, nullable=False),
+    number("latest_version"),
+    number("published_version"),
+    number("updated_ms"),
 )
 
-commits = sa.Table(
-    "delta_catalog_commits", metadata,
-    sa.Column("table_id", sa.String(255), primary_key=True),
-    sa.Column("version", sa.BigInteger, primary_key=True, autoincrement=False),
-    sa.Column("file_name", sa.String(255), nullable=False),
-    sa.Column("file_size", sa.BigInteger, nullable=False),
-    sa.Column("commit_timestamp", sa.BigInteger, nullable=False),
+commits = schema.table(
+    "delta_catalog_commits",
+    *commit_key(),
+    *staged_file(),
+    number("commit_timestamp"),
     sa.Column("group_id", sa.String(64), nullable=True),
-    sa.Column("ratified_ms", sa.BigInteger, nullable=False),
+    number("ratified_ms"),
 )
 
-groups = sa.Table(
-    "delta_catalog_groups", metadata,
+groups = schema.table(
+    "delta_catalog_groups",
     sa.Column("group_id", sa.String(64), primary_key=True),
     sa.Column("state", sa.String(16), nullable=False),
     #: JSON list of the staged members (see :class:`.records.GroupMember`)
     sa.Column("members", sa.Text, nullable=False),
-    sa.Column("created_ms", sa.BigInteger, nullable=False),
-    sa.Column("updated_ms", sa.BigInteger, nullable=False),
+    number("created_ms"),
+    number("updated_ms"),
 )
 
-tombstones = sa.Table(
-    "delta_catalog_tombstones", metadata,
-    sa.Column("table_id", sa.String(255), primary_key=True),
+tombstones = schema.table(
+    "delta_catalog_tombstones",
+    table_key(),
     sa.Column("file_name", sa.String(255), primary_key=True),
-    sa.Column("deleted_ms", sa.BigInteger, nullable=False),
+    number("deleted_ms"),
 )
-
-# Arbitrary constant naming the schema-creation lock ("DELTACAT" in ASCII).
-_PG_LOCK_KEY = 0x44454C5441434154
 
 
 def ensure_schema(engine: Engine) -> None:
     """Create the catalog's tables if they are missing (safe from many processes at once)."""
-    ensure_tables(engine, metadata, _PG_LOCK_KEY)
+    schema.ensure(engine)
