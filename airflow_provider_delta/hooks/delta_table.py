@@ -45,10 +45,6 @@ from .env_connections import env_variable, unparsable_env_connection
 from .manifest import build_manifest, default_manifest_uri, resolve_manifest_uri, write_json
 from .run_identity import current_task_key
 
-#: the writer key of :meth:`DeltaTableHook.stage_write` calls made outside an Airflow task
-OUTSIDE_A_TASK = "DeltaTableHook.stage_write"
-
-
 def _not_writable(error: BaseException | None) -> bool:
     """Whether a write failed for want of permission (or on a read-only file system), not for a fault."""
     return isinstance(error, PermissionError) or (isinstance(error, OSError) and error.errno == errno.EROFS)
@@ -220,12 +216,14 @@ class DeltaTableHook(BaseHook):
         (its worker died before the success was recorded) finds its staged commit and returns its
         version without writing. ``writer`` defaults to the running task's
         ``<dag_id>.<task_id>[.<map_index>]`` (the same in every try); outside a task (a script)
-        every call is the one writer :data:`OUTSIDE_A_TASK`.
+        there is no identity to tell a retry from a second writer, so the write is anonymous and a
+        second one on the same table of the group is refused (pass ``writer`` to make a script's
+        retries idempotent) rather than dropped as a retry.
         """
         catalog = self.require_catalog(table_uri)
         tx = catalog.group(transaction_id)
         if writer is None:
-            writer = current_task_key() or OUTSIDE_A_TASK
+            writer = current_task_key()
         version = tx.write(self.resolve_uri(table_uri), data, mode=mode, writer=writer, **kwargs)
         tx.stage()
         return version

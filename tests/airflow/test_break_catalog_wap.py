@@ -52,11 +52,26 @@ def test_writer_task_retry_after_staging_finds_its_staged_commit(wap):
     marked done) stages nothing again: it gets its earlier member's version, the group publishes."""
     hook, catalog, (a, b) = wap
     tx = hook.begin_transaction()
-    hook.stage_write(tx, a, data("x"))
-    hook.stage_write(tx, a, data("x"))                           # Airflow's retry of the same task
-    hook.stage_write(tx, b, data("y"))
+    hook.stage_write(tx, a, data("x"), writer="dag.write_a")     # the task's key, the same in every try
+    hook.stage_write(tx, a, data("x"), writer="dag.write_a")     # Airflow's retry of the same task
+    hook.stage_write(tx, b, data("y"), writer="dag.write_b")
     assert hook.publish_transaction(tx) == {a: 1, b: 1}
     assert DeltaTable(a, catalog=catalog).snapshot().to_pyarrow().num_rows == 1
+
+
+def test_two_anonymous_writes_of_one_table_outside_a_task_are_refused_not_merged(wap):
+    """Outside a task there is no identity to tell a retry from a second writer: the second write of
+    the same table is refused (nothing written) rather than taken for a retry and its data dropped."""
+    hook, catalog, (a, b) = wap
+    tx = hook.begin_transaction()
+    hook.stage_write(tx, a, data("x"))
+    files = sorted(os.listdir(local(a)))
+    with pytest.raises(InvalidArgumentError):
+        hook.stage_write(tx, a, data("z"))
+    assert sorted(os.listdir(local(a))) == files                                     # no data file written
+    hook.stage_write(tx, b, data("y"))
+    assert hook.publish_transaction(tx) == {a: 1, b: 1}
+    assert DeltaTable(a, catalog=catalog).snapshot().to_pyarrow().column("g").to_pylist() == ["x"]
 
 
 def test_writer_retry_after_publish_returns_the_published_member(wap):
