@@ -10,14 +10,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Sequence
 
 from ..log import restore_table
-from .arguments import check_flags, flag, optional_int, optional_value
-from .base import DeltaBaseOperator, job_info
+from .arguments import check_flags, flag
+from .base import DeltaVersionAsOfOperator, job_info
 
 if TYPE_CHECKING:  # pragma: no cover
     from airflow.sdk import Context
 
 
-class DeltaRestoreOperator(DeltaBaseOperator):
+class DeltaRestoreOperator(DeltaVersionAsOfOperator):
     """Make the table's files those of ``version`` (or of the version as of ``timestamp``) again.
 
     :param table_uri: table location (absolute, or relative to the connection's base URI)
@@ -41,17 +41,15 @@ class DeltaRestoreOperator(DeltaBaseOperator):
 
     def __init__(self, *, table_uri: str, version: int | str | None = None, timestamp: Any = None,
                  enforce_retention: bool = True, **kwargs: Any) -> None:
-        super().__init__(table_uri=table_uri, **kwargs)
-        self.version = version
-        self.timestamp = timestamp
+        super().__init__(table_uri=table_uri, version=version, timestamp=timestamp, **kwargs)
         self.enforce_retention = enforce_retention
         check_flags(enforce_retention=enforce_retention)
 
     def execute(self, context: "Context") -> dict[str, Any]:
         enforce_retention = flag(self.enforce_retention, "enforce_retention", deletes=True)
-        version = optional_int(self.version, "version")
+        version, timestamp = self.version_as_of()
         table = self.hook.get_table(self.table_uri)
-        result = restore_table(table, version, optional_value(self.timestamp),
+        result = restore_table(table, version, timestamp,
                                enforce_retention=enforce_retention, job=job_info(context))
         out = {"table_uri": table.uri, "version": result.version, "restored_version": result.restored_version,
                "committed": result.committed, "metrics": dict(result.metrics)}

@@ -163,20 +163,35 @@ def filesystem_path(storage: Storage, path: str) -> str:
     return path
 
 
-def open_path(storage: Storage, path: str) -> str | IO[bytes]:
-    """Something pyarrow can read: a local path, or an open binary file."""
+class FileLocation(NamedTuple):
+    """Where the file a log path names is reached: a storage whose ``files`` open it, and its path there."""
+
+    storage: Storage
+    path: str           # in ``storage``'s own form (a local path for local files)
+
+
+def locate(storage: Storage, path: str) -> FileLocation:
+    """The file system and path that reach the file at (decoded log path) ``path``, table-relative
+    or absolute: the table's own storage for a relative path and a local file, else a storage
+    rooted at the file itself (another store, or an absolute path on the table's own store)."""
     parts = split_uri(path)
     if parts is None:
-        full = storage.path(path)
-        return full if storage.is_local else storage.files.open(full)
+        return FileLocation(storage, storage.path(path))
     if parts.scheme == "file" or (parts.scheme == "" and storage.is_local):
-        return _local_path(parts)
+        local = _local_path(parts)
+        return FileLocation(storage if storage.is_local else Storage(local), local)
     if parts.scheme == "":                                    # absolute on the table's own store
         root = split_uri(storage.root)
         assert root is not None, "a non-local table root is a URL"
         path = f"{root.scheme}://{root.authority}{parts.path}"
     other = Storage(path, storage.storage_options)          # rooted at the file itself
-    return other.files.open(other.path())
+    return FileLocation(other, other.path())
+
+
+def open_path(storage: Storage, path: str) -> str | IO[bytes]:
+    """Something pyarrow can read: a local path, or an open binary file."""
+    where = locate(storage, path)
+    return where.path if where.storage.is_local else where.storage.files.open(where.path)
 
 
 def read_path_bytes(storage: Storage, path: str) -> bytes:
@@ -191,14 +206,5 @@ def read_path_bytes(storage: Storage, path: str) -> bytes:
 
 def path_exists(storage: Storage, path: str) -> bool:
     """Whether the file at (decoded log path) ``path``, table-relative or absolute, is there."""
-    parts = split_uri(path)
-    if parts is None:
-        return storage.exists(path)
-    if parts.scheme == "file" or (parts.scheme == "" and storage.is_local):
-        return os.path.exists(_local_path(parts))
-    if parts.scheme == "":                                    # absolute on the table's own store
-        root = split_uri(storage.root)
-        assert root is not None, "a non-local table root is a URL"
-        path = f"{root.scheme}://{root.authority}{parts.path}"
-    other = Storage(path, storage.storage_options)
-    return other.files.exists(other.path())
+    where = locate(storage, path)
+    return where.storage.files.exists(where.path)
