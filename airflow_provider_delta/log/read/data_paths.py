@@ -26,7 +26,7 @@ import re
 from typing import IO, NamedTuple
 from urllib.parse import unquote
 
-from ..base.names import SIDECARS_DIR
+from ..base.names import LOG_DIR, SIDECARS_DIR
 from ..base.storage import Storage, normalize_uri
 
 #: Scheme -> the store it names; schemes of one store reach the same objects.
@@ -186,6 +186,37 @@ def locate(storage: Storage, path: str) -> FileLocation:
         path = f"{root.scheme}://{root.authority}{parts.path}"
     other = Storage(path, storage.storage_options)          # rooted at the file itself
     return FileLocation(other, other.path())
+
+
+def table_root_of(storage: Storage, path: str) -> Storage:
+    """The root of the table the file at (decoded log path) ``path`` belongs to.
+
+    A table-relative path belongs to ``storage``'s table. For an absolute one (a clone's add,
+    a clone of a clone's) the nearest folder above the file that holds a ``_delta_log`` is the
+    root; when none does (the table is gone), the file's own folder stands for it, the
+    narrowest place whose vacuum could reach the file.
+    """
+    parts = split_uri(path)
+    if parts is None:
+        return storage
+    if parts.scheme == "file" or (parts.scheme == "" and storage.is_local):
+        store, file_path = "", _local_path(parts)
+    elif parts.scheme == "":                                  # absolute on the table's own store
+        root = split_uri(storage.root)
+        assert root is not None, "a non-local table root is a URL"
+        store, file_path = f"{root.scheme}://{root.authority}", parts.path
+    else:
+        store, file_path = f"{parts.scheme}://{parts.authority}", parts.path
+    folder = posixpath.dirname(posixpath.normpath(file_path))
+    here = folder
+    while True:
+        candidate = Storage(store + here, storage.storage_options)
+        if candidate.exists(LOG_DIR):
+            return candidate
+        parent = posixpath.dirname(here)
+        if parent == here:
+            return Storage(store + folder, storage.storage_options)
+        here = parent
 
 
 def open_path(storage: Storage, path: str) -> str | IO[bytes]:
