@@ -54,6 +54,15 @@ class CommitProvenance:
     txn_id: str = ""
     #: ``commitInfo.tags`` (string map), e.g. the multi-table transaction id of a group's commit
     tags: dict[str, str] = field(default_factory=dict)
+    #: ``commitInfo.isolationLevel`` of a commit that lands with no concurrent commit after its read
+    #: (None: the level it was checked at); see ``Transaction(uncontended_isolation_level=...)``
+    uncontended_isolation_level: str | None = None
+
+    def recorded_isolation_level(self, checked_at: str, contended: bool) -> str:
+        """The isolation level ``commitInfo`` names for a commit checked at ``checked_at``."""
+        if contended or self.uncontended_isolation_level is None:
+            return checked_at
+        return self.uncontended_isolation_level
 
 
 #: Operations whose metrics are exactly the caller's: Delta Spark records only its own set for them
