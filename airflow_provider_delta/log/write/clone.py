@@ -13,7 +13,8 @@ The rules are Delta Spark's ``CloneTableBase`` / ``CloneTableCommand`` for a Del
   are), statistics, tags and partition values kept, ``dataChange=true``, no row ids;
 - the source's protocol and metadata, with a new table id and without name and
   description (the target's, none for a new table);
-- ``commitInfo`` says ``CLONE`` with ``source`` (``delta.`<uri>```) and ``sourceVersion``,
+- ``commitInfo`` (``readVersion`` -1, ``isolationLevel`` ``Serializable``, as ``commitLarge``
+  writes it) says ``CLONE`` with ``source`` (``delta.`<uri>```) and ``sourceVersion``,
   and Delta Spark's metrics (``sourceTableSize``, ``sourceNumOfFiles`` and the
   removed/copied counts and sizes, 0 for a shallow clone of a new table).
 
@@ -182,6 +183,7 @@ def clone_table(source: TableLog, target: TableLog, version: Any = None, timesta
     commit_kwargs.setdefault("operation_parameters", {"source": f"delta.`{table_uri_text(source.storage)}`",
                                                       "sourceVersion": snap.version})
     commit_kwargs.setdefault("operation_metrics", metrics)
+    commit_kwargs.setdefault("large_commit_info", True)     # readVersion -1, as Delta Spark's commitLarge writes it
     txn = Transaction(target, operation=CLONE_OPERATION, read_version=-1, **commit_kwargs)
     txn.mark_read("all")          # it replaces the (empty) target: not a blind append, as Delta Spark records
     txn.set_protocol(cloned_protocol(snap.protocol))

@@ -77,7 +77,7 @@ from ..read.deletion_vectors import dv_file_path
 from ..read.snapshot import Snapshot
 from ..read.table_log import TableLog, version_arg
 from .column_expressions import keep_identity_high_water_marks
-from .isolation import SERIALIZABLE, WRITE_SERIALIZABLE
+from .isolation import WRITE_SERIALIZABLE
 from .transaction import Transaction, file_key
 
 RESTORE_OPERATION = "RESTORE"
@@ -224,7 +224,7 @@ def restore_table(table: TableLog, version: Any = None, timestamp: Any = None, *
     commit_kwargs.setdefault("operation_metrics", metrics)
     if ISOLATION_LEVEL_PROPERTY not in latest.metadata.configuration:
         commit_kwargs.setdefault("isolation_level", WRITE_SERIALIZABLE)   # see the module docstring
-    commit_kwargs.setdefault("uncontended_isolation_level", SERIALIZABLE)   # Delta Spark's commitLarge
+    commit_kwargs.setdefault("large_commit_info", True)     # commitInfo as Delta Spark's commitLarge writes it
     txn = Transaction(table, operation=RESTORE_OPERATION, read_version=latest.version, **commit_kwargs)
     txn.mark_read("all")
     metadata = restored_metadata(latest, old.metadata)

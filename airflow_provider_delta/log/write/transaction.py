@@ -63,10 +63,9 @@ class Transaction:
     latest); ``-1`` means the table must not exist yet (table creation). ``clock``
     returns epoch milliseconds; tests replace it to make time go backwards.
     ``isolation_level`` defaults to the table's ``delta.isolationLevel``, else
-    ``Serializable`` (Delta Spark's default; see :mod:`.isolation`). ``uncontended_isolation_level``
-    is the level ``commitInfo`` names when the commit lands with no concurrent commit after its
-    read (default: the level it is checked at): a commit no other commit came between is
-    serializable at any level, and RESTORE records ``Serializable`` there as Delta Spark does.
+    ``Serializable`` (Delta Spark's default; see :mod:`.isolation`). ``large_commit_info``:
+    write ``commitInfo`` as Delta Spark's ``commitLarge`` (RESTORE, CLONE) does, see
+    :meth:`~.commit_info.CommitProvenance.recorded_isolation_level`.
     """
 
     def __init__(self, table: TableLog, operation: str = "WRITE",
@@ -75,13 +74,11 @@ class Transaction:
                  read_version: int | None = None, clock: Callable[[], int] | None = None,
                  operation_metrics: dict[str, Any] | None = None,
                  enlist: Callable[["Transaction"], None] | None = None,
-                 uncontended_isolation_level: str | None = None):
+                 large_commit_info: bool = False):
         if not isinstance(operation, str) or not operation.strip():
             raise InvalidArgumentError("operation must be a non-empty string, e.g. 'WRITE'")
-        for name, level in (("isolation_level", isolation_level),
-                            ("uncontended_isolation_level", uncontended_isolation_level)):
-            if level is not None and level not in ISOLATION_LEVELS:
-                raise InvalidArgumentError(f"{name} must be one of {ISOLATION_LEVELS}, got {level!r}")
+        if isolation_level is not None and isolation_level not in ISOLATION_LEVELS:
+            raise InvalidArgumentError(f"isolation_level must be one of {ISOLATION_LEVELS}, got {isolation_level!r}")
         if max_retries is not None and (isinstance(max_retries, bool) or not isinstance(max_retries, int)
                                         or max_retries < 0):
             raise InvalidArgumentError(f"max_retries must be a non-negative integer or None, got {max_retries!r}")
@@ -96,7 +93,7 @@ class Transaction:
         self.operation = operation
         self.operation_parameters = dict(operation_parameters or {})
         self.isolation_level = isolation_level
-        self.uncontended_isolation_level = uncontended_isolation_level
+        self.large_commit_info = bool(large_commit_info)
         self.user_metadata = user_metadata
         self.job = _json_safe(job, "job") if job else None
         self.max_retries = max_retries
@@ -445,7 +442,7 @@ class Transaction:
     def _provenance(self, tags: dict[str, str] | None = None) -> CommitProvenance:
         return CommitProvenance(self.operation, self.operation_parameters, self.user_metadata, self.job,
                                 self.operation_metrics, self.txn_id, dict(tags or {}),
-                                self.uncontended_isolation_level)
+                                self.large_commit_info)
 
     def committer(self, tags: dict[str, str] | None = None) -> Committer:
         """The validated plan of an enlisted transaction, ready to serialize (a group stages it).
