@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable as RsTable
 
-from airflow_provider_delta.log import (ConcurrentModificationError, DeltaTable, InvalidArgumentError,
+from airflow_provider_delta.log import (ConcurrentModificationError, DeltaTable, InvalidArgumentError, MetadataChangedError,
                                         UnsupportedFeatureError, commit_optimize, plan_optimize, rewrite_bin)
 from airflow_provider_delta.log.base.stats import collect_stats
 
@@ -289,6 +289,36 @@ def test_a_concurrent_optimize_of_the_same_files_conflicts(tmp_path):
     with pytest.raises(ConcurrentModificationError):
         commit_optimize(table, plan, results, written)
     assert _rows(table).equals(expected)
+
+
+def _set_properties(uri, props):
+    with DeltaTable(uri).transaction(operation="SET TBLPROPERTIES") as txn:
+        txn.set_properties(props)
+
+
+def test_a_concurrent_metadata_change_conflicts_unless_delta_spark_resolves_it(tmp_path):
+    """Delta Spark's ConflictChecker (attemptToResolveMetadataConflicts, on by default): a winner's metadata
+    change fails any transaction, OPTIMIZE included, unless it only sets properties on its allow list
+    (e.g. turning deletion vectors on where the protocol supports them); then OPTIMIZE commits."""
+    uri = str(tmp_path / "t")
+    table = _small_files_table(tmp_path / "t", appends=4, properties={"delta.enableDeletionVectors": "true"})
+    _set_properties(uri, {"delta.enableDeletionVectors": "false"})
+    plan = plan_optimize(table, target_size="10mb")
+    written: list[str] = []
+    results = [rewrite_bin(plan.snapshot, b, plan.settings, written) for b in plan.bins]
+    _set_properties(uri, {"delta.enableDeletionVectors": "true"})          # on the allow list
+    expected = _rows(table)
+    assert commit_optimize(table, plan, results, written)["version"] == plan.snapshot.version + 2
+    assert _rows(table).sort_by("id").equals(expected.sort_by("id"))
+
+    table = _small_files_table(tmp_path / "u", appends=4)
+    plan = plan_optimize(table, target_size="10mb")
+    written = []
+    results = [rewrite_bin(plan.snapshot, b, plan.settings, written) for b in plan.bins]
+    _set_properties(str(tmp_path / "u"), {"team": "data"})                  # not on it
+    with pytest.raises(MetadataChangedError):
+        commit_optimize(table, plan, results, written)
+    assert all(not os.path.exists(os.path.join(str(tmp_path / "u"), p)) for p in written)
 
 
 def test_column_mapping_tables_are_refused_before_anything_is_written(copy_table):
