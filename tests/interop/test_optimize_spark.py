@@ -15,6 +15,7 @@ import json
 import pyarrow as pa
 import pytest
 from deltalake import DeltaTable as RsTable
+from deltalake import QueryBuilder
 
 from interop_support import assert_same, compare_table, normalize_rows, spark_read
 from airflow_provider_delta.log import (ConcurrentModificationError, DeltaTable, commit_optimize, plan_optimize,
@@ -152,8 +153,10 @@ def test_our_optimize_of_a_column_mapped_table_read_by_delta_spark(spark, tmp_pa
     got = normalize_rows([r.asDict(recursive=True) for r in spark_read(spark, path).collect()])
     assert got == before
     assert_same(compare_table(spark, path, timestamps=False), f"after our OPTIMIZE of a {mode}-mapped table")
-    for v in range(table.latest_version() + 1):
-        assert _rs_rows(path, v) == _our_rows(path, v), f"deltalake differs at v{v}"
+    for v in range(table.latest_version() + 1):   # deltalake's DataFusion reader (its pyarrow one ignores mapping)
+        rs = RsTable(path, version=v)
+        batches = QueryBuilder().register("t", rs).execute("select * from t").read_all()
+        assert normalize_rows(pa.table(batches).to_pylist()) == _our_rows(path, v), f"deltalake differs at v{v}"
     spark.range(900, 905).selectExpr("id", "'1' as p", "0.5d as x_renamed",
                                      "named_struct('a', id, 'b', 'new') as st") \
         .write.format("delta").mode("append").save(path)
