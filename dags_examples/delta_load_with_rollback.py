@@ -7,13 +7,21 @@
 
 ``remember_version`` records the table's version before the load (creating the
 ``payments`` table on the first run). ``load`` appends the landed batch
-(``<base>/landing/payments.json``, a JSON list of ``{"id", "amount"}``). ``check`` reads
-the version the load committed and fails on a negative amount or a duplicate id. When
-the load or the check fails, ``rollback`` (``DeltaRestoreOperator``) restores the version
-remembered before the load, so every reader sees the table as it was; the bad version
-stays in the history for inspection. If the load failed before committing, the table is
-still at that version and the rollback commits nothing. Its asset event
-(``operation: "RESTORE"``) tells DAGs scheduled on the table that it changed.
+(``<base>/landing/payments.json``, a JSON list of ``{"id", "amount"}``) and returns the
+version it committed. ``check`` reads that version and fails on a negative amount or a
+duplicate id. When the load or the check fails, ``rollback`` (``DeltaRestoreOperator``)
+undoes the run's own load: it restores the version just before the load's commit, so every
+reader sees the table as it was; the bad version stays in the history for inspection.
+
+The rollback is guarded: ``expected_version`` is the load's version, and the restore happens
+only while that is still the table's latest commit. If anything committed after the load (a
+writer outside this DAG; runs of this DAG never overlap, ``max_active_runs=1``), restoring
+would undo that commit too, so the task fails with ``UnexpectedVersionError`` instead, without
+retrying and with nothing written: the bad rows are left for a person to remove. If the load
+failed before committing, the expected version is the one remembered before it, and the
+rollback commits nothing (or, if the table moved on meanwhile, refuses as above). The
+rollback's asset event (``operation: "RESTORE"``) tells DAGs scheduled on the table that it
+changed.
 """
 from __future__ import annotations
 
@@ -74,15 +82,22 @@ def publish(version: int) -> int:
 
 
 # [START howto_operator_delta_restore_rollback]
+#: the run's own load commit; when the load committed nothing, the version remembered before it
+OWN_LOAD = ("{{ ti.xcom_pull(task_ids='load') if ti.xcom_pull(task_ids='load') is not none "
+            "else ti.xcom_pull(task_ids='remember_version') }}")
+#: the version just before the run's own load commit (the remembered one when it committed nothing)
+BEFORE_OWN_LOAD = ("{{ ti.xcom_pull(task_ids='load') - 1 if ti.xcom_pull(task_ids='load') is not none "
+                   "else ti.xcom_pull(task_ids='remember_version') }}")
+
 with DAG("delta_load_with_rollback", schedule=None, start_date=datetime(2026, 1, 1), catchup=False,
-         tags=["delta", "example"], doc_md=__doc__):
+         max_active_runs=1, tags=["delta", "example"], doc_md=__doc__):
     before = remember_version()
     loaded = load()
     checked = check(loaded)
     before >> loaded
     publish(checked)
-    rollback = DeltaRestoreOperator(task_id="rollback", table_uri=PAYMENTS,
-                                    version="{{ ti.xcom_pull(task_ids='remember_version') }}",
+    rollback = DeltaRestoreOperator(task_id="rollback", table_uri=PAYMENTS, version=BEFORE_OWN_LOAD,
+                                    expected_version=OWN_LOAD,   # only while the load is the latest commit
                                     trigger_rule="one_failed", outlets=[PAYMENTS_ASSET])
     [loaded, checked] >> rollback
 # [END howto_operator_delta_restore_rollback]

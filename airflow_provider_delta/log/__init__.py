@@ -19,7 +19,7 @@ from .base.errors import (
     ConcurrentAppendError, ConcurrentDeleteReadError, ConcurrentDeleteDeleteError, MetadataChangedError, ProtocolChangedError, ConcurrentTransactionError,
     CorruptLogError, DataFileNotFoundError, DeltaError,
     InvalidArgumentError, InvalidTableStateError, StorageError, TableAlreadyExistsError,
-    TableNotFoundError, TimestampOutOfRangeError, UnsupportedFeatureError, CatalogRequiredError, VersionNotFoundError,
+    TableNotFoundError, TimestampOutOfRangeError, UnsupportedFeatureError, CatalogRequiredError, UnexpectedVersionError, VersionNotFoundError,
 )
 from .read.managed_state import owner_of
 from .read.new_commits import CommitRecord, CommitsSince
@@ -52,7 +52,7 @@ __all__ = [
     # the change feed consumed incrementally, exactly once (position = the output's txn record)
     "ChangeRange", "IncrementalStep", "pending_changes", "process_changes",
     "DeltaError", "TableNotFoundError", "TableAlreadyExistsError",
-    "VersionNotFoundError", "TimestampOutOfRangeError", "UnsupportedFeatureError", "CatalogRequiredError",
+    "VersionNotFoundError", "TimestampOutOfRangeError", "UnsupportedFeatureError", "CatalogRequiredError", "UnexpectedVersionError",
     "CorruptLogError", "DataFileNotFoundError", "InvalidTableStateError", "InvalidArgumentError", "StorageError", "ConditionalCreateError",
     "CommitFailedError", "InvalidCommittedVersionError", "ConcurrentModificationError",
     "ConcurrentAppendError", "ConcurrentDeleteReadError", "ConcurrentDeleteDeleteError", "MetadataChangedError", "ProtocolChangedError", "ConcurrentTransactionError", "ChangeDataFeedNotEnabledError", "CommitOwnerUnavailableError", "CommitOutcomeUnknownError",

@@ -147,7 +147,9 @@ class DeltaTable(TableLog):
         Delta Spark's RESTORE: its metadata, the protocol never downgraded, ``dataChange=true``;
         refused, writing nothing, when a file of that version is gone. Concurrent blind appends are
         kept (see :mod:`.restore`); other concurrent changes fail with ConcurrentModificationError.
-        ``kwargs``: ``enforce_retention`` and the transaction's (``job``, ``user_metadata``, ...).
+        ``kwargs``: ``enforce_retention``, ``expected_version`` (a rollback's guard: restore only if
+        that is still the latest version, else UnexpectedVersionError) and the transaction's
+        (``job``, ``user_metadata``, ...).
         """
         return ops.restore.restore_table(self, version, timestamp, **kwargs).version
 

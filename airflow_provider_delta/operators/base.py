@@ -13,6 +13,7 @@ from airflow.sdk import Asset, BaseOperator
 from ..assets import asset_uri_for_table
 from ..hooks.delta_table import DeltaTableHook
 from ..lineage import operator_lineage
+from ..hooks.arguments import optional_int, optional_value
 
 if TYPE_CHECKING:  # pragma: no cover
     from airflow.sdk import Context
@@ -117,3 +118,21 @@ class DeltaBaseOperator(DeltaTaskMixin, BaseOperator):
         super().__init__(**kwargs)
         self.table_uri = table_uri
         self.delta_conn_id = delta_conn_id
+
+
+class DeltaVersionAsOfOperator(DeltaBaseOperator):
+    """Base of the operators that take a table version as of ``version`` or ``timestamp`` (both templated).
+
+    What those two mean after rendering is the same for each (a version number, or a time as
+    epoch ms, datetime or ISO-8601; ``"None"`` and ``""`` mean not given): :meth:`version_as_of`.
+    """
+
+    def __init__(self, *, table_uri: str, version: int | str | None = None, timestamp: Any = None,
+                 **kwargs: Any) -> None:
+        super().__init__(table_uri=table_uri, **kwargs)
+        self.version = version
+        self.timestamp = timestamp
+
+    def version_as_of(self) -> tuple[int | None, Any]:
+        """The rendered ``(version, timestamp)``: a version number or None, a time or None."""
+        return optional_int(self.version, "version"), optional_value(self.timestamp)

@@ -11,14 +11,13 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from ..hooks.delta_table import DeltaTableHook
 from ..log import clone_table
-from ..hooks.arguments import optional_int, optional_value
-from .base import DeltaBaseOperator, job_info
+from .base import DeltaVersionAsOfOperator, job_info
 
 if TYPE_CHECKING:  # pragma: no cover
     from airflow.sdk import Context
 
 
-class DeltaCloneOperator(DeltaBaseOperator):
+class DeltaCloneOperator(DeltaVersionAsOfOperator):
     """Shallow-clone ``source_uri`` (at ``version`` / ``timestamp``, default the latest) to ``table_uri``.
 
     :param source_uri: the table to clone (templated; absolute, or relative to ``source_conn_id``'s base URI)
@@ -40,18 +39,16 @@ class DeltaCloneOperator(DeltaBaseOperator):
 
     def __init__(self, *, source_uri: str, table_uri: str, version: int | str | None = None, timestamp: Any = None,
                  source_conn_id: str | None = None, **kwargs: Any) -> None:
-        super().__init__(table_uri=table_uri, **kwargs)
+        super().__init__(table_uri=table_uri, version=version, timestamp=timestamp, **kwargs)
         self.source_uri = source_uri
         self.source_conn_id = source_conn_id
-        self.version = version
-        self.timestamp = timestamp
 
     def execute(self, context: "Context") -> dict[str, Any]:
         source_hook = DeltaTableHook(delta_conn_id=self.source_conn_id) if self.source_conn_id else self.hook
         source = source_hook.get_table(self.source_uri)
         target = self.hook.get_table(self.table_uri)
-        result = clone_table(source, target, optional_int(self.version, "version"), optional_value(self.timestamp),
-                             job=job_info(context))
+        version, timestamp = self.version_as_of()
+        result = clone_table(source, target, version, timestamp, job=job_info(context))
         self.log.info("Cloned %s at version %d to %s (%d files, shallow)", source.uri, result.source_version,
                       target.uri, result.metrics["sourceNumOfFiles"])
         self.record_lineage(result.version, [(source.uri, result.source_version)])

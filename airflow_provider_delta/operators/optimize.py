@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 
-from ..log import InvalidArgumentError, InvalidTableStateError, plan_optimize
+from ..log import InvalidTableStateError, plan_optimize
 from ..spark.job_args import SECRETS_ENV
 from ..hooks.arguments import check_flags, choice, column_names, flag, is_template, mapping, optional_positive_int, optional_value
 from .base import DeltaBaseOperator, job_info

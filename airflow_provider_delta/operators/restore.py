@@ -9,15 +9,25 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Sequence
 
-from ..log import restore_table
-from ..hooks.arguments import check_flags, flag, optional_int, optional_value
-from .base import DeltaBaseOperator, job_info
+from airflow.providers.common.compat.sdk import AirflowFailException
+
+from ..log import UnexpectedVersionError, restore_table
+from ..hooks.arguments import check_flags, flag, optional_int
+from .base import DeltaVersionAsOfOperator, job_info
 
 if TYPE_CHECKING:  # pragma: no cover
     from airflow.sdk import Context
 
 
-class DeltaRestoreOperator(DeltaBaseOperator):
+class DeltaRollbackRefusedError(UnexpectedVersionError, AirflowFailException):
+    """The restore's ``expected_version`` guard refused (other commits came after the run's own).
+
+    Fails the task without retrying (a retry finds the same commits); also the log layer's
+    :class:`~airflow_provider_delta.log.UnexpectedVersionError`.
+    """
+
+
+class DeltaRestoreOperator(DeltaVersionAsOfOperator):
     """Make the table's files those of ``version`` (or of the version as of ``timestamp``) again.
 
     :param table_uri: table location (absolute, or relative to the connection's base URI)
@@ -25,6 +35,10 @@ class DeltaRestoreOperator(DeltaBaseOperator):
         ``"{{ ti.xcom_pull(task_ids='remember_version') }}"``)
     :param timestamp: or the version as of this time (templated; epoch ms, datetime or ISO-8601);
         exactly one of ``version`` and ``timestamp``
+    :param expected_version: the rollback guard (templated, e.g. the version the run's own load
+        committed): restore only if this is still the table's latest version; otherwise the task
+        fails with ``UnexpectedVersionError``, without retrying and with nothing written, so commits
+        made after the run's own (another run's published load) are never undone
     :param enforce_retention: refuse a version older than ``delta.deletedFileRetentionDuration``
         (default True, as Delta Spark)
     :param delta_conn_id: ``delta`` connection
@@ -37,22 +51,26 @@ class DeltaRestoreOperator(DeltaBaseOperator):
     written (retrying the task restores on top of them).
     """
 
-    template_fields: Sequence[str] = ("table_uri", "delta_conn_id", "version", "timestamp", "enforce_retention")
+    template_fields: Sequence[str] = ("table_uri", "delta_conn_id", "version", "timestamp", "expected_version",
+                                      "enforce_retention")
 
     def __init__(self, *, table_uri: str, version: int | str | None = None, timestamp: Any = None,
-                 enforce_retention: bool = True, **kwargs: Any) -> None:
-        super().__init__(table_uri=table_uri, **kwargs)
-        self.version = version
-        self.timestamp = timestamp
+                 expected_version: int | str | None = None, enforce_retention: bool = True, **kwargs: Any) -> None:
+        super().__init__(table_uri=table_uri, version=version, timestamp=timestamp, **kwargs)
+        self.expected_version = expected_version
         self.enforce_retention = enforce_retention
         check_flags(enforce_retention=enforce_retention)
 
     def execute(self, context: "Context") -> dict[str, Any]:
         enforce_retention = flag(self.enforce_retention, "enforce_retention", deletes=True)
-        version = optional_int(self.version, "version")
+        version, timestamp = self.version_as_of()
+        expected_version = optional_int(self.expected_version, "expected_version")
         table = self.hook.get_table(self.table_uri)
-        result = restore_table(table, version, optional_value(self.timestamp),
-                               enforce_retention=enforce_retention, job=job_info(context))
+        try:
+            result = restore_table(table, version, timestamp, enforce_retention=enforce_retention,
+                                   expected_version=expected_version, job=job_info(context))
+        except UnexpectedVersionError as e:
+            raise DeltaRollbackRefusedError(str(e), expected=e.expected, latest=e.latest) from e
         out = {"table_uri": table.uri, "version": result.version, "restored_version": result.restored_version,
                "committed": result.committed, "metrics": dict(result.metrics)}
         if result.committed:

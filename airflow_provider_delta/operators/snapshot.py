@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Sequence
 
-from ..hooks.arguments import check_flags, flag, optional_int, optional_value
-from .base import DeltaBaseOperator, job_info
+from ..hooks.arguments import check_flags, flag, optional_value
+from .base import DeltaVersionAsOfOperator, job_info
 
 if TYPE_CHECKING:  # pragma: no cover
     from airflow.sdk import Context
 
 
-class DeltaTimeTravelSnapshotOperator(DeltaBaseOperator):
+class DeltaTimeTravelSnapshotOperator(DeltaVersionAsOfOperator):
     """Resolve a version and write its snapshot manifest.
 
     :param table_uri: table location (absolute, or relative to the connection's base URI)
@@ -47,16 +47,13 @@ class DeltaTimeTravelSnapshotOperator(DeltaBaseOperator):
                  manifest_uri: str | None = None, allow_after_latest: bool = True, write_manifest: bool = True,
                  **kwargs: Any) -> None:
         check_flags(allow_after_latest=allow_after_latest, write_manifest=write_manifest)
-        super().__init__(table_uri=table_uri, **kwargs)
-        self.version = version
-        self.timestamp = timestamp
+        super().__init__(table_uri=table_uri, version=version, timestamp=timestamp, **kwargs)
         self.manifest_uri = manifest_uri
         self.allow_after_latest = allow_after_latest
         self.write_manifest = write_manifest
 
     def execute(self, context: "Context") -> dict[str, Any]:
-        version = optional_int(self.version, "version")
-        timestamp = optional_value(self.timestamp)
+        version, timestamp = self.version_as_of()
         allow_after_latest = flag(self.allow_after_latest, "allow_after_latest")
         write_manifest = flag(self.write_manifest, "write_manifest")
         result = self.hook.write_snapshot_manifest(

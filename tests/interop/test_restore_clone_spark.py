@@ -42,6 +42,11 @@ def dv_table(spark, path: str) -> None:
     spark.sql(f"DELETE FROM delta.`{path}` WHERE id = 5")
 
 
+def commit_info(table: DeltaTable, version: int) -> dict:
+    (info,) = [a["commitInfo"] for a in table.read_commit(version) if "commitInfo" in a]
+    return info
+
+
 def test_our_restore_and_delta_spark_interleaved(spark, tmp_path):
     p = str(tmp_path / "restore")
     dv_table(spark, p)                                                        # v0..v2 (Delta Spark)
@@ -54,6 +59,12 @@ def test_our_restore_and_delta_spark_interleaved(spark, tmp_path):
     spark.sql(f"RESTORE TABLE delta.`{p}` TO VERSION AS OF 3")                # v6: Delta Spark's restore
     assert table.restore(timestamp=table.snapshot(version=0).timestamp) == 7  # v7: ours, by timestamp
     spark.sql(f"DELETE FROM delta.`{p}` WHERE id = 7")                         # v8: Delta Spark writes after it
+    theirs = commit_info(table, 6)
+    for v in (4, 7):                      # our commitInfo records what Delta Spark's RESTORE records
+        mine = commit_info(table, v)
+        assert mine["readVersion"] == v - 1 and theirs["readVersion"] == 5
+        assert mine["isolationLevel"] == theirs["isolationLevel"] == "Serializable"
+        assert mine["isBlindAppend"] is theirs["isBlindAppend"] is False
     assert_same(compare_table(spark, p), "restores interleaved with Delta Spark")
     for v in range(9):
         assert deltalake_rows(p, v) == ours_rows(table, v), f"deltalake at v{v}"
@@ -88,6 +99,9 @@ def test_delta_spark_shallow_clone_read_and_written_by_us(spark, tmp_path):
     ours_clone = DeltaTable(src).clone(str(tmp_path / "our-clone"), version=1)
     mine = ours_clone.history()[0]
     assert mine["operationMetrics"] == entry["operationMetrics"]
+    theirs, ours = commit_info(table, 0), commit_info(ours_clone, 0)
+    assert ours["isolationLevel"] == theirs["isolationLevel"] and ours["isBlindAppend"] is theirs["isBlindAppend"]
+    assert ours.get("readVersion") == theirs.get("readVersion"), (ours.get("readVersion"), theirs.get("readVersion"))
     assert set(mine["operationParameters"]) == set(entry["operationParameters"])
     assert ours_rows(ours_clone) == ours_rows(table) == deltalake_rows(target)
     table.write(pa.table({"id": pa.array([500], pa.int64()), "part": pa.array([1], pa.int64())}))   # v1

@@ -46,6 +46,7 @@ def test_clone_lists_the_source_files_by_absolute_uri(source, tmp_path, file_tre
     assert snap.protocol == src_snap.protocol
     (entry,) = clone.history()
     assert entry["operation"] == "CLONE" and entry["isBlindAppend"] is False
+    assert entry["readVersion"] == -1 and entry["isolationLevel"] == "Serializable"   # Delta Spark's commitLarge
     assert entry["operationParameters"] == {"source": f"delta.`file:{root}`", "sourceVersion": 2}
     size = sum(src_snap.files().column("size").to_pylist())
     assert entry["operationMetrics"] == {"sourceTableSize": str(size), "sourceNumOfFiles": "3",

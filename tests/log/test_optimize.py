@@ -14,8 +14,9 @@ import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable as RsTable
 
-from airflow_provider_delta.log import (ConcurrentModificationError, DeltaTable, InvalidArgumentError,
+from airflow_provider_delta.log import (ConcurrentModificationError, DeltaTable, InvalidArgumentError, MetadataChangedError,
                                         UnsupportedFeatureError, commit_optimize, plan_optimize, rewrite_bin)
+from airflow_provider_delta.log.base.schema import field_metadata
 from airflow_provider_delta.log.base.stats import collect_stats
 
 KEY = [("p", "ascending"), ("id", "ascending")]
@@ -291,12 +292,58 @@ def test_a_concurrent_optimize_of_the_same_files_conflicts(tmp_path):
     assert _rows(table).equals(expected)
 
 
-def test_column_mapping_tables_are_refused_before_anything_is_written(copy_table):
-    path = copy_table("delta-golden/dv-with-columnmapping")
+def _set_properties(uri, props):
+    with DeltaTable(uri).transaction(operation="SET TBLPROPERTIES") as txn:
+        txn.set_properties(props)
+
+
+def test_a_concurrent_metadata_change_conflicts_unless_delta_spark_resolves_it(tmp_path):
+    """Delta Spark's ConflictChecker (attemptToResolveMetadataConflicts, on by default): a winner's metadata
+    change fails any transaction, OPTIMIZE included, unless it only sets properties on its allow list
+    (e.g. turning deletion vectors on where the protocol supports them); then OPTIMIZE commits."""
+    uri = str(tmp_path / "t")
+    table = _small_files_table(tmp_path / "t", appends=4, properties={"delta.enableDeletionVectors": "true"})
+    _set_properties(uri, {"delta.enableDeletionVectors": "false"})
+    plan = plan_optimize(table, target_size="10mb")
+    written: list[str] = []
+    results = [rewrite_bin(plan.snapshot, b, plan.settings, written) for b in plan.bins]
+    _set_properties(uri, {"delta.enableDeletionVectors": "true"})          # on the allow list
+    expected = _rows(table)
+    assert commit_optimize(table, plan, results, written)["version"] == plan.snapshot.version + 2
+    assert _rows(table).sort_by("id").equals(expected.sort_by("id"))
+
+    table = _small_files_table(tmp_path / "u", appends=4)
+    plan = plan_optimize(table, target_size="10mb")
+    written = []
+    results = [rewrite_bin(plan.snapshot, b, plan.settings, written) for b in plan.bins]
+    _set_properties(str(tmp_path / "u"), {"team": "data"})                  # not on it
+    with pytest.raises(MetadataChangedError):
+        commit_optimize(table, plan, results, written)
+    assert all(not os.path.exists(os.path.join(str(tmp_path / "u"), p)) for p in written)
+
+
+@pytest.mark.parametrize("name", ["delta-golden/table-with-columnmapping-mode-name",
+                                  "delta-golden/table-with-columnmapping-mode-id",
+                                  "delta-golden/dv-with-columnmapping"])
+def test_column_mapping_tables_are_rewritten_with_physical_names_and_field_ids(copy_table, name):
+    """Delta Spark optimizes column-mapped tables: the new files hold every column (nested fields too)
+    under its physical name with its field id as the Parquet field id, statistics by physical names."""
+    path = copy_table(name)
     table = DeltaTable(str(path))
-    version = table.latest_version()
-    listing = sorted(os.listdir(path))
-    with pytest.raises(UnsupportedFeatureError, match="column mapping") as e:
-        table.optimize(purge=True)
-    assert e.value.feature == "columnMapping"
-    assert table.latest_version() == version and sorted(os.listdir(path)) == listing
+    before = table.snapshot()
+    rows = sorted(table.snapshot().to_pyarrow().to_pylist(), key=repr)
+    m = table.optimize(purge=True) if name.endswith("dv-with-columnmapping") else table.optimize(min_file_size="1gb")
+    assert m["version"] == before.version + 1
+    after = table.snapshot()
+    assert sorted(table.snapshot().to_pyarrow().to_pylist(), key=repr) == rows
+    fields = {f.name: f for f in after.schema if f.name not in after.partition_columns}
+    physical = {field_metadata(f)["delta.columnMapping.physicalName"]: field_metadata(f)["delta.columnMapping.id"]
+                for f in fields.values()}
+    new_files = [f for f in after.files().to_pylist() if not f["data_change"]]
+    assert new_files
+    for f in new_files:
+        stored = pq.read_schema(os.path.join(str(path), f["path"]))
+        assert {x.name: int(x.metadata[b"PARQUET:field_id"]) for x in stored} == physical
+        stats = json.loads(f["stats"])
+        assert set(stats["nullCount"]) <= set(physical)   # keyed by physical names
+    assert len(rows) > 0

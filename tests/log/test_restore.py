@@ -24,7 +24,7 @@ import pytest
 
 from airflow_provider_delta.log import (ConcurrentModificationError, DataFileNotFoundError, DeltaTable,
                                         InMemoryCommitOwner, InvalidArgumentError, Metadata, TimestampOutOfRangeError,
-                                        VersionNotFoundError, schema_string)
+                                        UnexpectedVersionError, VersionNotFoundError, schema_string)
 
 SCHEMA = pa.schema([("id", pa.int64()), ("p", pa.string())])
 
@@ -64,6 +64,7 @@ def test_restore_makes_the_files_those_of_the_version(table, tmp_path):
     assert info["operation"] == "RESTORE"
     assert info["operationParameters"] == {"version": 2, "timestamp": None}   # Delta Spark's JSON values
     assert info["readVersion"] == 3 and info["isBlindAppend"] is False
+    assert info["isolationLevel"] == "Serializable"          # Delta Spark's commitLarge records it so
     assert info["operationMetrics"] == {
         "numRestoredFiles": "3", "restoredFilesSize": str(sum(before.column("size").to_pylist())),
         "numRemovedFiles": "1", "removedFilesSize": str(table.snapshot(version=3).files().column("size")[0].as_py()),
@@ -181,9 +182,28 @@ def test_concurrent_blind_append_is_kept_and_the_restore_retries(table):
     assert clock.done and version == 5                       # v4 the append, v5 the restore
     assert ids(table) == [1, 2, 3, 42]                        # the appended row stays (documented rule)
     assert table.history(1)[0]["readVersion"] == 3
+    assert table.history(1)[0]["isolationLevel"] == "WriteSerializable"   # the level that let the append through
     assert sorted(deltalake.DeltaTable(table.uri).to_pyarrow_table().column("id").to_pylist()) == [1, 2, 3, 42]
     table.restore(2)                                          # run again, it sees the append and removes it
     assert ids(table) == [1, 2, 3]
+
+
+def test_expected_version_guard_restores_only_when_the_callers_commit_is_the_latest(table, tmp_path):
+    log = sorted(os.listdir(os.path.join(table.storage.root, "_delta_log")))
+    with pytest.raises(UnexpectedVersionError) as e:
+        table.restore(1, expected_version=2)                 # v3 came after "our" v2: it would be undone too
+    assert (e.value.expected, e.value.latest) == (2, 3)
+    assert sorted(os.listdir(os.path.join(table.storage.root, "_delta_log"))) == log
+    with pytest.raises(InvalidArgumentError):
+        table.restore(1, expected_version="3")              # a version is an integer
+    assert table.restore(2, expected_version=3) == 4 and ids(table) == [1, 2, 3]
+
+
+def test_expected_version_guard_keeps_a_blind_append_racing_the_restore(table):
+    other = DeltaTable(table.uri)
+    clock = CommitOnce(lambda: other.write(pa.table({"id": [42], "p": ["a"]})))
+    assert table.restore(2, expected_version=3, clock=clock) == 5
+    assert ids(table) == [1, 2, 3, 42]                       # the racing append is not undone
 
 
 @pytest.mark.parametrize("winner", ["overwrite", "delete", "metadata"])

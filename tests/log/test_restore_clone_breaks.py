@@ -24,8 +24,6 @@ def test_clone_inside_its_source_through_a_symlink_is_refused(tmp_path):
     assert not os.path.exists(inner)
 
 
-@pytest.mark.xfail(strict=True, reason="the inside check compares the target with the direct source only: a clone of "
-                   "a clone may be placed inside the original table, whose vacuum then deletes the clone's own files")
 def test_clone_of_a_clone_inside_the_original_table_is_refused(tmp_path):
     original = DeltaTable.create(str(tmp_path / "a"), SCHEMA)
     original.write(pa.table({"id": [1], "p": ["a"]}))
@@ -34,6 +32,22 @@ def test_clone_of_a_clone_inside_the_original_table_is_refused(tmp_path):
     with pytest.raises(InvalidArgumentError):
         first.clone(inner)            # its files are the original's: it would live inside their table
     assert not os.path.exists(inner)
+    with pytest.raises(InvalidArgumentError):
+        first.clone(str(tmp_path / "a" / "p=x" / "deeper"))     # anywhere below the original's root
+    second = first.clone(str(tmp_path / "elsewhere"))            # outside every referenced table: fine
+    assert second.snapshot().to_pyarrow().column("id").to_pylist() == [1]
+
+
+def test_clone_of_a_clone_whose_original_is_gone_refuses_the_files_folder(tmp_path):
+    """With no _delta_log above a referenced file any more, the file's own folder stands for its table."""
+    import shutil
+    original = DeltaTable.create(str(tmp_path / "a"), SCHEMA)
+    original.write(pa.table({"id": [1], "p": ["a"]}))
+    first = original.clone(str(tmp_path / "b"))
+    shutil.rmtree(tmp_path / "a" / "_delta_log")
+    with pytest.raises(InvalidArgumentError):
+        first.clone(str(tmp_path / "a" / "c"))
+    assert not os.path.exists(tmp_path / "a" / "c")
 
 
 def test_after_the_source_is_overwritten_and_vacuumed_the_clone_fails_typed_and_cannot_restore(tmp_path):

@@ -42,6 +42,10 @@ def test_clone_writes_vacuum_and_restore_never_touch_source_objects(s3):
 
     clone = src.clone(uri + "-clone", **s3.table_kwargs)     # a key that starts with the source's key
     assert ids(clone) == [0, 1, 2, 3]
+    with pytest.raises(InvalidArgumentError):                 # a clone of the clone inside the original table
+        clone.clone(uri + "/day=x/inner", **s3.table_kwargs)
+    assert objects(s3, uri) == before
+    assert ids(clone.clone(uri + "-second", **s3.table_kwargs)) == [0, 1, 2, 3]   # outside it: fine
     clone.write(pa.table({"id": [9], "day": ["a b%c"]}, schema=SCHEMA), mode="overwrite")
     clone.restore(0)
     assert ids(clone) == [0, 1, 2, 3]

@@ -51,6 +51,20 @@ class VersionNotFoundError(DeltaError):
         self.latest = latest
 
 
+class UnexpectedVersionError(DeltaError):
+    """A guarded operation found the table at another version than the caller expected, and did nothing.
+
+    A rollback that must undo only its own commit gives that commit's version as the expected
+    latest; ``expected`` and ``latest`` say what it expected and what it found. Retrying gives the
+    same answer: someone must look at the commits after ``expected``.
+    """
+
+    def __init__(self, message: str, expected: int | None = None, latest: int | None = None):
+        super().__init__(message)
+        self.expected = expected
+        self.latest = latest
+
+
 class TimestampOutOfRangeError(DeltaError):
     """A time-travel timestamp lies before the earliest or after the latest commit."""
 

@@ -12,6 +12,11 @@ name as well.
 Without column mapping the logical name is the physical name, and the same code
 conforms a file's columns to the table schema (a struct that gained a field reads
 it as null in older files), so there is one path for both.
+
+The other way, for rewriting data files (OPTIMIZE): :func:`stored_field` is the shape a
+logical column takes in a file, physical names at every level and each field's id as its
+Parquet field id (Delta Spark writes the ids in both modes; readers in mode ``name`` ignore
+them), and :func:`as_stored` turns logical rows into it.
 """
 from __future__ import annotations
 
@@ -179,3 +184,37 @@ def as_logical(arr: pa.Array, target: pa.DataType, mode: str) -> pa.Array:
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
         return arr  # left as stored; concatenation promotes or reports it
 
+
+
+def stored_field(field: pa.Field, mode: str) -> pa.Field:
+    """``field`` as a data file stores it: physical names (nested too) and Parquet field ids."""
+    if mode == "none":
+        return field
+    cid = _field_id(field)
+    meta = {PARQUET_FIELD_ID_KEY: str(cid).encode()} if cid is not None else None
+    return pa.field(physical_name(field), _stored_type(field.type, mode), field.nullable, metadata=meta)
+
+
+def _stored_type(t: pa.DataType, mode: str) -> pa.DataType:
+    if pa.types.is_struct(t):
+        return pa.struct([stored_field(t.field(i), mode) for i in range(t.num_fields)])
+    if pa.types.is_map(t):
+        return pa.map_(t.key_field.with_type(_stored_type(t.key_type, mode)),
+                       t.item_field.with_type(_stored_type(t.item_type, mode)))
+    if pa.types.is_list(t):
+        return pa.list_(t.value_field.with_type(_stored_type(t.value_type, mode)))
+    if pa.types.is_large_list(t):
+        return pa.large_list(t.value_field.with_type(_stored_type(t.value_type, mode)))
+    return t
+
+
+def as_stored(rows: pa.Table, schema: pa.Schema) -> pa.Table:
+    """Logical ``rows`` in the stored ``schema`` (:func:`stored_field` of each column, same order).
+
+    Only names and field metadata differ, never the layout, so every column is a zero-copy view.
+    """
+    if rows.schema.names == schema.names and rows.schema == schema:
+        return rows
+    columns = [pa.chunked_array([c.view(f.type) for c in rows.column(i).chunks], f.type)
+               for i, f in enumerate(schema)]
+    return pa.Table.from_arrays(columns, schema=schema)

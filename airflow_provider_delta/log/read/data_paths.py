@@ -26,8 +26,8 @@ import re
 from typing import IO, NamedTuple
 from urllib.parse import unquote
 
-from ..base.names import SIDECARS_DIR
-from ..base.storage import Storage, normalize_uri
+from ..base.names import LOG_DIR, SIDECARS_DIR
+from ..base.storage import Storage
 
 #: Scheme -> the store it names; schemes of one store reach the same objects.
 _STORE_OF_SCHEME = {
@@ -163,20 +163,66 @@ def filesystem_path(storage: Storage, path: str) -> str:
     return path
 
 
-def open_path(storage: Storage, path: str) -> str | IO[bytes]:
-    """Something pyarrow can read: a local path, or an open binary file."""
+class FileLocation(NamedTuple):
+    """Where the file a log path names is reached: a storage whose ``files`` open it, and its path there."""
+
+    storage: Storage
+    path: str           # in ``storage``'s own form (a local path for local files)
+
+
+def locate(storage: Storage, path: str) -> FileLocation:
+    """The file system and path that reach the file at (decoded log path) ``path``, table-relative
+    or absolute: the table's own storage for a relative path and a local file, else a storage
+    rooted at the file itself (another store, or an absolute path on the table's own store)."""
     parts = split_uri(path)
     if parts is None:
-        full = storage.path(path)
-        return full if storage.is_local else storage.files.open(full)
+        return FileLocation(storage, storage.path(path))
     if parts.scheme == "file" or (parts.scheme == "" and storage.is_local):
-        return _local_path(parts)
+        local = _local_path(parts)
+        return FileLocation(storage if storage.is_local else Storage(local), local)
     if parts.scheme == "":                                    # absolute on the table's own store
         root = split_uri(storage.root)
         assert root is not None, "a non-local table root is a URL"
         path = f"{root.scheme}://{root.authority}{parts.path}"
     other = Storage(path, storage.storage_options)          # rooted at the file itself
-    return other.files.open(other.path())
+    return FileLocation(other, other.path())
+
+
+def table_root_of(storage: Storage, path: str) -> Storage:
+    """The root of the table the file at (decoded log path) ``path`` belongs to.
+
+    A table-relative path belongs to ``storage``'s table. For an absolute one (a clone's add,
+    a clone of a clone's) the nearest folder above the file that holds a ``_delta_log`` is the
+    root; when none does (the table is gone), the file's own folder stands for it, the
+    narrowest place whose vacuum could reach the file.
+    """
+    parts = split_uri(path)
+    if parts is None:
+        return storage
+    if parts.scheme == "file" or (parts.scheme == "" and storage.is_local):
+        store, file_path = "", _local_path(parts)
+    elif parts.scheme == "":                                  # absolute on the table's own store
+        root = split_uri(storage.root)
+        assert root is not None, "a non-local table root is a URL"
+        store, file_path = f"{root.scheme}://{root.authority}", parts.path
+    else:
+        store, file_path = f"{parts.scheme}://{parts.authority}", parts.path
+    folder = posixpath.dirname(posixpath.normpath(file_path))
+    here = folder
+    while True:
+        candidate = Storage(store + here, storage.storage_options)
+        if candidate.exists(LOG_DIR):
+            return candidate
+        parent = posixpath.dirname(here)
+        if parent == here:
+            return Storage(store + folder, storage.storage_options)
+        here = parent
+
+
+def open_path(storage: Storage, path: str) -> str | IO[bytes]:
+    """Something pyarrow can read: a local path, or an open binary file."""
+    where = locate(storage, path)
+    return where.path if where.storage.is_local else where.storage.files.open(where.path)
 
 
 def read_path_bytes(storage: Storage, path: str) -> bytes:
@@ -191,14 +237,5 @@ def read_path_bytes(storage: Storage, path: str) -> bytes:
 
 def path_exists(storage: Storage, path: str) -> bool:
     """Whether the file at (decoded log path) ``path``, table-relative or absolute, is there."""
-    parts = split_uri(path)
-    if parts is None:
-        return storage.exists(path)
-    if parts.scheme == "file" or (parts.scheme == "" and storage.is_local):
-        return os.path.exists(_local_path(parts))
-    if parts.scheme == "":                                    # absolute on the table's own store
-        root = split_uri(storage.root)
-        assert root is not None, "a non-local table root is a URL"
-        path = f"{root.scheme}://{root.authority}{parts.path}"
-    other = Storage(path, storage.storage_options)
-    return other.files.exists(other.path())
+    where = locate(storage, path)
+    return where.storage.files.exists(where.path)

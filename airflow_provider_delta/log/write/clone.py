@@ -2,6 +2,9 @@
 
 The rules are Delta Spark's ``CloneTableBase`` / ``CloneTableCommand`` for a Delta source:
 
+- the target location must hold nothing yet and lie inside no table whose files the clone lists
+  (the source, and for a clone of a clone the table its absolute paths point into): that
+  table's vacuum would delete the clone's own files (a check of ours; InvalidArgumentError);
 - the target location must hold nothing yet (a Delta table there is
   TableAlreadyExistsError, any other file InvalidArgumentError); nothing is written then;
 - version 0 of the clone adds every live file of the source version with its path made
@@ -10,7 +13,8 @@ The rules are Delta Spark's ``CloneTableBase`` / ``CloneTableCommand`` for a Del
   are), statistics, tags and partition values kept, ``dataChange=true``, no row ids;
 - the source's protocol and metadata, with a new table id and without name and
   description (the target's, none for a new table);
-- ``commitInfo`` says ``CLONE`` with ``source`` (``delta.`<uri>```) and ``sourceVersion``,
+- ``commitInfo`` (``readVersion`` -1, ``isolationLevel`` ``Serializable``, as ``commitLarge``
+  writes it) says ``CLONE`` with ``source`` (``delta.`<uri>```) and ``sourceVersion``,
   and Delta Spark's metrics (``sourceTableSize``, ``sourceNumOfFiles`` and the
   removed/copied counts and sizes, 0 for a shallow clone of a new table).
 
@@ -32,7 +36,7 @@ from __future__ import annotations
 import os
 import uuid
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Iterable
 
 from ..base import ict
 from ..base.actions import Metadata, Protocol
@@ -41,7 +45,7 @@ from ..base.errors import InvalidArgumentError, TableAlreadyExistsError
 from ..base.features import (COMMIT_COORDINATION_FEATURES, COMMIT_COORDINATOR_PROPERTIES,
                              MANAGED_OWNER_CONF_PROPERTY, Operation)
 from ..base.storage import Storage
-from ..read.data_paths import is_uri
+from ..read.data_paths import is_uri, split_uri, table_root_of
 from ..read.deletion_vectors import dv_file_path
 from ..read.snapshot import Snapshot
 from ..read.table_log import TableLog
@@ -116,11 +120,33 @@ def _inside(a: Storage, b: Storage) -> bool:
     return root_a.startswith(root_b)
 
 
-def _check_target(source: TableLog, target: TableLog) -> None:
-    if _inside(target.storage, source.storage) or _inside(source.storage, target.storage):
-        raise InvalidArgumentError(
-            f"cannot clone {source.uri} to {target.uri}: one location lies inside the other, so a vacuum "
-            "of the outer table would delete the inner one's files")
+def referenced_roots(source: TableLog, adds: Iterable[AddFile]) -> list[Storage]:
+    """The roots of every table whose files ``adds`` (the source's, as it lists them) name: the
+    source's own, and for absolute paths (a clone of a clone) the table each one lies in.
+
+    One lookup per folder not already inside a known root (a source's files sit in few tables).
+    """
+    roots = [source.storage]
+    for add in adds:
+        paths = [add.path]
+        if add.deletion_vector and add.deletion_vector.get("storageType") in ("u", "p"):
+            paths.append(dv_file_path(add.deletion_vector) or "")
+        for p in paths:
+            if split_uri(p) is None:
+                continue                                  # relative: under the source's own root
+            folder = Storage(absolute_uri(source.storage, p).rsplit("/", 1)[0], source.storage.storage_options)
+            if not any(_inside(folder, r) for r in roots):
+                roots.append(table_root_of(source.storage, p))
+    return roots
+
+
+def _check_target(source: TableLog, target: TableLog, roots: list[Storage]) -> None:
+    for root in roots:
+        if _inside(target.storage, root) or _inside(root, target.storage):
+            whose = "the source" if root is source.storage else f"the table at {root.uri}, whose files the clone lists,"
+            raise InvalidArgumentError(
+                f"cannot clone {source.uri} to {target.uri}: it lies inside {whose} (or holds it), so a vacuum of "
+                "the outer table would delete the inner one's files")
     if table_has_commits(target):
         raise TableAlreadyExistsError(f"cannot clone to {target.uri}: a Delta table already exists there")
     storage = target.storage
@@ -144,18 +170,20 @@ def clone_table(source: TableLog, target: TableLog, version: Any = None, timesta
     """
     snap: Snapshot = source.snapshot(version=version, timestamp=timestamp)
     source.require(snap, Operation.READ)
-    _check_target(source, target)
+    files = file_actions(snap).values()
+    _check_target(source, target, referenced_roots(source, files))
     extra = {}
     if target.commit_owner is not None:
         extra = {**owner_properties(target.commit_owner), ict.ENABLE_PROPERTY: "true"}
     metadata = cloned_metadata(snap.metadata, extra)
-    adds = [absolute_add(source.storage, a) for a in file_actions(snap).values()]
+    adds = [absolute_add(source.storage, a) for a in files]
     size = sum(a.size for a in adds)
     metrics = {"sourceTableSize": size, "sourceNumOfFiles": len(adds), "numRemovedFiles": 0,
                "numCopiedFiles": 0, "removedFilesSize": 0, "copiedFilesSize": 0}
     commit_kwargs.setdefault("operation_parameters", {"source": f"delta.`{table_uri_text(source.storage)}`",
                                                       "sourceVersion": snap.version})
     commit_kwargs.setdefault("operation_metrics", metrics)
+    commit_kwargs.setdefault("large_commit_info", True)     # readVersion -1, as Delta Spark's commitLarge writes it
     txn = Transaction(target, operation=CLONE_OPERATION, read_version=-1, **commit_kwargs)
     txn.mark_read("all")          # it replaces the (empty) target: not a blind append, as Delta Spark records
     txn.set_protocol(cloned_protocol(snap.protocol))

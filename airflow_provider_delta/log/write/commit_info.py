@@ -14,6 +14,7 @@ from typing import Any
 
 from ... import __version__
 from ..base.commit_actions import AddFile, RemoveFile
+from .isolation import SERIALIZABLE
 
 ENGINE_NAME = "airflow-provider-delta"
 
@@ -54,6 +55,21 @@ class CommitProvenance:
     txn_id: str = ""
     #: ``commitInfo.tags`` (string map), e.g. the multi-table transaction id of a group's commit
     tags: dict[str, str] = field(default_factory=dict)
+    #: ``commitInfo`` as Delta Spark's ``commitLarge`` writes it (RESTORE, CLONE): ``readVersion``
+    #: always (-1 for a new table) and ``isolationLevel`` ``Serializable``
+    large_commit: bool = False
+
+    def recorded_isolation_level(self, checked_at: str, contended: bool) -> str:
+        """The isolation level ``commitInfo`` names for a commit checked at ``checked_at``.
+
+        A large commit records ``Serializable`` as Delta Spark's does (it allows no concurrent
+        commit at all); ours may land after concurrent commits its checks let through, and then
+        records the level it was checked at. A commit no other commit came between is
+        serializable whatever level it was checked at.
+        """
+        if contended or not self.large_commit:
+            return checked_at
+        return SERIALIZABLE
 
 
 #: Operations whose metrics are exactly the caller's: Delta Spark records only its own set for them
@@ -92,7 +108,7 @@ def build_commit_info(provenance: CommitProvenance, commit_ts: int, in_commit_ti
     info["timestamp"] = commit_ts
     info["operation"] = provenance.operation
     info["operationParameters"] = {k: param_value(v) for k, v in provenance.operation_parameters.items()}
-    if read_version >= 0:
+    if read_version >= 0 or provenance.large_commit:
         info["readVersion"] = read_version
     info["isolationLevel"] = isolation_level
     info["isBlindAppend"] = blind_append

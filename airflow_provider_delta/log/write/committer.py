@@ -57,6 +57,8 @@ class Committer:
         self.attempts = 0
         #: True if a commit owner failed in a way that leaves the outcome unknown
         self.outcome_unknown = False
+        #: whether a concurrent commit landed after the read (checked by :meth:`catch_up`)
+        self.contended = False
         #: in-commit timestamps before/after this commit; a winner may turn them on (conflicts.check_metadata)
         self._ict_before, self._ict_after = plan.ict_before, plan.ict_after
 
@@ -107,6 +109,7 @@ class Committer:
             except VersionNotFoundError:
                 break
             check_conflicts(plan.read_set, WinningCommit.from_actions(w, actions), can_write=check_writable)
+            self.contended = True
             if not self._ict_after and ict.is_enabled(plan.read_set.protocol, plan.read_set.metadata):
                 # the winner turned in-commit timestamps on and the checks let us continue on its
                 # metadata: from now on this commit carries one too (ConflictChecker's
@@ -222,8 +225,9 @@ class Committer:
         """The commit file of the plan as ``version`` (commitInfo first; ``extra_actions`` after
         protocol and metadata, e.g. a multi-table transaction's ``transactionGroup``)."""
         plan = self.plan
+        isolation = self.provenance.recorded_isolation_level(plan.isolation_level, self.contended)
         info = build_commit_info(self.provenance, commit_ts, self._ict_after, plan.read_version,
-                                 plan.isolation_level, plan.blind_append,
+                                 isolation, plan.blind_append,
                                  operation_metrics(plan.adds, plan.removes, self.provenance.operation_metrics,
                                                    self.provenance.operation))
         actions: list[dict[str, Any]] = [{"commitInfo": info}]

@@ -14,7 +14,9 @@ Concurrency, Delta Spark's rule: the commit only rearranges data, so it is check
 snapshot isolation; files appended meanwhile do not conflict and stay as they are. If a
 concurrent commit removed (deleted, updated, compacted or gave a new deletion vector to) a
 file this OPTIMIZE rewrote, committing would bring its old rows back, so the commit fails
-with :class:`ConcurrentModificationError` and the new files are deleted again. A crash
+with :class:`ConcurrentModificationError` and the new files are deleted again. A concurrent
+metadata change fails it too, unless it is one Delta Spark's conflict checker resolves for any
+transaction (allow-listed property changes, :mod:`.conflicts`). A crash
 before the commit leaves only unreferenced files (vacuum removes them); the table is as before.
 
 The Spark engine (``airflow_provider_delta.spark.optimize_engine``) runs step 2 on a cluster

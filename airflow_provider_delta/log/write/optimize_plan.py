@@ -28,8 +28,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..base.errors import DeltaError, InvalidArgumentError, InvalidTableStateError, UnsupportedFeatureError
-from ..base.features import TARGET_FILE_SIZE_PROPERTY, column_mapping_mode
+from ..base.errors import DeltaError, InvalidArgumentError, InvalidTableStateError
+from ..base.features import TARGET_FILE_SIZE_PROPERTY
+from ..read.column_mapping import mapping_mode
 from ..base.schema import serialize_partition_value
 from ..read.reader import prune_by_partition
 from ..read.snapshot import Snapshot
@@ -102,11 +103,7 @@ def settings_for(snap: Snapshot, *, target_size: Any = None, min_file_size: Any 
                  purge: bool = False) -> OptimizeSettings:
     """Check the arguments against the table; typed errors, nothing read beyond the snapshot."""
     conf = snap.metadata.configuration
-    if column_mapping_mode(conf) != "none":
-        raise UnsupportedFeatureError(
-            f"{snap.uri} uses column mapping; OPTIMIZE would have to write its data files with physical column "
-            "names and ids, which this package does not do yet (run OPTIMIZE with Delta Spark)",
-            feature="columnMapping")
+    mapping_mode(conf, snap.uri)              # an unknown column mapping mode is refused; name and id are rewritten
     if target_size is None:
         prop = conf.get(TARGET_FILE_SIZE_PROPERTY)
         if prop is not None:

@@ -32,6 +32,7 @@ from ..base.commit_actions import AddFile
 from ..base.schema import schema_to_arrow
 from ..base.stats import StatsCollector
 from ..base.storage import Storage
+from ..read.column_mapping import as_stored, mapping_mode, stored_field, stored_name
 from ..read.reader import Readable, data_fields, file_batches
 from .optimize_plan import Bin, OptimizeSettings, num_records
 from .writer import partition_dir
@@ -80,8 +81,24 @@ class RewriteSource:
 
 
 def file_schema(snap: Readable) -> pa.Schema:
-    """The Arrow schema of the data files: the table's columns without the partition columns."""
+    """The table's columns without the partition columns, logical names: the rows being rewritten."""
     return pa.schema([pa.field(f.name, f.type, f.nullable) for f in data_fields(snap)])
+
+
+def stored_schema(snap: Readable) -> pa.Schema:
+    """The Arrow schema new data files are written with: under column mapping, physical names and
+    Parquet field ids (as Delta Spark writes them); otherwise :func:`file_schema`."""
+    mode = mapping_mode(snap.configuration, snap.uri)
+    if mode == "none":
+        return file_schema(snap)
+    return pa.schema([stored_field(f, mode) for f in data_fields(snap)])
+
+
+def partition_keys_of_snapshot(snap: Readable) -> list[str]:
+    """The partition columns as ``partitionValues`` keys them (physical names under column mapping)."""
+    mode = mapping_mode(snap.configuration, snap.uri)
+    by_name = {f.name: f for f in snap.schema}
+    return [stored_name(by_name[c], mode) if c in by_name else c for c in snap.partition_columns]
 
 
 class _OutputFile:
@@ -90,8 +107,9 @@ class _OutputFile:
     def __init__(self, snap: Readable, bin_: Bin, schema: pa.Schema, written: list[str]):
         self.snap = snap
         self.bin = bin_
-        self.schema = schema
-        directory = partition_dir(snap.partition_columns, bin_.partition_values)
+        self.schema = schema                      # logical: the rows handed to write()
+        self.stored = stored_schema(snap)         # what the file holds (physical names under column mapping)
+        directory = partition_dir(partition_keys_of_snapshot(snap), bin_.partition_values)
         name = f"part-00000-{uuid.uuid4()}.c000.snappy.parquet"
         self.rel = f"{directory}/{name}" if directory else name
         if directory:
@@ -105,6 +123,7 @@ class _OutputFile:
 
     def write(self, rows: pa.Table) -> None:
         rows = rows.select(self.schema.names).cast(self.schema) if rows.schema != self.schema else rows
+        rows = as_stored(rows, self.stored)       # statistics are keyed by the stored names, as Delta Spark's
         self._stats.add(rows)
         self._pending.append(rows)
         self._pending_rows += rows.num_rows
@@ -115,7 +134,7 @@ class _OutputFile:
         if self._pending:
             rows = pa.concat_tables(self._pending)
             if self._writer is None:
-                self._writer = pq.ParquetWriter(self._sink, self.schema, compression="snappy",
+                self._writer = pq.ParquetWriter(self._sink, self.stored, compression="snappy",
                                                 use_dictionary=_dictionary_columns(rows))
             self._writer.write_table(rows, row_group_size=ROW_GROUP_ROWS)
             self._pending, self._pending_rows = [], 0

@@ -12,6 +12,10 @@ The rules are Delta Spark's ``RestoreTableCommand``:
 - ``commitInfo`` says ``RESTORE`` with ``version`` / ``timestamp`` parameters and
   Delta Spark's six metrics (the metrics of the restored version's size and file count,
   and what this commit removed and restored);
+- ``commitInfo`` records ``readVersion`` (the latest version it read) and ``isolationLevel``
+  ``Serializable``, as Delta Spark's ``commitLarge`` does; only a restore that landed after
+  concurrent blind appends (which Delta Spark's restore never does, see below) records the
+  ``WriteSerializable`` it was checked at;
 - restoring to the latest version is a no-op (nothing is committed), as in Delta Spark's
   analyzer; restoring to an older version whose files happen to equal today's commits an
   empty restore, as Delta Spark does;
@@ -47,6 +51,12 @@ now: a restore does not convert a table between filesystem and managed commits. 
 tables in-commit timestamps follow the restored metadata like any property (restoring a
 version from before they were enabled turns them off; the protocol keeps the feature).
 Domain metadata stays as it is.
+
+A guard of our own for rollbacks: ``expected_version`` (the version of the commit the caller
+wants undone) makes the restore refuse, with :class:`UnexpectedVersionError` and nothing written,
+unless that version is still the table's latest: a rollback then never undoes a commit it did
+not mean to (another DAG run's published load, say). A blind append that races the restore's
+own commit is kept, as above, so it is not undone either.
 """
 from __future__ import annotations
 
@@ -57,7 +67,7 @@ from typing import Any, Iterable
 from ..base import ict
 from ..base.actions import Metadata, Protocol
 from ..base.commit_actions import AddFile
-from ..base.errors import DataFileNotFoundError, InvalidArgumentError, VersionNotFoundError
+from ..base.errors import DataFileNotFoundError, InvalidArgumentError, UnexpectedVersionError, VersionNotFoundError
 from ..base.features import (COMMIT_COORDINATOR_PROPERTIES, ISOLATION_LEVEL_PROPERTY, MANAGED_OWNER_CONF_PROPERTY, Operation,
                              protocol_with_features, supported_features)
 from ..base.intervals import deleted_file_retention_ms
@@ -159,9 +169,24 @@ def _target_version(table: TableLog, latest: Snapshot, version: Any, timestamp: 
     return table.version_at(to_epoch_ms(timestamp))   # before the first / after the latest commit: errors
 
 
+def check_expected_version(table: TableLog, latest: Snapshot, expected_version: Any) -> None:
+    """The rollback guard: refuse unless the table's latest version is ``expected_version`` (None: no guard)."""
+    if expected_version is None:
+        return
+    expected = version_arg(expected_version, "expected_version")
+    if latest.version != expected:
+        raise UnexpectedVersionError(
+            f"refusing to restore {table.uri}: it is at version {latest.version}, not at the expected version "
+            f"{expected}; the commits after {expected} would be undone too. Nothing was written: look at the "
+            "table's history and restore by hand if that is what you want", expected=expected, latest=latest.version)
+
+
 def restore_table(table: TableLog, version: Any = None, timestamp: Any = None, *, enforce_retention: bool = True,
-                  now_ms: int | None = None, **commit_kwargs: Any) -> RestoreResult:
+                  now_ms: int | None = None, expected_version: Any = None, **commit_kwargs: Any) -> RestoreResult:
     """Restore ``table`` to ``version`` or to the version as of ``timestamp`` (exactly one).
+
+    ``expected_version``: restore only if that is still the table's latest version (else
+    UnexpectedVersionError, nothing written): a rollback passes the version of its own commit.
 
     ``commit_kwargs`` go to the :class:`~.transaction.Transaction` (``job``,
     ``user_metadata``, ``max_retries``, ``clock``...). Raises VersionNotFoundError /
@@ -172,6 +197,7 @@ def restore_table(table: TableLog, version: Any = None, timestamp: Any = None, *
     """
     latest = table.snapshot()
     table.require(latest, Operation.COMMIT)
+    check_expected_version(table, latest, expected_version)
     target = _target_version(table, latest, version, timestamp)
     if target == latest.version:
         return RestoreResult(latest.version, target, False, _metrics({}, {}, latest))
@@ -198,6 +224,7 @@ def restore_table(table: TableLog, version: Any = None, timestamp: Any = None, *
     commit_kwargs.setdefault("operation_metrics", metrics)
     if ISOLATION_LEVEL_PROPERTY not in latest.metadata.configuration:
         commit_kwargs.setdefault("isolation_level", WRITE_SERIALIZABLE)   # see the module docstring
+    commit_kwargs.setdefault("large_commit_info", True)     # commitInfo as Delta Spark's commitLarge writes it
     txn = Transaction(table, operation=RESTORE_OPERATION, read_version=latest.version, **commit_kwargs)
     txn.mark_read("all")
     metadata = restored_metadata(latest, old.metadata)

@@ -63,7 +63,9 @@ class Transaction:
     latest); ``-1`` means the table must not exist yet (table creation). ``clock``
     returns epoch milliseconds; tests replace it to make time go backwards.
     ``isolation_level`` defaults to the table's ``delta.isolationLevel``, else
-    ``Serializable`` (Delta Spark's default; see :mod:`.isolation`).
+    ``Serializable`` (Delta Spark's default; see :mod:`.isolation`). ``large_commit_info``:
+    write ``commitInfo`` as Delta Spark's ``commitLarge`` (RESTORE, CLONE) does, see
+    :meth:`~.commit_info.CommitProvenance.recorded_isolation_level`.
     """
 
     def __init__(self, table: TableLog, operation: str = "WRITE",
@@ -71,7 +73,8 @@ class Transaction:
                  user_metadata: str | None = None, job: dict[str, Any] | None = None, max_retries: int | None = None,
                  read_version: int | None = None, clock: Callable[[], int] | None = None,
                  operation_metrics: dict[str, Any] | None = None,
-                 enlist: Callable[["Transaction"], None] | None = None):
+                 enlist: Callable[["Transaction"], None] | None = None,
+                 large_commit_info: bool = False):
         if not isinstance(operation, str) or not operation.strip():
             raise InvalidArgumentError("operation must be a non-empty string, e.g. 'WRITE'")
         if isolation_level is not None and isolation_level not in ISOLATION_LEVELS:
@@ -90,6 +93,7 @@ class Transaction:
         self.operation = operation
         self.operation_parameters = dict(operation_parameters or {})
         self.isolation_level = isolation_level
+        self.large_commit_info = bool(large_commit_info)
         self.user_metadata = user_metadata
         self.job = _json_safe(job, "job") if job else None
         self.max_retries = max_retries
@@ -437,7 +441,8 @@ class Transaction:
 
     def _provenance(self, tags: dict[str, str] | None = None) -> CommitProvenance:
         return CommitProvenance(self.operation, self.operation_parameters, self.user_metadata, self.job,
-                                self.operation_metrics, self.txn_id, dict(tags or {}))
+                                self.operation_metrics, self.txn_id, dict(tags or {}),
+                                self.large_commit_info)
 
     def committer(self, tags: dict[str, str] | None = None) -> Committer:
         """The validated plan of an enlisted transaction, ready to serialize (a group stages it).

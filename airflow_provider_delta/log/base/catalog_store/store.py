@@ -20,7 +20,7 @@ from typing import Any, Iterable, Sequence
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from ..catalog import CatalogCommits, StagedCommit
+from ..catalog import StagedCommit
 from ..commit_owner.sql_engine import UNREACHABLE, SqlDatabase
 from ..errors import CatalogUnavailableError, CommitOutcomeUnknownError, InvalidArgumentError
 from .records import (ABORTED, OPEN, RATIFIED, STAGED, now_ms, GroupMember, GroupRecord, TableRecord, TableView,
