@@ -28,7 +28,11 @@ Delta write (or DML) in the session. The operator sets the exactly-once pair for
 session (:attr:`DeltaJobContext.session_conf`), so that one write is idempotent without any
 option; a second Delta write fails instead of appending twice on a retry or being skipped.
 Do not pass ``txnAppId``/``txnVersion`` yourself: Delta Spark silently skips a write whose
-pair is already recorded.
+pair is already recorded. Delta Spark uses the pair up when it prepares a write, even one that
+then loses a race (another run created the table first), so an application that writes again
+after such an error calls ``ctx.arm_session(spark)`` first. Write from the application's own
+session: the pair travels in ``SparkConf``, which every new session (``spark.newSession()``)
+copies, so a second write there is skipped instead of failing.
 
 The JSON document (``format_version`` 1; ``input`` is null for a job without input;
 ``input.starting_version`` only for an incremental job, whose range is
