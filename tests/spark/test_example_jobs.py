@@ -132,6 +132,7 @@ def _applications_in_own_sessions(monkeypatch, spark, application: Callable[[Any
 def test_two_downstream_runs_racing_to_create_customer_totals_both_succeed(monkeypatch, spark, tmp_path, capsys):
     """The real-deployment race, through the operator: two runs of delta_downstream pinned the same
     orders version and their customer_totals applications both create the table at once."""
+    from airflow_provider_delta.assets import to_asset
     from airflow_provider_delta.operators import DeltaSparkApplicationOperator
     job = load_job()
     orders = DeltaTable.create(str(tmp_path / "orders"), pa.schema([("customer", pa.string()),
@@ -141,9 +142,10 @@ def test_two_downstream_runs_racing_to_create_customer_totals_both_succeed(monke
     lost = 0
     for round_ in range(RACE_ROUNDS):
         out = str(tmp_path / f"customer_totals_{round_}")
+        asset = to_asset(table_uri=out)
         operators = [DeltaSparkApplicationOperator(
             task_id="customer_totals", conn_id="spark_not_defined", application="customer_totals.py",
-            input_table_uri=orders.uri, input_version=1, output_table_uri=out,
+            input_table_uri=orders.uri, input_version=1, output_table_uri=out, outlets=[asset],
             app_id="delta_downstream.customer_totals", app_version=1) for _ in range(2)]
         contexts = [task_context(dag_id="delta_downstream", task_id="customer_totals", run_id=f"run{i}")
                     for i in range(2)]
@@ -157,6 +159,11 @@ def test_two_downstream_runs_racing_to_create_customer_totals_both_succeed(monke
         assert rows == [("a", 2, 4), ("b", 1, 2)]                     # once, whoever lost
         assert table.snapshot().transaction_version("delta_downstream.customer_totals") == 1
         assert versions == [0, 0]                                     # both report the one commit
+        # ... and only the run that made it announces it: the other's write was skipped
+        assert sorted(c["ti"].xcoms["commit"]["committed"] for c in contexts) == [False, True]
+        assert [c["outlet_events"][asset].extra.get("version") for c in contexts
+                if c["ti"].xcoms["commit"]["committed"]] == [0]
+        assert all(not c["outlet_events"][asset].extra for c in contexts if not c["ti"].xcoms["commit"]["committed"])
         lost += capsys.readouterr().out.count("writing again")
         if lost:
             break
