@@ -197,9 +197,11 @@ class StopDriverOnKillMixin:
 
     In local and client mode the PySpark driver is a child process of the spark-submit JVM;
     the Spark provider's ``on_kill`` ends only the JVM, and the orphaned Python driver would
-    go on and commit after the task was killed. Its processes are collected before the JVM is
-    killed (afterwards they are re-parented and cannot be found) and killed after it. Put it
-    before ``SparkSubmitOperator`` in the bases.
+    go on and commit after the task was killed. The driver and the JVM's other children are
+    killed first, and only when they are gone the provider's ``on_kill`` ends the JVM (and,
+    in YARN client mode, runs ``yarn application -kill``, which takes seconds): killed the
+    other way round, the driver would be re-parented, out of reach, and free to commit
+    during those seconds. Put it before ``SparkSubmitOperator`` in the bases.
     """
 
     _hook: Any
@@ -207,11 +209,11 @@ class StopDriverOnKillMixin:
 
     def on_kill(self) -> None:
         process = getattr(getattr(self, "_hook", None), "_submit_sp", None)
-        children = descendants(process.pid) if process is not None and process.poll() is None else []
         try:
-            super().on_kill()  # type: ignore[misc]
+            if process is not None and process.poll() is None:
+                stop_processes(descendants(process.pid), self.log)
         finally:
-            stop_processes(children, self.log)
+            super().on_kill()  # type: ignore[misc]
 
 
 def descendants(pid: int) -> list[Any]:
