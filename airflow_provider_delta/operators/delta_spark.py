@@ -244,7 +244,7 @@ class DeltaSparkApplicationOperator(DeltaTaskMixin, StopDriverOnKillMixin, Local
             self.log.info("%s already holds txn version %s of %r: not submitting the Spark application",
                           table.uri, app_version, app_id)
             return report_commit(self, context, table, app_id, app_version, committed=False,
-                                 input_table_uri=None, input_version=None)
+                                 anonymous_commits_of_run_pair=True, input_table_uri=None, input_version=None)
         return self._submit(context, table, self.build_context(context, (app_id, app_version)))
 
     def _execute_incremental(self, context: "Context", table: "DeltaTable") -> int | None:

@@ -91,7 +91,7 @@ def resolve_incremental_app(app_id: Any, pinned: int, context: "Context", task: 
 
 
 def report_commit(task: Any, context: "Context", table: "DeltaTable", app_id: str, app_version: int,
-                  committed: bool, **more: Any) -> int | None:
+                  committed: bool, anonymous_commits_of_run_pair: bool = False, **more: Any) -> int | None:
     """Find the commit holding ``txn(app_id, app_version)``; push XCom ``commit``; fill the asset events.
 
     Returns that commit's version (None when the table holds a newer version of ``app_id``
@@ -100,9 +100,10 @@ def report_commit(task: Any, context: "Context", table: "DeltaTable", app_id: st
 
     A try that committed nothing (``committed=False``) announces the commit all the same when
     that commit was made by an earlier try of this same task run (its ``commitInfo`` says so,
-    :func:`~..spark.exactly_once.commit_origin`), or, when its ``commitInfo`` names no run (an
-    application replaced the run marker in ``userMetadata``), when the pair is this run's own
-    default pair (the txn pair is the run's identity; the marker only a hint): that try died
+    :func:`~..spark.exactly_once.commit_origin`), or, with ``anonymous_commits_of_run_pair``
+    (Delta Spark applications, which can replace the run marker in ``userMetadata``), when its
+    ``commitInfo`` names no run and the pair is this run's own default pair (the txn pair is the
+    run's identity; the marker only a hint): that try died
     after committing and before it could report, so no asset event was recorded for the data.
     The event then carries the payload of a fresh commit (``committed`` true, the input recorded
     with the commit when known). Data committed by another run stays silent: downstream DAGs
@@ -122,7 +123,7 @@ def report_commit(task: Any, context: "Context", table: "DeltaTable", app_id: st
             more = {**more, **{k: origin[k] for k in more if k in origin}}   # the input it really read
             task.log.info("version %s of %s holds this run's commit, made by try %s, which did not report it: "
                           "announcing it now", version, table.uri, origin.get("try_number"))  # type: ignore[union-attr]
-        elif origin is None and _is_run_pair(app_id, app_version, context, task):
+        elif origin is None and anonymous_commits_of_run_pair and _is_run_pair(app_id, app_version, context, task):
             ours = True
             task.log.info("version %s of %s holds this run's own txn pair (%r, %s) but says nothing of the run "
                           "that made it (its userMetadata was replaced): the pair is this run's, so an earlier "

@@ -85,6 +85,27 @@ def test_retry_announces_a_dead_try_commit_whose_write_set_user_metadata(monkeyp
     assert ctx["outlet_events"][asset].extra.get("version") == 0     # the pair is the run's own
 
 
+@pytest.mark.spark
+def test_an_anonymous_commit_of_a_given_shared_pair_is_not_announced(monkeypatch, spark, tmp_path,
+                                                                     source):  # noqa: F811
+    """A pair given as app_id/app_version may be shared by runs: without a run marker the commit
+    holding it is nobody's in particular, so a retry does not announce it."""
+    out = tmp_path / "out"
+
+    def copy_then_die(job):
+        df = spark.read.format("delta").options(**job.read_options).load(job.input_table_uri)
+        df.write.format("delta").option("userMetadata", "nightly load").mode("append").save(job.output_table_uri)
+        raise DiedAfterCommit()
+    _in_session(monkeypatch, spark, copy_then_die)
+    op, _ = _app_operator(out, source, app_id="shared", app_version=5)
+    with pytest.raises(DiedAfterCommit):
+        op.execute(task_context(task_id="delta_job"))
+    retry, asset = _app_operator(out, source, app_id="shared", app_version=5)
+    ctx = task_context(task_id="delta_job", try_number=2)
+    assert retry.execute(ctx) == 0
+    assert ctx["outlet_events"][asset].extra == {}
+
+
 TXN_KEYS = ("spark.databricks.delta.write.txnAppId", "spark.databricks.delta.write.txnVersion",
             "spark.databricks.delta.write.txnVersion.autoReset.enabled")
 
