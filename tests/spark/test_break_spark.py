@@ -66,16 +66,21 @@ def test_application_that_commits_outside_the_pair_fails_the_task(monkeypatch, s
         op.execute(task_context(task_id="delta_job"))
 
 
+def _copy_with_own_user_metadata_then_die(spark):
+    """An application whose write sets userMetadata itself (replacing the run marker), then dies."""
+    def copy_then_die(job):
+        df = spark.read.format("delta").options(**job.read_options).load(job.input_table_uri)
+        df.write.format("delta").option("userMetadata", "nightly load").mode("append").save(job.output_table_uri)
+        raise DiedAfterCommit()
+    return copy_then_die
+
+
 @pytest.mark.spark
 def test_retry_announces_a_dead_try_commit_whose_write_set_user_metadata(monkeypatch, spark, tmp_path,
                                                                          source):  # noqa: F811
     out = tmp_path / "out"
 
-    def copy_then_die(job):
-        df = spark.read.format("delta").options(**job.read_options).load(job.input_table_uri)
-        df.write.format("delta").option("userMetadata", "nightly load").mode("append").save(job.output_table_uri)
-        raise DiedAfterCommit()
-    _in_session(monkeypatch, spark, copy_then_die)
+    _in_session(monkeypatch, spark, _copy_with_own_user_metadata_then_die(spark))
     op, _ = _app_operator(out, source)
     with pytest.raises(DiedAfterCommit):
         op.execute(task_context(task_id="delta_job"))
@@ -92,11 +97,7 @@ def test_an_anonymous_commit_of_a_given_shared_pair_is_not_announced(monkeypatch
     holding it is nobody's in particular, so a retry does not announce it."""
     out = tmp_path / "out"
 
-    def copy_then_die(job):
-        df = spark.read.format("delta").options(**job.read_options).load(job.input_table_uri)
-        df.write.format("delta").option("userMetadata", "nightly load").mode("append").save(job.output_table_uri)
-        raise DiedAfterCommit()
-    _in_session(monkeypatch, spark, copy_then_die)
+    _in_session(monkeypatch, spark, _copy_with_own_user_metadata_then_die(spark))
     op, _ = _app_operator(out, source, app_id="shared", app_version=5)
     with pytest.raises(DiedAfterCommit):
         op.execute(task_context(task_id="delta_job"))
