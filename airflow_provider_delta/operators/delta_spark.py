@@ -11,7 +11,10 @@ what makes the run reproducible and exactly-once, and checks the outcome:
   idempotent writes (``txnAppId`` / ``txnVersion``) and does not submit at all when
   the output table already records it;
 * after the application, the output table must record the pair: the version of the
-  commit holding it is the task's XCom ``return_value`` and goes into the asset events.
+  commit holding it is the task's XCom ``return_value`` and goes into the asset events
+  (unless another run committed the pair meanwhile: then Delta Spark skipped this run's
+  write and nothing is announced). An application that made no commit at all (a DELETE
+  that matched nothing) succeeds with ``None``; one that committed without the pair fails.
 
 Incremental jobs (``input_changes=True``) read "what changed since the last run": the
 operator pins the input version, takes the last version this job processed from the
@@ -243,7 +246,7 @@ class DeltaSparkApplicationOperator(DeltaTaskMixin, StopDriverOnKillMixin, Local
             self.log.info("%s already holds txn version %s of %r: not submitting the Spark application",
                           table.uri, app_version, app_id)
             return report_commit(self, context, table, app_id, app_version, committed=False,
-                                 input_table_uri=None, input_version=None)
+                                 anonymous_commits_of_run_pair=True, input_table_uri=None, input_version=None)
         return self._submit(context, table, self.build_context(context, (app_id, app_version)))
 
     def _execute_incremental(self, context: "Context", table: "DeltaTable") -> int | None:
@@ -282,13 +285,63 @@ class DeltaSparkApplicationOperator(DeltaTaskMixin, StopDriverOnKillMixin, Local
         self.env_vars = env
         self.conf = self.spark_conf(ctx)
         self._hook = None                     # built from the settings above
+        before = _latest_version(table)
         super().execute(context)
-        if not exactly_once.already_committed(table, app_id, app_version):
-            raise CommitFailedError(
-                f"the Spark application finished but {table.uri} records no commit with txnAppId={app_id!r} "
-                f"txnVersion={app_version}: the application must write its output once with Delta Spark to "
-                "ctx.output_table_uri, e.g. df.write.format('delta').mode('append').save(ctx.output_table_uri) "
-                "(the operator sets the pair for the session); see the spark-submit output above")
         more = {"input_starting_version": ctx.input_starting_version} if ctx.incremental else {}
-        return report_commit(self, context, table, app_id, app_version, committed=True,
+        if not exactly_once.already_committed(table, app_id, app_version):
+            return self._no_commit(context, table, ctx, before, more)
+        version = exactly_once.find_txn_commit(table, app_id, app_version)
+        origin = exactly_once.commit_origin(table, version) if version is not None else None
+        committed = not origin or _same_run_and_try(origin, job_info(context))
+        if not committed:        # another run committed the same pair meanwhile: Delta Spark skipped ours
+            self.log.info("version %s of %s holds txnAppId=%r txnVersion=%s, committed by another run (%s) while "
+                          "this application ran: Delta Spark skipped this run's write", version, table.uri,
+                          app_id, app_version, origin)
+        return report_commit(self, context, table, app_id, app_version, committed=committed,
                              input_table_uri=ctx.input_table_uri, input_version=ctx.input_version, **more)
+
+    def _no_commit(self, context: "Context", table: "DeltaTable", ctx: DeltaJobContext, before: int,
+                   more: dict[str, Any]) -> None:
+        """The application exited 0 and the output does not record the pair: decide with the log.
+
+        A commit of this try after ``before`` (its run marker says so) that lacks the pair was
+        made outside the exactly-once guarantee: the task fails. Without any commit of this try
+        the application changed nothing (a DELETE or MERGE that matched no row commits nothing
+        in Delta Spark, so the pair is not recorded either): the task succeeds with "no commit"
+        (XCom ``commit`` has ``version`` None), announces nothing, and a retry or re-run runs the
+        application again, which is safe because nothing was written.
+        """
+        mine = job_info(context)
+        for version in range(before + 1, _latest_version(table) + 1):
+            origin = exactly_once.commit_origin(table, version)
+            if origin and _same_run_and_try(origin, mine):
+                raise CommitFailedError(
+                    f"the Spark application committed version {version} of {table.uri} without "
+                    f"txnAppId={ctx.txn_app_id!r} txnVersion={ctx.txn_version}: a retry would write it again. "
+                    "Write the output with the session's pair (no txnAppId/txnVersion options of your own, "
+                    "and in the session the operator armed: see DeltaJobContext.arm_session)")
+        self.log.warning("the Spark application finished without committing to %s (no commit of this try, "
+                         "txnAppId=%r txnVersion=%s not recorded): nothing changed, no asset event. If the "
+                         "application should have written, check the spark-submit output above",
+                         table.uri, ctx.txn_app_id, ctx.txn_version)
+        ti = context.get("ti")
+        if ti is not None:
+            ti.xcom_push(key="commit", value={
+                "version": None, "committed": False, "table_uri": table.uri, "app_id": ctx.txn_app_id,
+                "app_version": ctx.txn_version, "input_table_uri": ctx.input_table_uri,
+                "input_version": ctx.input_version, **more})
+        self.drop_asset_events(f"the application made no commit to {table.uri}")
+        return None
+
+
+def _latest_version(table: "DeltaTable") -> int:
+    """The table's latest version, -1 when it does not exist yet."""
+    try:
+        return table.latest_version()
+    except TableNotFoundError:
+        return -1
+
+
+def _same_run_and_try(origin: dict[str, Any], mine: dict[str, Any]) -> bool:
+    """Whether a commit's recorded origin is this very try of this task run."""
+    return all(origin.get(k) == mine[k] for k in ("dag_id", "task_id", "run_id", "try_number"))

@@ -87,7 +87,7 @@ def resolve_incremental_app(app_id: Any, pinned: int, context: "Context", task: 
 
 
 def report_commit(task: Any, context: "Context", table: "DeltaTable", app_id: str, app_version: int,
-                  committed: bool, **more: Any) -> int | None:
+                  committed: bool, anonymous_commits_of_run_pair: bool = False, **more: Any) -> int | None:
     """Find the commit holding ``txn(app_id, app_version)``; push XCom ``commit``; fill the asset events.
 
     Returns that commit's version (None when the table holds a newer version of ``app_id``
@@ -96,10 +96,14 @@ def report_commit(task: Any, context: "Context", table: "DeltaTable", app_id: st
 
     A try that committed nothing (``committed=False``) announces the commit all the same when
     that commit was made by an earlier try of this same task run (its ``commitInfo`` says so,
-    :func:`~..spark.exactly_once.commit_origin`): that try died after committing and before it
-    could report, so no asset event was recorded for the data. The event then carries the
-    payload of a fresh commit (``committed`` true, the input recorded with the commit). Data
-    committed by another run stays silent: downstream DAGs must not start again for it.
+    :func:`~..spark.exactly_once.commit_origin`), or, with ``anonymous_commits_of_run_pair``
+    (Delta Spark applications, which can replace the run marker in ``userMetadata``), when its
+    ``commitInfo`` names no run and the pair is this run's own default pair (the txn pair is the
+    run's identity; the marker only a hint): that try died
+    after committing and before it could report, so no asset event was recorded for the data.
+    The event then carries the payload of a fresh commit (``committed`` true, the input recorded
+    with the commit when known). Data committed by another run stays silent: downstream DAGs
+    must not start again for it.
     """
     version = exactly_once.find_txn_commit(table, app_id, app_version)
     current = exactly_once.committed_txn_version(table, app_id)
@@ -115,6 +119,12 @@ def report_commit(task: Any, context: "Context", table: "DeltaTable", app_id: st
             more = {**more, **{k: origin[k] for k in more if k in origin}}   # the input it really read
             task.log.info("version %s of %s holds this run's commit, made by try %s, which did not report it: "
                           "announcing it now", version, table.uri, origin.get("try_number"))  # type: ignore[union-attr]
+        elif origin is None and anonymous_commits_of_run_pair and _is_run_pair(app_id, app_version, context, task):
+            ours = True
+            task.log.info("version %s of %s holds this run's own txn pair (%r, %s) but says nothing of the run "
+                          "that made it (its userMetadata was replaced): the pair is this run's, so an earlier "
+                          "try made it and did not report it: announcing it now", version, table.uri,
+                          app_id, app_version)
     info = {"version": version, "committed": committed, "table_uri": table.uri,
             "app_id": app_id, "app_version": app_version, **more}
     ti = context.get("ti")
@@ -128,6 +138,13 @@ def report_commit(task: Any, context: "Context", table: "DeltaTable", app_id: st
     else:   # the data was there before this run: downstream DAGs must not start again for it
         task.drop_asset_events(f"{table.uri} already held version {app_version} of {app_id!r}")
     return version
+
+
+def _is_run_pair(app_id: str, app_version: int, context: "Context", task: Any) -> bool:
+    """Whether ``(app_id, app_version)`` is the pair that identifies this task run's interval (the
+    default of :func:`resolve_app`): a commit holding it can only be this run's, whatever its
+    ``commitInfo`` says. A pair given by the user may be shared by runs, so it identifies none."""
+    return app_id == run_app_id(task_app_id(context, task), context) and app_version == run_app_version(context)
 
 
 def _same_task_run(origin: dict[str, Any] | None, context: "Context") -> bool:
@@ -179,9 +196,11 @@ class StopDriverOnKillMixin:
 
     In local and client mode the PySpark driver is a child process of the spark-submit JVM;
     the Spark provider's ``on_kill`` ends only the JVM, and the orphaned Python driver would
-    go on and commit after the task was killed. Its processes are collected before the JVM is
-    killed (afterwards they are re-parented and cannot be found) and killed after it. Put it
-    before ``SparkSubmitOperator`` in the bases.
+    go on and commit after the task was killed. The driver and the JVM's other children are
+    killed first, and only when they are gone the provider's ``on_kill`` ends the JVM (and,
+    in YARN client mode, runs ``yarn application -kill``, which takes seconds): killed the
+    other way round, the driver would be re-parented, out of reach, and free to commit
+    during those seconds. Put it before ``SparkSubmitOperator`` in the bases.
     """
 
     _hook: Any
@@ -189,11 +208,11 @@ class StopDriverOnKillMixin:
 
     def on_kill(self) -> None:
         process = getattr(getattr(self, "_hook", None), "_submit_sp", None)
-        children = descendants(process.pid) if process is not None and process.poll() is None else []
         try:
-            super().on_kill()  # type: ignore[misc]
+            if process is not None and process.poll() is None:
+                stop_processes(descendants(process.pid), self.log)
         finally:
-            stop_processes(children, self.log)
+            super().on_kill()  # type: ignore[misc]
 
 
 def descendants(pid: int) -> list[Any]:

@@ -28,7 +28,11 @@ Delta write (or DML) in the session. The operator sets the exactly-once pair for
 session (:attr:`DeltaJobContext.session_conf`), so that one write is idempotent without any
 option; a second Delta write fails instead of appending twice on a retry or being skipped.
 Do not pass ``txnAppId``/``txnVersion`` yourself: Delta Spark silently skips a write whose
-pair is already recorded.
+pair is already recorded. Delta Spark uses the pair up when it prepares a write, even one that
+then loses a race (another run created the table first), so an application that writes again
+after such an error calls ``ctx.arm_session(spark)`` first. Write from the application's own
+session: the pair travels in ``SparkConf``, which every new session (``spark.newSession()``)
+copies, so a second write there is skipped instead of failing.
 
 The JSON document (``format_version`` 1; ``input`` is null for a job without input;
 ``input.starting_version`` only for an incremental job, whose range is
@@ -190,6 +194,22 @@ class DeltaJobContext:
         """
         return {TXN_APP_ID_CONF: self.txn_app_id, TXN_VERSION_CONF: str(self.txn_version),
                 TXN_AUTO_RESET_CONF: "true", USER_METADATA_CONF: self.run_marker}
+
+    def arm_session(self, spark: Any) -> None:
+        """Set this run's exactly-once pair on ``spark``'s session, for the next Delta write in it.
+
+        Delta Spark consumes the session's ``txnVersion`` when it prepares a write (``autoReset``
+        unsets it before the commit is attempted), so a write that then loses a race (a
+        concurrent create of the table, or the same pair committed by another run) leaves the
+        session without it, and writing again fails with Delta's "Both txnAppId and txnVersion
+        must be specified". An application that retries such a write calls this first: the
+        retry then carries the same pair, so it appends once or, if the pair is in the table
+        by now, is skipped. It changes only this session's SQL conf (not ``SparkConf``, which
+        new sessions copy).
+        """
+        for key, value in self.session_conf.items():
+            if key != USER_METADATA_CONF:      # the run marker stays whatever the operator (or the job) set
+                spark.conf.set(key, value)
 
     @property
     def read_options(self) -> dict[str, str]:

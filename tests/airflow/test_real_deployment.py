@@ -133,7 +133,6 @@ def write_versions(table_uri: str) -> set[int]:
     return {h["version"] for h in DeltaTable(table_uri).history() if h["operation"] == "WRITE"}
 
 
-@pytest.mark.xfail(strict=False, reason="open (issues 23/27): when two downstream runs overlap, the losing customer_totals application writes again after the create race (dags_examples/jobs/customer_totals.py), and the exactly-once pair now set for the session (issue 27) refuses a second write in one application; seen once in the final full run, the run passes when the runs do not race")
 @pytest.mark.timeout(BUDGET + 300)
 def test_the_examples_run_under_a_real_airflow_deployment(java, deployment):
     d = deployment

@@ -29,10 +29,6 @@ class LosesTheRaceThenTimesOut:
         return getattr(self.inner, name)
 
 
-@pytest.mark.xfail(strict=True, reason="a commit-file put that raised at a version held by another writer's commit "
-                   "is reported as CommitOutcomeUnknownError (not retryable, data files kept as orphans) although "
-                   "the outcome is known: a put-if-absent cannot land on a taken version, so the commit should "
-                   "go on to the next version like any lost race")
 def test_a_put_that_raised_on_a_version_another_writer_holds_retries_at_the_next(tmp_path):
     uri = str(tmp_path / "t")
     DeltaTable.create(uri, SCHEMA).write(pa.table({"id": [1]}))

@@ -7,7 +7,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from airflow_provider_delta.log import DeltaTable, StorageError
+from airflow_provider_delta.log import CommitFailedError, DeltaTable, StorageError
 from airflow_provider_delta.spark.staged_write import new_staging, publish
 from airflow_provider_delta.spark.staging_cleanup import clean_stale_staging
 from task_context import task_context
@@ -34,42 +34,77 @@ def test_publish_of_a_staging_folder_removed_by_cleanup_fails(tmp_path):
 
 
 @pytest.mark.spark
-@pytest.mark.xfail(strict=True, reason="DeltaSparkApplicationOperator: an application whose one Delta write is a "
-                   "DELETE that changes nothing "
-                   "records no txn (Delta Spark's DeleteCommand commits nothing, so the session pair is neither "
-                   "recorded nor reset): the task fails with 'records no commit' on every try")
 def test_application_whose_delete_matches_nothing_succeeds(monkeypatch, spark, tmp_path, source):  # noqa: F811
+    """Delta Spark's DELETE of no row commits nothing (so no txn): the log shows no commit of this
+    try, so the task succeeds with "no commit" and announces nothing."""
     out = tmp_path / "out"
     spark.createDataFrame([(1, "a")], "id long, name string").write.format("delta").save(str(out))
 
     def delete_nothing(job):
         spark.sql(f"DELETE FROM delta.`{job.output_table_uri}` WHERE id < 0")
     _in_session(monkeypatch, spark, delete_nothing)
-    op, _ = _app_operator(out, source)
-    op.execute(task_context(task_id="delta_job"))
+    op, asset = _app_operator(out, source)
+    ctx = task_context(task_id="delta_job")
+    assert op.execute(ctx) is None
+    assert ctx["ti"].xcoms["commit"]["version"] is None and ctx["ti"].xcoms["commit"]["committed"] is False
+    assert asset not in ctx["outlet_events"] or not ctx["outlet_events"][asset].extra
+    assert DeltaTable(str(out)).latest_version() == 0
 
 
 @pytest.mark.spark
-@pytest.mark.xfail(strict=True, reason="DeltaSparkApplicationOperator: an application that sets its own userMetadata "
-                   "write option (Delta Spark's option overrides the session's run marker) makes the commit "
-                   "anonymous: a retry after a try that died after committing announces nothing, so the commit "
-                   "gets no asset event at all")
-def test_retry_announces_a_dead_try_commit_whose_write_set_user_metadata(monkeypatch, spark, tmp_path,
-                                                                         source):  # noqa: F811
+def test_application_that_commits_outside_the_pair_fails_the_task(monkeypatch, spark, tmp_path, source):  # noqa: F811
+    """Its own txn options replace the session's pair: the commit is this try's (run marker) but
+    not exactly-once, so the task fails instead of reporting "no commit"."""
     out = tmp_path / "out"
 
+    def own_pair(job):
+        df = spark.read.format("delta").options(**job.read_options).load(job.input_table_uri)
+        df.write.format("delta").options(txnAppId="mine", txnVersion="1").mode("append").save(job.output_table_uri)
+    _in_session(monkeypatch, spark, own_pair)
+    op, _ = _app_operator(out, source)
+    with pytest.raises(CommitFailedError, match="committed version 0 .* without txnAppId"):
+        op.execute(task_context(task_id="delta_job"))
+
+
+def _copy_with_own_user_metadata_then_die(spark):
+    """An application whose write sets userMetadata itself (replacing the run marker), then dies."""
     def copy_then_die(job):
         df = spark.read.format("delta").options(**job.read_options).load(job.input_table_uri)
         df.write.format("delta").option("userMetadata", "nightly load").mode("append").save(job.output_table_uri)
         raise DiedAfterCommit()
-    _in_session(monkeypatch, spark, copy_then_die)
+    return copy_then_die
+
+
+@pytest.mark.spark
+def test_retry_announces_a_dead_try_commit_whose_write_set_user_metadata(monkeypatch, spark, tmp_path,
+                                                                         source):  # noqa: F811
+    out = tmp_path / "out"
+
+    _in_session(monkeypatch, spark, _copy_with_own_user_metadata_then_die(spark))
     op, _ = _app_operator(out, source)
     with pytest.raises(DiedAfterCommit):
         op.execute(task_context(task_id="delta_job"))
     retry, asset = _app_operator(out, source)
     ctx = task_context(task_id="delta_job", try_number=2)
     assert retry.execute(ctx) == 0
-    assert ctx["outlet_events"][asset].extra.get("version") == 0     # today: {} (the event is dropped)
+    assert ctx["outlet_events"][asset].extra.get("version") == 0     # the pair is the run's own
+
+
+@pytest.mark.spark
+def test_an_anonymous_commit_of_a_given_shared_pair_is_not_announced(monkeypatch, spark, tmp_path,
+                                                                     source):  # noqa: F811
+    """A pair given as app_id/app_version may be shared by runs: without a run marker the commit
+    holding it is nobody's in particular, so a retry does not announce it."""
+    out = tmp_path / "out"
+
+    _in_session(monkeypatch, spark, _copy_with_own_user_metadata_then_die(spark))
+    op, _ = _app_operator(out, source, app_id="shared", app_version=5)
+    with pytest.raises(DiedAfterCommit):
+        op.execute(task_context(task_id="delta_job"))
+    retry, asset = _app_operator(out, source, app_id="shared", app_version=5)
+    ctx = task_context(task_id="delta_job", try_number=2)
+    assert retry.execute(ctx) == 0
+    assert ctx["outlet_events"][asset].extra == {}
 
 
 TXN_KEYS = ("spark.databricks.delta.write.txnAppId", "spark.databricks.delta.write.txnVersion",

@@ -162,10 +162,12 @@ class Committer:
         object was written, whose conditional retry is then refused because the object
         exists (HTTP 412), or a connection lost after the write. The file at ``version``
         tells: if its ``commitInfo.txnId`` is this transaction's, the commit is ours and
-        landed (retrying at the next version would commit the same data twice). A put that
-        raised and left no commit of ours behind has an unknown outcome (the request may
-        still land), reported as :class:`CommitOutcomeUnknownError` so that nothing the
-        commit would reference is deleted.
+        landed (retrying at the next version would commit the same data twice); if it is
+        another writer's, ours can never land there (put-if-absent), so this is a lost race
+        like any other and the commit goes on to the next version. A put that raised and
+        left no commit file behind has an unknown outcome (the request may still land),
+        reported as :class:`CommitOutcomeUnknownError` so that nothing the commit would
+        reference is deleted.
         """
         check_commit_follows_log(self.table.storage, version)
         self.outcome_unknown = True     # while the put is in flight (an interrupt leaves it so)
@@ -180,16 +182,23 @@ class Committer:
             raise
         except Exception as e:
             self.outcome_unknown = False
-            if self._holds_own_commit(version):
+            held = self._commit_at(version)
+            if held is True:
                 log.warning("committing version %d of %s reported %s: %s, but the commit file there is this "
                             "transaction's: committed", version, self.table.uri, type(e).__name__, e)
+                self._refuse_if_in_hole(version)
                 return True
+            if held is False:       # a put-if-absent can never land on a taken version: a lost race
+                log.warning("committing version %d of %s reported %s: %s; another writer's commit holds that "
+                            "version, so this one did not land there: trying the next version", version,
+                            self.table.uri, type(e).__name__, e)
+                return False
             self.outcome_unknown = True
             raise CommitOutcomeUnknownError(
                 f"writing the commit file of version {version} of {self.table.uri} failed with "
                 f"{type(e).__name__}: {e}; the write may still land: read the table (its txn record or "
                 f"history) before committing the same data again", retryable=False, version=version) from e
-        return self._holds_own_commit(version)
+        return self._commit_at(version) is True
 
     def _refuse_if_in_hole(self, version: int) -> None:
         """After our put landed: if cleanup raced it and left our commit below a newer log
@@ -211,12 +220,16 @@ class Committer:
             f"committed. {withdrawn}; read the table again and redo the operation",
             version=version, current_version=newer)
 
-    def _holds_own_commit(self, version: int) -> bool:
-        """Whether the commit at ``version`` exists and is this transaction's (its ``commitInfo.txnId``)."""
+    def _commit_at(self, version: int) -> bool | None:
+        """Whose commit file ``version`` holds: True this transaction's (its ``commitInfo.txnId``),
+        False another writer's, None none yet, or not known (this transaction has no txnId)."""
         try:
-            return is_own_commit(self.table.read_commit(version), self.provenance.txn_id)
+            actions = self.table.read_commit(version)
         except (VersionNotFoundError, FileNotFoundError):
-            return False
+            return None
+        if not self.provenance.txn_id:
+            return None
+        return is_own_commit(actions, self.provenance.txn_id)
 
     def _serialize(self, version: int, commit_ts: int) -> bytes:
         return self.serialize(version, commit_ts)
