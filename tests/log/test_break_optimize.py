@@ -48,10 +48,6 @@ def test_remove_of_a_spark_file_with_a_non_ascii_partition_path_keeps_its_spelli
 
 
 # ------------------------------------------------------- partitioning changed once
-@pytest.mark.xfail(strict=True, reason=(
-    "crash: after an overwrite that changed the partitioning, every OPTIMIZE fails with InvalidArgumentError "
-    "'has partition values for [a, b] but the table is partitioned by [b]' (the replayed partition values "
-    "carry the old partition column as null and OPTIMIZE copies them into its adds)"))
 def test_optimize_after_an_overwrite_that_changed_the_partitioning(tmp_path):
     """Found: every OPTIMIZE failed with 'has partition values for ['a', 'b'] but the table is
     partitioned by ['b']' (the replayed partition values carry the old partition column as null)."""
