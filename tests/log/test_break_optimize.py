@@ -66,9 +66,6 @@ def test_optimize_after_an_overwrite_that_changed_the_partitioning(tmp_path):
 
 
 # ------------------------------------------------------------- bad partition filter
-@pytest.mark.xfail(strict=True, reason=(
-    "unclear error: a partition_filter value that is not of the column's type raises pyarrow's ArrowInvalid, "
-    "not InvalidArgumentError"))
 def test_a_partition_filter_value_of_the_wrong_type_is_a_typed_error(tmp_path):
     """Found: ``[("n", ">", "x")]`` on an int partition column raised pyarrow's ArrowInvalid."""
     table = DeltaTable(str(tmp_path / "t"))
