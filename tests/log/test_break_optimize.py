@@ -79,9 +79,6 @@ def test_a_partition_filter_value_of_the_wrong_type_is_a_typed_error(tmp_path):
 
 
 # ---------------------------------------------------------------- commitInfo text
-@pytest.mark.xfail(strict=True, reason=(
-    "commitInfo differs from Delta Spark: operationParameters.zOrderBy is '[\"x\", \"id\"]' where Delta Spark "
-    "writes the compact JSON '[\"x\",\"id\"]'"))
 def test_zorder_by_parameter_is_the_json_text_delta_spark_writes(tmp_path):
     """Found: operationParameters.zOrderBy was '["x", "id"]'; Delta Spark (Jackson) writes '["x","id"]'."""
     table = DeltaTable(str(tmp_path / "t"))

@@ -21,7 +21,6 @@ Spark's ``optimize.minFileSize`` default equals its ``maxFileSize``).
 """
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,7 +32,7 @@ from ..base.features import TARGET_FILE_SIZE_PROPERTY, column_mapping_mode
 from ..base.schema import serialize_partition_value
 from ..read.reader import prune_by_partition
 from ..read.snapshot import Snapshot
-from .commit_info import stats_records
+from .commit_info import param_value, stats_records
 
 #: Delta Spark's ``spark.databricks.delta.optimize.maxFileSize`` and ``minFileSize`` default.
 DEFAULT_TARGET_SIZE = 1024 * 1024 * 1024
@@ -78,10 +77,10 @@ class OptimizeSettings:
 
     def operation_parameters(self) -> dict[str, Any]:
         """commitInfo ``operationParameters`` as Delta Spark records them (JSON lists as strings)."""
-        predicate = json.dumps(predicate_strings(self.partition_filter))
+        predicate = param_value(predicate_strings(self.partition_filter))
         if self.purge:
             return {"predicate": predicate, "applyPurge": True}
-        return {"predicate": predicate, "zOrderBy": json.dumps(list(self.z_order_by)), "clusterBy": "[]",
+        return {"predicate": predicate, "zOrderBy": param_value(list(self.z_order_by)), "clusterBy": "[]",
                 "auto": False}
 
 
