@@ -20,10 +20,6 @@ def _two_columns_table(tmp_path) -> DeltaTable:
     return table
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "Spark engine: an OR partition_filter (a list of lists, documented in docs/maintenance.md and accepted by "
-    "the operator's local plan check) is refused by optimize_job.parse_arguments ('must be a list of "
-    "[column, op, value] triples'), so DeltaOptimizeOperator(engine='spark') fails only after spark-submit"))
 def test_the_spark_job_takes_an_or_partition_filter(tmp_path):
     table = _two_columns_table(tmp_path)
     or_filter = [[("p", "=", "a")], [("p", "=", "b")]]
