@@ -110,25 +110,47 @@ MEMORY_CHILD = textwrap.dedent("""
     from airflow_provider_delta.log import DeltaTable
     table = DeltaTable(sys.argv[1])
     pool = pa.default_memory_pool()
-    m = table.optimize(target_size=int(sys.argv[2]), max_concurrent=1)
+    z = sys.argv[3].split(",") if len(sys.argv) > 3 else None
+    m = table.optimize(target_size=int(sys.argv[2]), max_concurrent=1, z_order_by=z)
     print(json.dumps({"peak": pool.max_memory(), "added": m["numFilesAdded"], "removed": m["numFilesRemoved"]}))
 """)
+
+
+def _compressible_table(uri: str, files: int = 20, rows: int = 10_000) -> DeltaTable:
+    table = DeltaTable(uri)
+    words = [("w%d" % i) * 250 for i in range(8)]            # about 500 bytes each, 8 distinct values
+    for f in range(files):
+        table.write(pa.table({"id": pa.array(range(f * rows, (f + 1) * rows), pa.int64()),
+                              "s": pa.array([words[(i * 7 + f) % 8] for i in range(rows)])}))
+    return table
+
+
+def _peak(uri: str, target: int, *z_order_by: str) -> dict:
+    out = subprocess.run([sys.executable, "-c", MEMORY_CHILD, uri, str(target), *([",".join(z_order_by)] if
+                          z_order_by else [])], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "memory not bounded by the target size: Z-order sorts one output file's rows in memory, and the size that "
+    "picks the number of output files is the compressed file size; data that compresses well holds many times "
+    "the target size (about 300 MB of Arrow data for a 16 MB target here). Delta Spark's sort spills to disk. "
+    "docs/maintenance.md says 'bounded by the target size'"))
+def test_zorder_memory_follows_the_target_size_for_compressible_data(tmp_path):
+    uri = str(tmp_path / "t")
+    _compressible_table(uri)
+    target = 16 << 20
+    result = _peak(uri, target, "id")
+    assert (result["removed"], result["added"]) == (20, 1)
+    assert result["peak"] < 4 * target, result
 
 
 # Found: about 220 MB of Arrow data buffered for a 16 MB target (row groups were cut at 1M rows only).
 def test_compaction_memory_follows_the_target_size_for_compressible_data(tmp_path):
     uri = str(tmp_path / "t")
-    table = DeltaTable(uri)
-    words = [("w%d" % i) * 250 for i in range(8)]            # about 500 bytes each, 8 distinct values
-    for f in range(20):
-        n = 10_000
-        table.write(pa.table({"id": pa.array(range(f * n, (f + 1) * n), pa.int64()),
-                              "s": pa.array([words[(i * 7 + f) % 8] for i in range(n)])}))
-    on_disk = sum(table.snapshot().files().column("size").to_pylist())
+    table = _compressible_table(uri)
     target = 16 << 20
-    assert on_disk < target                                  # one bin: the whole table is one new file
-    out = subprocess.run([sys.executable, "-c", MEMORY_CHILD, uri, str(target)], capture_output=True, text=True,
-                         check=True)
-    result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert sum(table.snapshot().files().column("size").to_pylist()) < target   # one bin: one new file
+    result = _peak(uri, target)
     assert (result["removed"], result["added"]) == (20, 1)
     assert result["peak"] < 4 * target, result
