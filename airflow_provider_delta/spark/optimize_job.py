@@ -1,8 +1,8 @@
 """Spark entry point of the OPTIMIZE engine: ``spark-submit optimize_job.py '<JSON>'``.
 
 What ``DeltaOptimizeOperator(engine="spark")`` submits. The one argument (or ``@file.json``) is
-``{"table_uri": ..., "partition_filter": [[col, op, value], ...] | null, "target_size": 134217728 |
-"128mb" | null, "min_file_size": ... | null, "z_order_by": ["x", "y"] | null, "purge": false,
+``{"table_uri": ..., "partition_filter": [[col, op, value], ...] (or a list of such lists: OR) | null,
+"target_size": 134217728 | "128mb" | null, "min_file_size": ... | null, "z_order_by": ["x", "y"] | null, "purge": false,
 "max_deleted_rows_ratio": null, "job": {...} | null}``; storage options and the commit owner travel
 in the environment (:data:`.job_args.SECRETS_ENV`, side ``"table"``), as for :mod:`.job`. On success
 it prints ``DELTA_SPARK_JOB_RESULT {<metrics>}`` and exits 0; bad arguments exit 2, a refused or
@@ -30,6 +30,13 @@ OPTIONAL_KEYS = ("partition_filter", "target_size", "min_file_size", "z_order_by
                  "max_deleted_rows_ratio", "job")
 
 
+def _conjunction(atoms: Any) -> list[tuple]:
+    if not isinstance(atoms, list) or not all(isinstance(a, list) and len(a) == 3 for a in atoms):
+        raise InvalidArgumentError("partition_filter must be a list of [column, op, value] triples, or a list of "
+                                   "such lists (OR)")
+    return [tuple(a) for a in atoms]
+
+
 def parse_arguments(text: str) -> dict[str, Any]:
     """The argument document, checked for shape (the log layer checks the values against the table)."""
     doc = load_argument(text, "the optimize job's arguments")
@@ -40,9 +47,10 @@ def parse_arguments(text: str) -> dict[str, Any]:
         raise InvalidArgumentError(f"unknown optimize job argument(s): {sorted(unknown)}")
     pf = doc.get("partition_filter")
     if pf is not None:
-        if not isinstance(pf, list) or not all(isinstance(a, list) and len(a) == 3 for a in pf):
-            raise InvalidArgumentError("partition_filter must be a list of [column, op, value] triples")
-        doc["partition_filter"] = [tuple(a) for a in pf]
+        # AND of [column, op, value] triples, or (OR) a list of such lists: an atom starts with its column name
+        is_or = isinstance(pf, list) and bool(pf) and all(isinstance(c, list) and c and isinstance(c[0], list)
+                                                         for c in pf)
+        doc["partition_filter"] = [_conjunction(c) for c in pf] if is_or else _conjunction(pf)
     if doc.get("job") is not None and not isinstance(doc["job"], dict):
         raise InvalidArgumentError("job must be an object (dag_id, task_id, run_id, try_number)")
     return doc

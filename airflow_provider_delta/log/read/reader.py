@@ -61,14 +61,18 @@ def _dnf(filter: Any) -> list[list[tuple[str, str, Any]]] | None:
 
 def _atom(col: pa.Array | pa.ChunkedArray, op: str, value: Any) -> pa.Array:
     typ = col.type
-    if op in ("in", "not in"):
-        vals = ak.cast(ab.array(list(value)), typ) if value else pa.nulls(0, typ)
-        res = ak.is_in(col, vals)
-        return ak.invert(res) if op == "not in" else res
-    if op not in _OPS:
+    if op not in _OPS and op not in ("in", "not in"):
         raise InvalidArgumentError(f"unsupported filter operator {op!r}; use one of {sorted(_OPS) + ['in', 'not in']}")
-    scalar = ak.cast(ab.scalar(value), typ) if value is not None else pa.nulls(1, typ)[0]
-    return ak.call(_OPS[op], col, scalar)
+    try:
+        if op in ("in", "not in"):
+            vals = ak.cast(ab.array(list(value)), typ) if value else pa.nulls(0, typ)
+            res = ak.is_in(col, vals)
+            return ak.invert(res) if op == "not in" else res
+        scalar = ak.cast(ab.scalar(value), typ) if value is not None else pa.nulls(1, typ)[0]
+        return ak.call(_OPS[op], col, scalar)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError) as e:
+        raise InvalidArgumentError(f"filter value {value!r} cannot be compared with a {typ} column ({op}): {e}") \
+            from None
 
 
 def _dnf_mask(dnf: list[list[tuple[str, str, Any]]], table: pa.Table, only: set[str] | None = None) -> pa.Array:

@@ -21,7 +21,6 @@ Spark's ``optimize.minFileSize`` default equals its ``maxFileSize``).
 """
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,7 +33,7 @@ from ..read.column_mapping import mapping_mode
 from ..base.schema import serialize_partition_value
 from ..read.reader import prune_by_partition
 from ..read.snapshot import Snapshot
-from .commit_info import stats_records
+from .commit_info import param_value, stats_records
 
 #: Delta Spark's ``spark.databricks.delta.optimize.maxFileSize`` and ``minFileSize`` default.
 DEFAULT_TARGET_SIZE = 1024 * 1024 * 1024
@@ -79,10 +78,10 @@ class OptimizeSettings:
 
     def operation_parameters(self) -> dict[str, Any]:
         """commitInfo ``operationParameters`` as Delta Spark records them (JSON lists as strings)."""
-        predicate = json.dumps(predicate_strings(self.partition_filter))
+        predicate = param_value(predicate_strings(self.partition_filter))
         if self.purge:
             return {"predicate": predicate, "applyPurge": True}
-        return {"predicate": predicate, "zOrderBy": json.dumps(list(self.z_order_by)), "clusterBy": "[]",
+        return {"predicate": predicate, "zOrderBy": param_value(list(self.z_order_by)), "clusterBy": "[]",
                 "auto": False}
 
 
@@ -220,8 +219,11 @@ def plan_bins(snap: Snapshot, settings: OptimizeSettings) -> tuple[list[Bin], in
     considered = files.num_rows
     rows = files.select([c for c in ("path", "size", "partition_values", "deletion_vector", "stats", "tags")
                          if c in files.column_names]).to_pylist()
+    pcols = set(snap.partition_columns)
     for r in rows:
-        r["partition_values"] = dict(r["partition_values"] or {})
+        # only the table's partition columns: the replay lists every key the log ever used
+        # (a column of an earlier partitioning reads as null), and adds must match the metadata
+        r["partition_values"] = {k: v for k, v in (r["partition_values"] or {}) if k in pcols}
         if r.get("deletion_vector"):
             r["deletion_vector"] = {k: v for k, v in r["deletion_vector"].items() if v is not None}
     if settings.purge:

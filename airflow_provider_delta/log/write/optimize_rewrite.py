@@ -40,6 +40,10 @@ from .zorder import SAMPLE_ROWS, ZOrderCurve, cut_points, part_of
 
 #: Rows per row group of the files OPTIMIZE writes (and the most it buffers per output file).
 ROW_GROUP_ROWS = 1 << 20
+#: A row group is also cut at this many bytes of Arrow data, or at the target size when smaller:
+#: data that compresses well holds many times its file size in memory, and a row count alone
+#: does not bound that (repeated strings: 1M rows of 1 KB values are 1 GB).
+ROW_GROUP_BYTES = 128 << 20
 #: A column gets dictionary pages when its first rows repeat values (fewer distinct than this share):
 #: for unique-ish values (random floats, ids) the dictionary is built, overflows and is thrown away,
 #: which made writing about 2.5 times slower for 3% smaller files.
@@ -104,8 +108,10 @@ def partition_keys_of_snapshot(snap: Readable) -> list[str]:
 class _OutputFile:
     """One new data file being written: buffered up to a row group, statistics per batch."""
 
-    def __init__(self, snap: Readable, bin_: Bin, schema: pa.Schema, written: list[str]):
+    def __init__(self, snap: Readable, bin_: Bin, schema: pa.Schema, written: list[str],
+                 max_buffer_bytes: int = ROW_GROUP_BYTES):
         self.snap = snap
+        self.max_buffer_bytes = max_buffer_bytes
         self.bin = bin_
         self.schema = schema                      # logical: the rows handed to write()
         self.stored = stored_schema(snap)         # what the file holds (physical names under column mapping)
@@ -117,6 +123,7 @@ class _OutputFile:
         self._stats = StatsCollector(snap.configuration)
         self._pending: list[pa.Table] = []
         self._pending_rows = 0
+        self._pending_bytes = 0
         written.append(self.rel)
         self._sink = snap.storage.open(self.rel, "wb")
         self._writer: pq.ParquetWriter | None = None
@@ -127,7 +134,8 @@ class _OutputFile:
         self._stats.add(rows)
         self._pending.append(rows)
         self._pending_rows += rows.num_rows
-        if self._pending_rows >= ROW_GROUP_ROWS:
+        self._pending_bytes += rows.nbytes
+        if self._pending_rows >= ROW_GROUP_ROWS or self._pending_bytes >= self.max_buffer_bytes:
             self._flush()
 
     def _flush(self) -> None:
@@ -137,7 +145,7 @@ class _OutputFile:
                 self._writer = pq.ParquetWriter(self._sink, self.stored, compression="snappy",
                                                 use_dictionary=_dictionary_columns(rows))
             self._writer.write_table(rows, row_group_size=ROW_GROUP_ROWS)
-            self._pending, self._pending_rows = [], 0
+            self._pending, self._pending_rows, self._pending_bytes = [], 0, 0
 
     def close(self) -> AddFile | None:
         """The new file's add action (None, and the file deleted, when no row was written)."""
@@ -190,7 +198,7 @@ def rewrite_bin(snap: Readable, bin_: Bin, settings: OptimizeSettings, written: 
     """Write the new files of one bin; returns their add actions (``dataChange=false``)."""
     if settings.z_order_by:
         return _zorder_bin(snap, bin_, settings, written)
-    out = _OutputFile(snap, bin_, file_schema(snap), written)
+    out = _OutputFile(snap, bin_, file_schema(snap), written, min(ROW_GROUP_BYTES, settings.target_size))
     try:
         for rows in _bin_batches(snap, bin_):
             out.write(rows)
