@@ -180,9 +180,6 @@ def test_databases_created_by_the_previous_code_still_open(tmp_path, fresh_url):
     cat.dispose()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "DeltaTable.create(catalog=...) raises CommitFailedError when another client's register(uri) "
-    "registered its table between version 0 and the creator's own registration (race seen 2/40 on PostgreSQL)"))
 def test_a_creator_whose_table_another_client_registered_first_is_not_told_it_failed(tmp_path):
     """A creator publishes version 0, then registers it; ``register(uri)`` by another client (what
     it is for: finishing a creation that looks cut short) can win in between. Seen on PostgreSQL:
