@@ -102,3 +102,52 @@ def test_catalog_password_is_not_in_the_logged_spark_submit_command(tmp_path, mo
     logged = hook._mask_cmd(hook._build_spark_submit_command(op.application))
     assert password not in logged, logged
     assert os.environ.get(SECRETS_ENV) is None
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "DeltaSparkSubmitOperator(transaction_id='{{ ti.xcom_pull(task_ids=...) }}') whose XCom is missing "
+    "(a misspelt task id, a begin task that pushed nothing) renders 'None', which optional_value reads as "
+    "'no transaction': the task quietly turns into a plain commit (spark-submit of a job that then fails on "
+    "the driver with CatalogRequiredError for a catalog table, or commits a plain table outside the audit) "
+    "instead of refusing the missing transaction id before submitting"))
+def test_a_transaction_id_that_renders_to_nothing_is_refused_before_submitting(tmp_path, monkeypatch,
+                                                                                make_context):
+    from airflow_provider_delta.hooks.arguments import DeltaArgumentError
+    from airflow_provider_delta.log import InvalidArgumentError
+    from airflow_provider_delta.operators import DeltaSparkSubmitOperator
+
+    url = f"sqlite:///{tmp_path}/catalog.db"
+    monkeypatch.setenv("AIRFLOW_CONN_DELTA_S8_SPARK", json.dumps(
+        {"conn_type": "delta", "extra": {"catalog": {"url": url}}}))
+    catalog = SqlCatalog(url)
+    uri = DeltaTable.create(str(tmp_path / "out"), SCHEMA, catalog=catalog).uri
+    op = DeltaSparkSubmitOperator(task_id="stage_out", output_table_uri=uri, transform="identity",
+                                  delta_conn_id="delta_s8_spark", transaction_id="None")   # as rendered
+    with pytest.raises((InvalidArgumentError, DeltaArgumentError)):
+        spec, _ = op.build_spec(make_context(task_id="stage_out"))
+        assert spec.transaction_id is not None, "the task would commit instead of staging"
+    catalog.dispose()
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "two DIFFERENT writers of one table racing in a group (both past the staged_version check): the "
+    "loser gets GroupCommitError as it should, its staged commit is deleted, but the data files its "
+    "write put in the table stay (only a same-writer loser deletes them); they wait for a vacuum past "
+    "the retention (7 days by default)"))
+def test_a_losing_second_writer_leaves_no_data_files(tmp_path):
+    from airflow_provider_delta.log import GroupCommitError
+
+    catalog = SqlCatalog(f"sqlite:///{tmp_path}/catalog.db", publish_grace_ms=0)
+    a = DeltaTable.create(str(tmp_path / "a"), SCHEMA, catalog=catalog).uri
+    tx_id = catalog.begin().record().id
+    first, second = catalog.group(tx_id), catalog.group(tx_id)
+    first.write(a, pa.table({"g": ["one"], "n": [1]}, schema=SCHEMA), writer="dag.one")
+    second.write(a, pa.table({"g": ["two"], "n": [1]}, schema=SCHEMA), writer="dag.two")
+    first.stage()
+    with pytest.raises(GroupCommitError):
+        second.stage()
+    root = str(tmp_path / "a")
+    assert len(os.listdir(os.path.join(root, "_delta_log", "_staged_commits"))) == 1
+    parquet = sum(n.endswith(".parquet") for n in os.listdir(root))
+    catalog.dispose()
+    assert parquet == 1, f"{parquet} data files for one staged write"
