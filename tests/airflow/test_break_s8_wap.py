@@ -129,12 +129,10 @@ def test_a_transaction_id_that_renders_to_nothing_is_refused_before_submitting(t
     catalog.dispose()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "two DIFFERENT writers of one table racing in a group (both past the staged_version check): the "
-    "loser gets GroupCommitError as it should, its staged commit is deleted, but the data files its "
-    "write put in the table stay (only a same-writer loser deletes them); they wait for a vacuum past "
-    "the retention (7 days by default)"))
 def test_a_losing_second_writer_leaves_no_data_files(tmp_path):
+    """Two DIFFERENT writers of one table race in a group (both past the staged_version check): the
+    loser gets GroupCommitError and its staged commit and its new data files are deleted (they were
+    left for a vacuum past the retention before; fixed in group.py)."""
     from airflow_provider_delta.log import GroupCommitError
 
     catalog = SqlCatalog(f"sqlite:///{tmp_path}/catalog.db", publish_grace_ms=0)
