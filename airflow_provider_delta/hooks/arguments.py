@@ -74,6 +74,19 @@ def input_manifest(value: Any, given: bool, name: str = "input_manifest_uri") ->
     return None if uri is None else str(uri)
 
 
+def given_value(value: Any, given: bool, name: str, missing: str) -> Any:
+    """An optional argument's value, refused when the task was built with one that rendered to nothing.
+
+    ``transaction_id="{{ ti.xcom_pull(task_ids='begin') }}"`` whose XCom is missing renders
+    ``"None"``; read as "not given", the task would quietly do something else (commit instead of
+    staging into the audited group). ``missing`` says what the value should have come from.
+    """
+    result = optional_value(value)
+    if result is None and given:
+        raise DeltaArgumentError(f"{name} rendered to {value!r}: {missing}. Nothing was done.")
+    return result
+
+
 def flag(value: Any, name: str, deletes: bool = False) -> bool:
     """A yes/no argument: a bool, 0/1, or one of ``true/false/1/0/yes/no`` in any case.
 

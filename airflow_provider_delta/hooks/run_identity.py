@@ -8,7 +8,9 @@ silently skipped: nothing written, task green.
 
 So the default identity names the *data* a run is responsible for, not just the task:
 
-* ``appId`` = ``<dag_id>.<task_id>[.<map_index>]@<run key>``, where the run key is the
+* ``appId`` = ``<dag_id>.<task_id>[<map_index>]@<run key>`` (``[<map_index>]`` only for a mapped
+  task: brackets, which no task id may contain, so ``load`` at index 1 is never the task
+  ``load.1``), where the run key is the
   data interval (``20260101T000000Z-20260102T000000Z``), else the logical date, else
   (a manual run without one) the run id;
 * ``version`` = the end of the data interval (else the logical date, else ``run_after``)
@@ -82,7 +84,7 @@ def app_id_matches(wanted: str, app_id: Any) -> bool:
 
 
 def task_key(context: Mapping[str, Any] | None, task: Any = None) -> str | None:
-    """``<dag_id>.<task_id>[.<map_index>]`` of the running task instance (the same in every try; the
+    """``<dag_id>.<task_id>`` (``[<map_index>]`` appended for a mapped task) of the running task instance (the same in every try; the
     ids from ``task`` where the context lacks them), or None outside a task: the default exactly-once
     task id, and the writer key that makes a write-audit-publish writer's retry stage once."""
     ti = (context or {}).get("ti")
@@ -93,7 +95,7 @@ def task_key(context: Mapping[str, Any] | None, task: Any = None) -> str | None:
     key = f"{dag_id}.{task_id}"
     map_index = getattr(ti, "map_index", -1)
     if isinstance(map_index, int) and map_index >= 0:
-        key += f".{map_index}"
+        key += f"[{map_index}]"     # brackets: no task id holds them (a '.1' suffix could be a task's own)
     return key
 
 

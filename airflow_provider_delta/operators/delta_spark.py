@@ -85,7 +85,7 @@ class DeltaSparkApplicationOperator(DeltaTaskMixin, StopDriverOnKillMixin, Local
     :param input_manifest_uri: or a manifest written by ``DeltaTimeTravelSnapshotOperator``
         (its table and version; one that renders to ``"None"`` fails the task:
         :func:`~..hooks.arguments.input_manifest`)
-    :param app_id: Delta Spark ``txnAppId`` (default ``<dag_id>.<task_id>``, plus ``.<map_index>``
+    :param app_id: Delta Spark ``txnAppId`` (default ``<dag_id>.<task_id>``, plus ``[<map_index>]``
         when mapped)
     :param app_version: Delta Spark ``txnVersion`` (templated; default: the run's logical date, else
         ``run_after``, in epoch seconds)

@@ -14,7 +14,7 @@ one JSON argument naming input, output, transform and the exactly-once marker
 With ``transaction_id`` (write-audit-publish) the driver stages its commit into that
 multi-table transaction of the delta connection's catalog instead of committing: nothing
 is visible until ``DeltaPublishTransactionOperator`` publishes the group. The channel back is
-then the group itself: a try whose writer (``<dag_id>.<task_id>[.<map_index>]``) already
+then the group itself: a try whose writer (``<dag_id>.<task_id>[<map_index>]``) already
 staged the table is not submitted, and after the job the group must hold its member.
 
 Without a Spark connection (``conn_id`` not defined) the job runs in local mode,
@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
-from ..hooks.arguments import (DeltaArgumentError, column_names, flag, input_manifest, is_template, optional_int,
-                               optional_value, string_map)
+from ..hooks.arguments import (DeltaArgumentError, column_names, flag, given_value, input_manifest, is_template,
+                               optional_int, optional_value, string_map)
 from ..hooks.manifest import read_manifest
 from ..hooks.run_identity import task_key
 from ..log import CommitFailedError, InvalidArgumentError, check_mode
@@ -74,7 +74,7 @@ class DeltaSparkSubmitOperator(DeltaTaskMixin, StopDriverOnKillMixin, LocalSpark
         or a JSON list; a list rendered as Python text is refused)
     :param table_properties: table properties when the job creates the output table (a dict)
     :param transform_params: JSON-serializable keyword arguments of the transform (templated)
-    :param app_id: exactly-once id (default ``<dag_id>.<task_id>``, plus ``.<map_index>`` when mapped)
+    :param app_id: exactly-once id (default ``<dag_id>.<task_id>``, plus ``[<map_index>]`` when mapped)
     :param app_version: exactly-once version (templated; default: the run's logical date, else
         ``run_after``, in epoch seconds)
     :param delta_conn_id: ``delta`` connection for both tables (storage options, commit owner)
@@ -139,6 +139,8 @@ class DeltaSparkSubmitOperator(DeltaTaskMixin, StopDriverOnKillMixin, LocalSpark
         self.input_changes = input_changes     # a flag: parsed when the task runs (templated)
         self.initial_version = initial_version
         self.transaction_id = transaction_id
+        #: built with a transaction: a value rendering to nothing is refused, never read as "commit"
+        self.stages = transaction_id is not None
 
     # DeltaTaskMixin works on ``table_uri``: here, the table the job commits to.
     @property
@@ -202,7 +204,10 @@ class DeltaSparkSubmitOperator(DeltaTaskMixin, StopDriverOnKillMixin, LocalSpark
         return spec, secrets
 
     def _transaction(self) -> str | None:
-        tx = optional_value(self.transaction_id)
+        tx = given_value(self.transaction_id, self.stages, "transaction_id",
+                         "the task was built to stage into a multi-table transaction, but no transaction id "
+                         "came (the begin task's XCom is missing?); committing instead would publish outside "
+                         "the audit")
         return None if tx is None else str(tx)
 
     # --------------------------------------------------------------- execution

@@ -57,11 +57,6 @@ COLLIDING_DAG = textwrap.dedent('''
 ''')
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "writer keys collide: <dag_id>.<task_id>[.<map_index>] joins with dots, which task ids may contain, "
-    "so the mapped task 'load' (map index 1) and the task 'load.1' are the same writer; the second one's "
-    "stage_write is taken for a retry, returns the first one's version and its data is silently dropped "
-    "(the task succeeds) instead of being refused as a second writer of the table"))
 def test_a_second_writer_whose_key_collides_is_refused_not_dropped(run_dag, tmp_path):
     url = f"sqlite:///{tmp_path}/catalog.db"
     catalog = SqlCatalog(url, publish_grace_ms=0)
@@ -104,12 +99,6 @@ def test_catalog_password_is_not_in_the_logged_spark_submit_command(tmp_path, mo
     assert os.environ.get(SECRETS_ENV) is None
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "DeltaSparkSubmitOperator(transaction_id='{{ ti.xcom_pull(task_ids=...) }}') whose XCom is missing "
-    "(a misspelt task id, a begin task that pushed nothing) renders 'None', which optional_value reads as "
-    "'no transaction': the task quietly turns into a plain commit (spark-submit of a job that then fails on "
-    "the driver with CatalogRequiredError for a catalog table, or commits a plain table outside the audit) "
-    "instead of refusing the missing transaction id before submitting"))
 def test_a_transaction_id_that_renders_to_nothing_is_refused_before_submitting(tmp_path, monkeypatch,
                                                                                 make_context):
     from airflow_provider_delta.hooks.arguments import DeltaArgumentError

@@ -89,7 +89,7 @@ def test_spec_defaults_and_secrets(monkeypatch, tmp_path):
 def test_mapped_task_gets_its_own_app_id(tmp_path):
     op = _operator(output_table_uri=str(tmp_path / "out"), app_version="12")
     spec, secrets = op.build_spec(_context(map_index=3))
-    assert (spec.app_id, spec.app_version) == ("dag.spark.3@" + RUN_KEY, 12) and secrets == {}
+    assert (spec.app_id, spec.app_version) == ("dag.spark[3]@" + RUN_KEY, 12) and secrets == {}
 
 
 @pytest.mark.parametrize("kwargs, message", [
