@@ -160,3 +160,45 @@ def test_the_successor_pre_check_alone_refuses_a_transaction_behind_a_cleanup(tm
         loser.commit()
     assert isinstance(e.value, CommitFailedError) and e.value.version == 1
     assert set(os.listdir(_log_dir(t))) == before
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "A4b checks only the read snapshot: a CHECK constraint added on an empty table commits on top of a "
+    "concurrent append, so the table ends with a constraint its rows violate (Delta Spark's ADD "
+    "CONSTRAINT reads the whole table to count violations, so a concurrent append conflicts)"))
+def test_a_check_constraint_added_while_rows_are_appended_concurrently_is_refused(tmp_path):
+    from airflow_provider_delta.log import DeltaError
+    schema = pa.schema([("id", pa.int64())])
+    t = DeltaTable.create(str(tmp_path / "c"), schema)
+    txn = t.transaction()
+    txn.set_properties({"delta.constraints.positive": "id > 0"})     # read: an empty table
+    DeltaTable(t.uri).write(pa.table({"id": [-1]}, schema=schema))    # the concurrent winner
+    with pytest.raises(DeltaError):
+        txn.commit()
+    snap = DeltaTable(t.uri).snapshot()
+    assert "delta.constraints.positive" not in snap.metadata.configuration
+
+
+@pytest.mark.parametrize("change", ["check_constraint", "type_change"])
+@pytest.mark.xfail(strict=True, reason=(
+    "Transaction.set_metadata(of_restored_version=True) is public and unverified: any metadata given "
+    "with it skips the CHECK constraint rule (A4b), the new-column mapping rule (M3b) and the layout "
+    "check, so a constraint the rows violate or a type change over old files commits (RESTORE, its "
+    "only caller, could be the only one allowed, or the metadata checked against the restored version)"))
+def test_set_metadata_of_restored_version_cannot_smuggle_in_what_the_rules_refuse(tmp_path, change):
+    from airflow_provider_delta.log import DeltaError
+    schema = pa.schema([("id", pa.int64())])
+    t = DeltaTable.create(str(tmp_path / "r"), schema)
+    t.write(pa.table({"id": [-1, 2]}, schema=schema))
+    m = t.snapshot().metadata
+    if change == "check_constraint":
+        new = m.with_configuration({"delta.constraints.positive": "id > 0"})
+    else:
+        fields = json.loads(m.schema_string)
+        fields["fields"][0]["type"] = "string"
+        new = m.with_schema(fields)
+    version = t.latest_version()
+    with pytest.raises(DeltaError):
+        with t.transaction() as txn:
+            txn.set_metadata(new, of_restored_version=True)
+    assert DeltaTable(t.uri).latest_version() == version
