@@ -202,3 +202,42 @@ def test_set_metadata_of_restored_version_cannot_smuggle_in_what_the_rules_refus
         with t.transaction() as txn:
             txn.set_metadata(new, of_restored_version=True)
     assert DeltaTable(t.uri).latest_version() == version
+
+
+def _mapped_id_v(tmp_path) -> DeltaTable:
+    """id, v (data 10, 20) under column mapping (physical names id, v; ids 1, 2)."""
+    table = DeltaTable.create(str(tmp_path / "m"), pa.schema([("id", pa.int64()), ("v", pa.int64())]))
+    table.write(pa.table({"id": [1, 2], "v": [10, 20]}))
+    with table.transaction(operation="SET TBLPROPERTIES") as txn:
+        txn.set_properties({"delta.columnMapping.mode": "name"})
+    return table
+
+
+@pytest.mark.parametrize("give_id", [False, True])
+@pytest.mark.xfail(strict=True, reason=(
+    "M3b compares a new column's physical path with the OLD schema's paths: a commit that drops "
+    "column v and adds a new column w under v's physical name (no id, or a fresh id above "
+    "maxColumnId) is accepted, and w reads v's data back - the resurrection the rule is there "
+    "to stop, done in one commit instead of two"))
+def test_a_new_column_taking_the_physical_name_of_a_column_dropped_in_the_same_commit_is_refused(tmp_path, give_id):
+    from airflow_provider_delta.log import DeltaError
+    from airflow_provider_delta.log.base.actions import Metadata
+    table = _mapped_id_v(tmp_path)
+    snap = table.snapshot()
+    fields = json.loads(snap.metadata.schema_string)["fields"]
+    v = next(f for f in fields if f["name"] == "v")
+    meta = {"delta.columnMapping.physicalName": v["metadata"]["delta.columnMapping.physicalName"]}
+    if give_id:
+        meta["delta.columnMapping.id"] = 100
+    new_fields = [f for f in fields if f["name"] != "v"] + [
+        {"name": "w", "type": "long", "nullable": True, "metadata": meta}]
+    version = table.latest_version()
+    try:
+        with table.transaction(operation="CHANGE COLUMN") as txn:
+            txn.set_metadata(Metadata(snap.metadata.id, json.dumps({"type": "struct", "fields": new_fields}), (),
+                                      dict(snap.metadata.configuration)))
+    except DeltaError:
+        pass
+    if DeltaTable(table.uri).latest_version() != version:
+        rows = DeltaTable(table.uri).snapshot().to_pyarrow().to_pylist()
+        assert all(r["w"] is None for r in rows), rows     # a new column has no values in old files
