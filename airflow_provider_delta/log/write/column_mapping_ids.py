@@ -20,7 +20,8 @@ writes a ``metaData`` action:
   (:func:`check_new_columns_bring_no_mapping`): PROTOCOL.md asks that a new column's physical
   field path be unique across all versions of the table, which only a fresh ``col-<uuid>``
   guarantees (dropped names may be gone from the log after cleanup), and a dropped column's
-  physical name or id given to a new column would read the dropped column's data back. Delta
+  physical name or id given to a new column would read the dropped column's data back (also when
+  the column is dropped in the same commit: an old physical path goes only with its old id). Delta
   Spark never lets one in either: ``ALTER TABLE ADD COLUMNS`` builds bare fields and writes
   strip column mapping metadata from the data's schema. When mapping is turned on, a given
   physical name must be the column's current name (its files hold it under that name).
@@ -145,9 +146,14 @@ def check_mode_change(old: Metadata | None, new: Metadata) -> None:
             feature=_FEATURE)
 
 
-def _physical_paths(schema: Any) -> set[tuple[str, ...]]:
-    paths: set[tuple[str, ...]] = set()
-    _walk(schema, lambda _p, physical, f: paths.add((*physical, str((f.get("metadata") or {}).get(PHYSICAL_NAME_KEY)))))
+def _physical_path_ids(schema: Any) -> dict[tuple[str, ...], int | None]:
+    """Each physical field path of ``schema`` and the column id that holds it (None without one)."""
+    paths: dict[tuple[str, ...], int | None] = {}
+
+    def add(_p: list[str], physical: list[str], f: dict) -> None:
+        meta = f.get("metadata") or {}
+        paths[(*physical, str(meta.get(PHYSICAL_NAME_KEY)))] = _column_id(f) if COLUMN_ID_KEY in meta else None
+    _walk(schema, add)
     return paths
 
 
@@ -170,13 +176,17 @@ def check_new_columns_bring_no_mapping(old: Metadata | None, new: Metadata) -> N
                     "its physical name; leave delta.columnMapping.* out of the schema")
         _walk(schema, current_name)
         return
-    old_paths, old_ids = _physical_paths(old_schema), set(_ids_in(old_schema))
+    old_paths, old_ids = _physical_path_ids(old_schema), set(_ids_in(old_schema))
     highest = max([_max_id(old.configuration), *old_ids])
 
     def check(parent: list[str], physical: list[str], f: dict) -> None:
         meta = f.get("metadata") or {}
         column = ".".join(parent + [str(f.get("name"))])
-        if PHYSICAL_NAME_KEY in meta and (*physical, str(meta[PHYSICAL_NAME_KEY])) not in old_paths:
+        path = (*physical, str(meta.get(PHYSICAL_NAME_KEY)))
+        # a kept column brings its old physical path with its old id; a column new by its id (or
+        # without one) on an old path would take that path over, data included
+        new_by_id = COLUMN_ID_KEY not in meta or _column_id(f) not in old_ids
+        if PHYSICAL_NAME_KEY in meta and (path not in old_paths or (new_by_id and old_paths[path] is not None)):
             raise InvalidArgumentError(
                 f"new column {column!r} brings its own physical name {meta[PHYSICAL_NAME_KEY]!r}: physical names of "
                 "new columns are assigned by the writer, so that they are unique across every version of the table "
