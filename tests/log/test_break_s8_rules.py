@@ -48,10 +48,6 @@ class _SkewedNeighbour(LocalFiles):
         return landed
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "unsafe delete on timestamp evidence: a commit built on ours whose file carries an older mtime "
-    "(clock skew between writers) makes the committer DELETE its landed commit: the log gets a gap "
-    "under the other writer's commit and the table no longer opens"))
 def test_a_skewed_clock_on_the_next_writer_makes_the_committer_delete_a_commit_built_on(tmp_path):
     uri = str(tmp_path / "t")
     t = DeltaTable.create(uri, pa.schema([("id", pa.int64())]))
@@ -64,7 +60,7 @@ def test_a_skewed_clock_on_the_next_writer_makes_the_committer_delete_a_commit_b
     try:
         txn.commit()
     except InvalidCommittedVersionError:
-        pass                                    # what happens today: our version 2 was deleted
+        pass                                    # before the fix: our version 2 was deleted
     assert t.storage.files.fired
     names = sorted(n for n in os.listdir(_log_dir(t)) if n.endswith(".json"))
     assert names == [f"{v:020d}.json" for v in range(4)], names

@@ -1,6 +1,7 @@
 """A commit lands only as the successor of the log it read (write/commit_successor.py): a transaction
 pinned to a version whose successors metadata cleanup removed is refused before its put, and one whose
-put raced the cleanup withdraws its commit; in both cases InvalidCommittedVersionError and no file left."""
+put raced the cleanup fails with its commit file left below the checkpoint, where no reader sees it
+(deleting a commit is never safe on doubt); in both cases InvalidCommittedVersionError."""
 from __future__ import annotations
 
 import json
@@ -52,25 +53,55 @@ def test_a_transaction_whose_successors_were_cleaned_up_is_refused_before_writin
     assert DeltaTable(t.uri).latest_version() == 4
 
 
-def test_a_put_that_raced_the_cleanup_into_a_hole_is_withdrawn(tmp_path):
-    """The pre-check saw version 0 (still there), then the put found version 1 free because cleanup
-    removed it: files above it are older than our commit, so ours is deleted and the commit fails."""
+def test_a_put_that_raced_the_cleanup_into_a_hole_fails_and_stays_invisible(tmp_path):
+    """The pre-check saw version 0 (still there), then cleanup removed versions 0-3 (oldest first) below
+    checkpoint 4, and the put found version 1 free: the commit fails, its file stays below the
+    checkpoint where no reader lists it, and the table reads as before."""
     t = _table_with_commits(tmp_path, 4)
     t.checkpoint()
     log_dir = os.path.join(t.uri.removeprefix("file://"), "_delta_log")
-    for v in (1, 2, 3):                                      # what the racing cleanup removed
-        os.remove(os.path.join(log_dir, f"{v:020d}.json"))
     past = time.time() - 3600
     for name in os.listdir(log_dir):                         # written well before our put
         os.utime(os.path.join(log_dir, name), (past, past))
     loser = t.transaction(read_version=0)
     loser.add_file(_add("late.parquet"))
-    before = _log_names(t)
-    with pytest.raises(InvalidCommittedVersionError) as e:
-        loser.commit()
+    import airflow_provider_delta.log.write.committer as committer_module
+    real_check = committer_module.check_commit_follows_log
+
+    def cleanup_races_the_put(storage, version):
+        real_check(storage, version)                        # passes: version 0 is still there
+        for v in (0, 1, 2, 3):                              # what the racing cleanup removes, oldest first
+            os.remove(os.path.join(log_dir, f"{v:020d}.json"))
+    committer_module.check_commit_follows_log = cleanup_races_the_put
+    try:
+        with pytest.raises(InvalidCommittedVersionError) as e:
+            loser.commit()
+    finally:
+        committer_module.check_commit_follows_log = real_check
     assert e.value.version == 1 and e.value.current_version == 4
-    assert _log_names(t) == before
-    assert "late.parquet" not in DeltaTable(t.uri).snapshot().files().column("path").to_pylist()
+    assert f"{1:020d}.json" in _log_names(t)                 # left in place, below the checkpoint
+    fresh = DeltaTable(t.uri)
+    assert fresh.latest_version() == 4
+    assert "late.parquet" not in fresh.snapshot().files().column("path").to_pylist()
+
+
+def test_a_neighbour_on_a_skewed_clock_does_not_make_a_landed_commit_fail(tmp_path):
+    """Files above ours with older times are no evidence of a hole while version v - 1 is still there."""
+    t = _table_with_commits(tmp_path, 2)
+    log_dir = os.path.join(t.uri.removeprefix("file://"), "_delta_log")
+    with t.transaction() as txn:
+        txn.add_file(_add("ours.parquet"))
+    other = DeltaTable(t.uri)
+    other.auto_checkpoint = False
+    with other.transaction() as txn:
+        txn.add_file(_add("neighbour.parquet"))
+    other.checkpoint()
+    back = time.time() - 3600
+    for name in os.listdir(log_dir):
+        if name.startswith(f"{4:020d}"):
+            os.utime(os.path.join(log_dir, name), (back, back))
+    from airflow_provider_delta.log.write.commit_successor import landed_below_newer_log
+    assert landed_below_newer_log(t.storage, 3) is None
 
 
 def test_a_commit_after_a_checkpoint_whose_commit_was_cleaned_up_lands(tmp_path):

@@ -10,9 +10,14 @@ before the put (nothing is written) and once more after it, for a cleanup racing
 
 * before: version ``v - 1`` must exist, as a commit file or as a complete checkpoint with nothing
   newer in the log (:func:`check_commit_follows_log`);
-* after: no log file above ``v`` (nor a checkpoint at ``v``) may be older than our own commit file; such a file was there
-  before our put, so our commit fell into a hole (:func:`landed_below_newer_log`). The committer
-  then deletes its own, invisible commit and fails.
+* after: our commit fell into a hole only if both hold (:func:`landed_below_newer_log`): version
+  ``v - 1``'s commit file is gone now (cleanup deletes commits oldest first, so the one that freed
+  ``v`` removed ``v - 1`` before it), and a checkpoint at or above ``v`` is older than our commit
+  file (it was there before our put). Timestamps alone are not evidence enough: a writer on a
+  skewed clock builds on our commit with an older file time. The committer then fails with the
+  commit file left in place, below the checkpoint where no reader lists it (metadata cleanup
+  removes it later): anything that deletes must fail safe, and deleting a commit someone built on
+  would break the table.
 
 Only file-system commits need this: a commit owner or catalog ratifies versions itself.
 """
@@ -45,21 +50,19 @@ def check_commit_follows_log(storage: Storage, version: int) -> None:
 
 
 def landed_below_newer_log(storage: Storage, version: int) -> int | None:
-    """After our put of ``version``: the version of a log file above it (or a checkpoint at it)
-    written before our commit file, or None.
+    """After our put of ``version``: the version of a checkpoint at or above it written before our
+    commit file, when ``version - 1``'s commit is gone too (the state a racing cleanup leaves), or None.
 
-    Writers that come after us create such files later than our commit file; one older than ours
-    was there before our put, so our commit landed in a hole.
+    The common case costs one stat: ``v - 1``'s commit file is still there, so no cleanup freed ``v``.
     """
-    entries = storage.list_dir_from(LOG_DIR, f"{version:020d}")
-    if entries is None:
-        entries = storage.list_dir(LOG_DIR)
-    newer = [f for f in (parse_log_name(e.name, e.path, e.size, e.mtime_ms) for e in entries)
-             if f is not None and (f.version > version or (f.version == version and f.kind != "commit"))]
-    if not newer:
+    if version == 0 or storage.file_info(commit_path(version - 1)) is not None:
         return None
     own = storage.file_info(commit_path(version))
     if own is None:
         return None
-    older = [f.version for f in newer if f.mtime_ms < own.mtime_ms]
+    entries = storage.list_dir_from(LOG_DIR, f"{version:020d}")
+    if entries is None:
+        entries = storage.list_dir(LOG_DIR)
+    older = [f.version for f in (parse_log_name(e.name, e.path, e.size, e.mtime_ms) for e in entries)
+             if f is not None and f.kind == "checkpoint" and f.version >= version and f.mtime_ms < own.mtime_ms]
     return max(older) if older else None

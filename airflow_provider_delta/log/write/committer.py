@@ -201,23 +201,18 @@ class Committer:
         return self._commit_at(version) is True
 
     def _refuse_if_in_hole(self, version: int) -> None:
-        """After our put landed: if cleanup raced it and left our commit below a newer log
-        (:func:`.commit_successor.landed_below_newer_log`), delete the commit - no reader lists
-        it and no writer can have built on it, since the versions above it existed before it -
-        and raise :class:`InvalidCommittedVersionError`."""
+        """After our put landed: if cleanup raced it and left our commit below a newer checkpoint
+        (:func:`.commit_successor.landed_below_newer_log`), raise :class:`InvalidCommittedVersionError`.
+        The commit file stays: no reader lists it below the checkpoint, metadata cleanup removes it,
+        and deleting a commit is never safe on doubt (a writer may have built on it)."""
         newer = landed_below_newer_log(self.table.storage, version)
         if newer is None:
             return
-        try:
-            self.table.storage.delete(commit_path(version))
-            withdrawn = "The commit was withdrawn"
-        except Exception as e:  # still invisible to readers; say so rather than hide the cause
-            withdrawn = (f"Withdrawing it failed ({type(e).__name__}: {e}): {commit_path(version)} stays, "
-                         "unread by anyone, until metadata cleanup removes it")
         raise InvalidCommittedVersionError(
-            f"version {version} of {self.table.uri} landed below version {newer}, written before it: "
+            f"version {version} of {self.table.uri} landed below checkpoint {newer}, written before it: "
             "metadata cleanup removed the commits after this transaction's read version while it "
-            f"committed. {withdrawn}; read the table again and redo the operation",
+            f"committed. {commit_path(version)} stays below the checkpoint, where no reader sees it, until "
+            "metadata cleanup removes it; read the table again and redo the operation",
             version=version, current_version=newer)
 
     def _commit_at(self, version: int) -> bool | None:
