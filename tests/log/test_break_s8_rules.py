@@ -104,10 +104,6 @@ def test_an_add_without_dv_over_a_live_path_with_a_dv_and_no_remove_is_refused(t
     assert sorted(DeltaTable(table.uri).snapshot().to_pyarrow().column("id").to_pylist()) == [2, 3]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "V5b resolves only symlinked DIRECTORIES: a live path that is a symlinked FILE inside the table "
-    "(alias.parquet -> realdir/x.parquet) leaves its target unreferenced, and vacuum deletes the data "
-    "the live path reads (the table no longer opens its file)"))
 def test_vacuum_keeps_the_target_of_a_live_file_symlink_inside_the_table(tmp_path):
     from deltalake import write_deltalake
     from airflow_provider_delta.log.maintenance.vacuum import vacuum

@@ -73,8 +73,8 @@ class _Listed:
 
 
 def _walk_local(root: str, hidden) -> tuple[list[_Listed], list[str], set[str]]:
-    """Files, directories and symlinks to directories under ``root`` (relative), pruning hidden
-    names, not following links."""
+    """Files, directories and symlinks (to directories or files) under ``root`` (relative), pruning
+    hidden names, not following links."""
     files: list[_Listed] = []
     dirs: list[str] = []
     links: set[str] = set()
@@ -101,17 +101,20 @@ def _walk_local(root: str, hidden) -> tuple[list[_Listed], list[str], set[str]]:
                         st = e.stat(follow_symlinks=False)
                     except FileNotFoundError:
                         continue
+                    if e.is_symlink():
+                        links.add(rel)  # a live path naming the link keeps its target too
                     files.append(_Listed(rel, int(st.st_mtime * 1000), st.st_size))
     return files, dirs, links
 
 
 def _through_links(root: str, paths: pa.Array, links: set[str]) -> list[str]:
-    """Where referenced paths that go through a symlinked directory inside the table really lead.
+    """Where referenced paths that go through a symlink inside the table (a directory, or the file) really lead.
 
     The walk does not follow links, so ``ln/x.parquet`` (``ln -> realdir``) is listed as
     ``realdir/x.parquet``; it is live all the same, and vacuum keeps it. Each path with a linked
     directory among its prefixes is resolved on disk and, if it leads under the root, added as
-    root-relative.
+    root-relative. A live path that is itself a link (``alias.parquet -> realdir/x.parquet``) keeps
+    its target the same way.
     """
     if not links:
         return []
@@ -119,7 +122,7 @@ def _through_links(root: str, paths: pa.Array, links: set[str]) -> list[str]:
     out = []
     for p in paths.to_pylist():
         parts = p.split("/")
-        if not any("/".join(parts[:i]) in links for i in range(1, len(parts))):
+        if not any("/".join(parts[:i]) in links for i in range(1, len(parts) + 1)):
             continue
         real = os.path.realpath(os.path.join(root, p))
         rel = os.path.relpath(real, real_root)
