@@ -154,10 +154,6 @@ def test_the_successor_pre_check_alone_refuses_a_transaction_behind_a_cleanup(tm
     assert set(os.listdir(_log_dir(t))) == before
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "A4b checks only the read snapshot: a CHECK constraint added on an empty table commits on top of a "
-    "concurrent append, so the table ends with a constraint its rows violate (Delta Spark's ADD "
-    "CONSTRAINT reads the whole table to count violations, so a concurrent append conflicts)"))
 def test_a_check_constraint_added_while_rows_are_appended_concurrently_is_refused(tmp_path):
     from airflow_provider_delta.log import DeltaError
     schema = pa.schema([("id", pa.int64())])

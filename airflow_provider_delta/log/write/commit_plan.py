@@ -139,7 +139,8 @@ def plan_commit(table: TableLog, snap: Snapshot | None, changes: PendingChanges,
         check_iceberg_enablement(old_metadata.configuration if old_metadata is not None else None,
                                  metadata.configuration, creating=snap is None)
         if not changes.metadata_of_restored_version:     # a restore brings back rows and constraints together
-            check_new_constraints_hold(old_metadata, metadata, snap)
+            if check_new_constraints_hold(old_metadata, metadata, snap):
+                changes.read.read_all = True     # validated against the whole table: appends meanwhile conflict
         if old_protocol is not None and old_metadata is not None:
             metadata = drop_unsupported_expressions(old_protocol, metadata)
             check_new_columns_have_no_default(old_metadata, metadata)
