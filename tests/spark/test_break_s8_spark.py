@@ -40,10 +40,6 @@ class LandsThenTimesOutThenReadFails:
         return getattr(self.inner, name)
 
 
-@pytest.mark.xfail(strict=True, reason="Committer._put_commit_file: when the put raised and reading the version "
-                   "back raises too, the read's error escapes with outcome_unknown=False; OPTIMIZE (commit_optimize "
-                   "trusts outcome_unknown, not surely_not_committed) then deletes the files its landed commit "
-                   "added: the table no longer reads (DataFileNotFoundError)")
 def test_optimize_keeps_its_files_when_the_commit_landed_but_could_not_be_read_back(tmp_path):
     uri = str(tmp_path / "t")
     table = DeltaTable.create(uri, IDS)
