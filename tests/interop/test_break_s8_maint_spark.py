@@ -49,9 +49,6 @@ def _key_shape(stats: dict) -> dict:
     return {k: shape(stats[k]) for k in ("minValues", "maxValues", "nullCount") if k in stats}
 
 
-@pytest.mark.xfail(strict=True, reason="OPTIMIZE of a partitioned column-mapped table is refused with "
-                   "InvalidArgumentError: plan_bins keeps only partitionValues keys named like the logical partition "
-                   "columns (d456f4d, merged after e28acab), so every file lands in one bin with no partition values")
 @pytest.mark.parametrize("mode", ["name", "id"])
 def test_our_optimize_of_a_nested_column_mapped_table_matches_delta_spark(spark, tmp_path, mode):
     ours, theirs = str(tmp_path / "ours"), str(tmp_path / "theirs")

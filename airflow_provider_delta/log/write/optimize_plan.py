@@ -31,6 +31,7 @@ from ..base.errors import DeltaError, InvalidArgumentError, InvalidTableStateErr
 from ..base.features import TARGET_FILE_SIZE_PROPERTY
 from ..read.column_mapping import mapping_mode
 from ..base.schema import serialize_partition_value
+from ..read.column_mapping import partition_keys
 from ..read.reader import prune_by_partition
 from ..read.snapshot import Snapshot
 from .commit_info import param_value, stats_records
@@ -219,7 +220,9 @@ def plan_bins(snap: Snapshot, settings: OptimizeSettings) -> tuple[list[Bin], in
     considered = files.num_rows
     rows = files.select([c for c in ("path", "size", "partition_values", "deletion_vector", "stats", "tags")
                          if c in files.column_names]).to_pylist()
-    pcols = set(snap.partition_columns)
+    # partitionValues keys: physical names under column mapping
+    keys = partition_keys(snap.partition_columns, snap.metadata.schema_string, snap.metadata.configuration)
+    pcols = set(keys)
     for r in rows:
         # only the table's partition columns: the replay lists every key the log ever used
         # (a column of an earlier partitioning reads as null), and adds must match the metadata
@@ -232,7 +235,7 @@ def plan_bins(snap: Snapshot, settings: OptimizeSettings) -> tuple[list[Bin], in
         rows = [r for r in rows if int(r["size"]) < settings.min_file_size
                 or _too_many_deleted(r, settings.max_deleted_rows_ratio)]
     schema = snap.schema
-    types = {c: schema.field(c).type for c in snap.partition_columns}
+    types = {k: schema.field(c).type for c, k in zip(snap.partition_columns, keys)}
     groups: dict[tuple, list[dict[str, Any]]] = {}
     for r in rows:
         groups.setdefault(_partition_key(r, types), []).append(r)
