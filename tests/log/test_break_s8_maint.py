@@ -23,12 +23,17 @@ def _log_files(uri: str) -> list[str]:
     return sorted(os.listdir(os.path.join(uri, "_delta_log")))
 
 
-@pytest.mark.parametrize("bad", [True, 3.0, "3", " 3", b"3", 3.5])
-def test_restore_guard_refuses_a_non_integer_expected_version_writing_nothing(tmp_path, bad):
+def _three_writes(tmp_path) -> str:
     uri = str(tmp_path / "t")
     table = DeltaTable.create(uri, IDS)
     for i in range(3):
         table.write(pa.table({"id": [i]}, schema=IDS))
+    return uri
+
+
+@pytest.mark.parametrize("bad", [True, 3.0, "3", " 3", b"3", 3.5])
+def test_restore_guard_refuses_a_non_integer_expected_version_writing_nothing(tmp_path, bad):
+    uri = _three_writes(tmp_path)
     before = _log_files(uri)
     with pytest.raises(InvalidArgumentError):
         DeltaTable(uri).restore(1, expected_version=bad)
@@ -37,10 +42,7 @@ def test_restore_guard_refuses_a_non_integer_expected_version_writing_nothing(tm
 
 @pytest.mark.parametrize("expected", [-1, 2, 4])
 def test_restore_guard_refuses_another_version_writing_nothing(tmp_path, expected):
-    uri = str(tmp_path / "t")
-    table = DeltaTable.create(uri, IDS)
-    for i in range(3):
-        table.write(pa.table({"id": [i]}, schema=IDS))
+    uri = _three_writes(tmp_path)
     before = _log_files(uri)
     with pytest.raises(UnexpectedVersionError):
         DeltaTable(uri).restore(1, expected_version=expected)
