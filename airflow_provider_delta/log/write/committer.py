@@ -181,8 +181,11 @@ class Committer:
             self.outcome_unknown = False  # refused before writing (no atomic put on this store)
             raise
         except Exception as e:
-            self.outcome_unknown = False
-            held = self._commit_at(version)
+            try:
+                held = self._commit_at(version)
+            except Exception:       # the read-back failed too: whose the version is stays unknown
+                held = None
+            self.outcome_unknown = held is None
             if held is True:
                 log.warning("committing version %d of %s reported %s: %s, but the commit file there is this "
                             "transaction's: committed", version, self.table.uri, type(e).__name__, e)
@@ -193,12 +196,18 @@ class Committer:
                             "version, so this one did not land there: trying the next version", version,
                             self.table.uri, type(e).__name__, e)
                 return False
-            self.outcome_unknown = True
             raise CommitOutcomeUnknownError(
                 f"writing the commit file of version {version} of {self.table.uri} failed with "
                 f"{type(e).__name__}: {e}; the write may still land: read the table (its txn record or "
                 f"history) before committing the same data again", retryable=False, version=version) from e
-        return self._commit_at(version) is True
+        try:
+            return self._commit_at(version) is True
+        except Exception as e:      # the version is taken, by us or another writer: not known which
+            self.outcome_unknown = True
+            raise CommitOutcomeUnknownError(
+                f"version {version} of {self.table.uri} exists but could not be read back ({type(e).__name__}: "
+                f"{e}), so whether it is this commit is unknown: read the table before committing the same data "
+                "again", retryable=False, version=version) from e
 
     def _refuse_if_in_hole(self, version: int) -> None:
         """After our put landed: if cleanup raced it and left our commit below a newer checkpoint

@@ -234,7 +234,7 @@ def plan_bins(snap: Snapshot, settings: OptimizeSettings) -> tuple[list[Bin], in
         rows = [r for r in rows if int(r["size"]) < settings.min_file_size
                 or _too_many_deleted(r, settings.max_deleted_rows_ratio)]
     schema = snap.schema
-    types = {c: schema.field(c).type for c in snap.partition_columns}
+    types = {k: schema.field(c).type for c, k in zip(snap.partition_columns, keys)}
     groups: dict[tuple, list[dict[str, Any]]] = {}
     for r in rows:
         groups.setdefault(_partition_key(r, types), []).append(r)
