@@ -220,7 +220,8 @@ def plan_bins(snap: Snapshot, settings: OptimizeSettings) -> tuple[list[Bin], in
     rows = files.select([c for c in ("path", "size", "partition_values", "deletion_vector", "stats", "tags")
                          if c in files.column_names]).to_pylist()
     meta = snap.metadata
-    pcols = set(partition_keys(meta.partition_columns, meta.schema_string, meta.configuration))
+    keys = partition_keys(meta.partition_columns, meta.schema_string, meta.configuration)
+    pcols = set(keys)
     for r in rows:
         # only the table's partition columns (as partitionValues keys them: physical names under
         # column mapping): the replay lists every key the log ever used (a column of an earlier
