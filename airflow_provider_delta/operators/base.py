@@ -14,6 +14,7 @@ from ..assets import asset_uri_for_table
 from ..hooks.delta_table import DeltaTableHook
 from ..lineage import operator_lineage
 from ..hooks.arguments import optional_int, optional_value
+from ..log import DeltaError
 
 if TYPE_CHECKING:  # pragma: no cover
     from airflow.sdk import Context
@@ -29,6 +30,45 @@ def job_info(context: "Context") -> dict[str, Any]:
         "run_id": getattr(ti, "run_id", None) or context.get("run_id"),
         "try_number": getattr(ti, "try_number", None),
     }
+
+
+def same_task_run(origin: dict[str, Any] | None, context: "Context") -> bool:
+    """Whether a commit's recorded origin (its ``commitInfo.job``) is this task in this DAG run (any try)."""
+    if not origin:
+        return False
+    mine = job_info(context)
+    return all(origin.get(k) == mine[k] and mine[k] is not None for k in ("dag_id", "task_id", "run_id"))
+
+
+def earlier_try_commit(table: Any, version: int, operation: str, context: "Context") -> dict[str, Any] | None:
+    """The ``commitInfo`` of commit ``version`` when an earlier try of this task run made it with
+    ``operation``, else None.
+
+    A try can commit and then die before reporting (its worker lost): the retry must recognise the
+    commit as its own and succeed (announcing it), not fail on the state its own commit created.
+    """
+    try:
+        actions = table.read_commit(version)
+    except (DeltaError, FileNotFoundError):
+        return None
+    for a in actions:
+        info = a.get("commitInfo") if isinstance(a, dict) else None
+        if isinstance(info, dict):
+            if info.get("operation") == operation and same_task_run(info.get("job"), context):
+                return info
+            return None
+    return None
+
+
+def metrics_of(info: dict[str, Any]) -> dict[str, int]:
+    """A commit's ``operationMetrics`` as integers (Delta Spark writes them as strings)."""
+    out = {}
+    for k, v in (info.get("operationMetrics") or {}).items():
+        try:
+            out[k] = int(v)
+        except (TypeError, ValueError):
+            continue
+    return out
 
 
 class DeltaTaskMixin:

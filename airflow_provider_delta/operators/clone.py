@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Sequence
 
 from ..hooks.delta_table import DeltaTableHook
-from ..log import clone_table
-from .base import DeltaVersionAsOfOperator, job_info
+from ..log import CloneResult, TableAlreadyExistsError, clone_table
+from .base import DeltaVersionAsOfOperator, earlier_try_commit, job_info, metrics_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from airflow.sdk import Context
@@ -48,7 +48,12 @@ class DeltaCloneOperator(DeltaVersionAsOfOperator):
         source = source_hook.get_table(self.source_uri)
         target = self.hook.get_table(self.table_uri)
         version, timestamp = self.version_as_of()
-        result = clone_table(source, target, version, timestamp, job=job_info(context))
+        try:
+            result = clone_table(source, target, version, timestamp, job=job_info(context))
+        except TableAlreadyExistsError:
+            result = self._earlier_try_clone(target, context)
+            if result is None:
+                raise
         self.log.info("Cloned %s at version %d to %s (%d files, shallow)", source.uri, result.source_version,
                       target.uri, result.metrics["sourceNumOfFiles"])
         self.record_lineage(result.version, [(source.uri, result.source_version)])
@@ -56,3 +61,17 @@ class DeltaCloneOperator(DeltaVersionAsOfOperator):
                                          "source_uri": source.uri, "source_version": result.source_version})
         return {"table_uri": target.uri, "version": result.version, "source_uri": source.uri,
                 "source_version": result.source_version, "metrics": dict(result.metrics)}
+
+    def _earlier_try_clone(self, target: Any, context: "Context") -> CloneResult | None:
+        """The target exists: when its version 0 is this task run's CLONE (an earlier try committed it,
+        then its worker died before reporting), the clone is done: its result; else None (refuse)."""
+        info = earlier_try_commit(target, 0, "CLONE", context)
+        if info is None:
+            return None
+        try:
+            source_version = int((info.get("operationParameters") or {}).get("sourceVersion"))
+        except (TypeError, ValueError):
+            return None
+        self.log.info("%s is this task run's clone, committed by try %s, which did not report it: announcing it "
+                      "now", target.uri, (info.get("job") or {}).get("try_number"))
+        return CloneResult(version=0, source_version=source_version, metrics=metrics_of(info))

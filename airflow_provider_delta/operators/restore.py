@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from airflow.providers.common.compat.sdk import AirflowFailException
 
-from ..log import UnexpectedVersionError, restore_table
+from ..log import RestoreResult, UnexpectedVersionError, restore_table
 from ..hooks.arguments import check_flags, flag, optional_int
-from .base import DeltaVersionAsOfOperator, job_info
+from .base import DeltaVersionAsOfOperator, earlier_try_commit, job_info, metrics_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from airflow.sdk import Context
@@ -70,7 +70,10 @@ class DeltaRestoreOperator(DeltaVersionAsOfOperator):
             result = restore_table(table, version, timestamp, enforce_retention=enforce_retention,
                                    expected_version=expected_version, job=job_info(context))
         except UnexpectedVersionError as e:
-            raise DeltaRollbackRefusedError(str(e), expected=e.expected, latest=e.latest) from e
+            done = self._earlier_try_restore(table, e.latest, version, context)
+            if done is None:
+                raise DeltaRollbackRefusedError(str(e), expected=e.expected, latest=e.latest) from e
+            result = done
         out = {"table_uri": table.uri, "version": result.version, "restored_version": result.restored_version,
                "committed": result.committed, "metrics": dict(result.metrics)}
         if result.committed:
@@ -83,3 +86,24 @@ class DeltaRestoreOperator(DeltaVersionAsOfOperator):
             self.record_lineage(result.version)
             self.drop_asset_events(f"version {result.version} is the latest already: nothing restored")
         return out
+
+    def _earlier_try_restore(self, table: Any, latest: Any, version: int | None, context: "Context") -> Any:
+        """The guard found the table past ``expected_version``: when the commit there is this task
+        run's own RESTORE of the same version (an earlier try committed it, then its worker died before
+        reporting), the rollback is done: its result, to report and announce; else None (refuse)."""
+        if not isinstance(latest, int):
+            return None
+        info = earlier_try_commit(table, latest, "RESTORE", context)
+        if info is None:
+            return None
+        restored = (info.get("operationParameters") or {}).get("version")
+        try:
+            restored = int(restored)
+        except (TypeError, ValueError):
+            return None
+        if version is not None and restored != version:
+            return None
+        self.log.info("Version %d of %s is this task run's RESTORE of version %d, committed by try %s, which did "
+                      "not report it: the rollback is done, announcing it now", latest, table.uri, restored,
+                      (info.get("job") or {}).get("try_number"))
+        return RestoreResult(version=latest, restored_version=restored, committed=True, metrics=metrics_of(info))

@@ -27,7 +27,7 @@ from ..lineage import output_statistics
 from ..spark import exactly_once
 from ..spark.s3a import s3_bucket, s3a_bucket_conf
 from ..hooks.arguments import optional_int, optional_value
-from .base import job_info
+from .base import same_task_run
 from .pyspark_pair import require_matching_pyspark
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -114,7 +114,7 @@ def report_commit(task: Any, context: "Context", table: "DeltaTable", app_id: st
     ours = committed
     if not committed and version is not None:
         origin = exactly_once.commit_origin(table, version)
-        if _same_task_run(origin, context):
+        if same_task_run(origin, context):
             ours = True
             more = {**more, **{k: origin[k] for k in more if k in origin}}   # the input it really read
             task.log.info("version %s of %s holds this run's commit, made by try %s, which did not report it: "
@@ -145,14 +145,6 @@ def _is_run_pair(app_id: str, app_version: int, context: "Context", task: Any) -
     default of :func:`resolve_app`): a commit holding it can only be this run's, whatever its
     ``commitInfo`` says. A pair given by the user may be shared by runs, so it identifies none."""
     return app_id == run_app_id(task_app_id(context, task), context) and app_version == run_app_version(context)
-
-
-def _same_task_run(origin: dict[str, Any] | None, context: "Context") -> bool:
-    """Whether a commit's recorded origin is this task in this DAG run (any try)."""
-    if not origin:
-        return False
-    mine = job_info(context)
-    return all(origin.get(k) == mine[k] and mine[k] is not None for k in ("dag_id", "task_id", "run_id"))
 
 
 def job_secrets(hook: Any, uri: str) -> dict[str, Any]:

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import pyarrow as pa
-import pytest
 
 from airflow_provider_delta.log import DeltaTable
 from airflow_provider_delta.operators import DeltaRestoreOperator
@@ -12,10 +11,6 @@ def ids(uri: str) -> list[int]:
     return sorted(DeltaTable(uri).snapshot().to_pyarrow().column("id").to_pylist())
 
 
-@pytest.mark.xfail(strict=True, reason="a retry of a guarded rollback whose first try committed the RESTORE and "
-                   "then died (worker lost before the task reported) finds the table at the restore's version, not "
-                   "the load's, and fails with DeltaRollbackRefusedError ('nothing was written', 'would undo the "
-                   "commits after it') although the rollback is done; the RESTORE is never announced (no asset event)")
 def test_retry_of_a_guarded_rollback_whose_restore_landed_succeeds_and_announces_it(make_table, make_context):
     table = make_table(commits=1)
     uri = table.storage.root
@@ -33,9 +28,6 @@ def test_retry_of_a_guarded_rollback_whose_restore_landed_succeeds_and_announces
     assert DeltaTable(uri).latest_version() == own_load + 1
 
 
-@pytest.mark.xfail(strict=True, reason="a retry of DeltaCloneOperator whose first try committed the clone and then "
-                   "died fails with TableAlreadyExistsError forever (the clone's commitInfo.job names this task run, "
-                   "but nobody looks): the task can only succeed after a person deletes the clone")
 def test_retry_of_a_clone_whose_commit_landed_succeeds(make_table, make_context, tmp_path):
     from airflow_provider_delta.operators import DeltaCloneOperator
     source = make_table(commits=1)
