@@ -1,0 +1,173 @@
+"""Break review of s8-airflow (#23): strict hook flags, byte-bounded payloads, the hook's other arguments.
+
+Every test here is a finding, marked ``xfail(strict=True)``: it passes once the finding is fixed
+(then drop the mark). Real tables on local disk, the real hook, sensor and trigger classes.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from datetime import datetime, timezone
+
+import pyarrow as pa
+import pytest
+from airflow.providers.common.compat.sdk import AirflowFailException
+
+from airflow_provider_delta.hooks.arguments import DeltaArgumentError
+from airflow_provider_delta.hooks.delta_table import DeltaTableHook
+from airflow_provider_delta.hooks.payloads import MAX_LISTED_BYTES, MAX_TEXT, clipped, json_size
+from airflow_provider_delta.log import DeltaTable, TimestampOutOfRangeError
+from airflow_provider_delta.sensors import DeltaCommitSensor
+from airflow_provider_delta.triggers.delta_commit import DeltaCommitTrigger
+
+ROW = pa.table({"id": [1]})
+
+
+def foreign_commit(table: DeltaTable, commit_info: dict) -> int:
+    """Append a commit another writer made (only a commitInfo) as the next version; its version."""
+    version = table.latest_version() + 1
+    path = os.path.join(table.storage.root, "_delta_log", f"{version:020d}.json")
+    with open(path, "x") as f:
+        f.write(json.dumps({"commitInfo": {"timestamp": int(time.time() * 1000), **commit_info}}) + "\n")
+    return version
+
+
+@pytest.fixture
+def quiet_commit_log():
+    """The sensor logs each matching commit whole; keep a multi-megabyte line out of the test output."""
+    logger = logging.getLogger("airflow_provider_delta.hooks.commits")
+    level = logger.level
+    logger.setLevel(logging.WARNING)
+    yield
+    logger.setLevel(level)
+
+
+# ------------------------------------------------------------------------- payloads
+@pytest.mark.xfail(strict=True, reason="payloads: clipped() bounds each text and each dict/list's entries but not "
+                   "the depth, so ONE commit summary whose operationParameters nest dicts (another writer's "
+                   "commitInfo: 64 keys x 64 keys x 1 KB) stays ~4 MB; the newest item is always kept, so the "
+                   "sensor's XCom/return value and the deferred trigger's kwargs are 4 MB despite the 64 KB budget")
+def test_one_commit_with_nested_parameters_makes_a_multi_megabyte_sensor_payload(tmp_path, make_context,
+                                                                                 quiet_commit_log):
+    table = DeltaTable(str(tmp_path / "t"))
+    table.write(ROW)
+    nested = {f"k{i}": {f"j{j}": "x" * MAX_TEXT for j in range(64)} for i in range(64)}
+    version = foreign_commit(table, {"operation": "WRITE", "operationParameters": nested})
+    out = DeltaCommitSensor(task_id="w", table_uri=table.storage.root, after_version=0, poke_interval=0.05,
+                            timeout=30).execute(make_context())
+    assert out["last_version"] == version and out["count"] == 1
+    # what the deferrable sensor stores as trigger kwargs carries the same summaries
+    trigger = DeltaCommitTrigger(table_uri=table.storage.root, commits=out["commits"], after_version=0,
+                                 last_seen=version)
+    kwargs_size = json_size(trigger.serialize()[1])
+    assert json_size(out) <= 2 * MAX_LISTED_BYTES, f"sensor payload {json_size(out)} bytes"
+    assert kwargs_size <= 2 * MAX_LISTED_BYTES, f"trigger kwargs {kwargs_size} bytes"
+
+
+@pytest.mark.xfail(strict=True, reason="payloads: MAX_TEXT counts characters, not bytes: a clipped value of 1024 "
+                   "emoji is ~12 KB of JSON as json_size (and Airflow's XCom encoder, ensure_ascii) measures it, "
+                   "not the '1 KB values' the change claims")
+def test_a_clipped_unicode_value_stays_near_one_kilobyte_of_json():
+    assert json_size(clipped("\U0001F600" * 5000)) <= 2 * MAX_TEXT
+
+
+@pytest.mark.xfail(strict=True, reason="payloads: clipped() cuts dict keys to 1024 characters, so two long keys "
+                   "sharing that prefix collapse into one entry: a value is dropped with no note that it was "
+                   "(only entries beyond MAX_ENTRIES are noted)")
+def test_clipping_long_keys_keeps_or_notes_every_entry():
+    prefix = "p" * MAX_TEXT
+    out = clipped({prefix + "a": "first", prefix + "b": "second"})
+    assert len(out) == 2 or any("more" in str(v) for v in out.values()), out
+
+
+# ------------------------------------------------------- the hook's strict arguments
+@pytest.mark.xfail(strict=True, reason="hooks/arguments.optional_hours refuses True but takes numpy's bool_ "
+                   "(what a pandas/numpy-computed conf value is) as 1.0 hour: a flag passed in the retention's "
+                   "place becomes a one-hour retention instead of DeltaArgumentError")
+def test_hook_vacuum_refuses_a_numpy_bool_retention(tmp_path):
+    import numpy as np
+    table = DeltaTable(str(tmp_path / "t"))
+    table.write(ROW)
+    with pytest.raises(DeltaArgumentError):
+        DeltaTableHook().vacuum(table.storage.root, retention_hours=np.True_, dry_run=True)
+
+
+@pytest.mark.xfail(strict=True, reason="hooks/arguments.optional_hours: an int too large for a float "
+                   "(retention_hours=10**400) raises a bare OverflowError (retried) instead of DeltaArgumentError")
+def test_hook_vacuum_huge_retention_is_a_typed_error(tmp_path):
+    table = DeltaTable(str(tmp_path / "t"))
+    table.write(ROW)
+    with pytest.raises(DeltaArgumentError):
+        DeltaTableHook().vacuum(table.storage.root, retention_hours=10 ** 400, dry_run=True)
+
+
+@pytest.mark.xfail(strict=True, reason="DeltaTableHook.cleanup_metadata parses only dry_run/force: retention_ms "
+                   "from dag_run.conf ('0') fails with the log layer's InvalidArgumentError, which Airflow "
+                   "retries, not DeltaArgumentError (no retry) as the rendered-argument rule says")
+def test_hook_cleanup_metadata_text_retention_fails_without_retry(tmp_path):
+    table = DeltaTable(str(tmp_path / "t"))
+    table.write(ROW)
+    with pytest.raises(AirflowFailException):
+        DeltaTableHook().cleanup_metadata(table.storage.root, retention_ms="0", dry_run=False)
+
+
+@pytest.mark.xfail(strict=True, reason="DeltaTableHook.cleanup_metadata(dry_run=False, orphan_age_ms='0') deletes "
+                   "the log's stale temp files and then fails with a bare TypeError: bad input changed the disk "
+                   "and the error is not a typed one")
+def test_hook_cleanup_metadata_bad_orphan_age_changes_nothing(tmp_path):
+    table = DeltaTable(str(tmp_path / "t"))
+    table.write(ROW)
+    temp = os.path.join(table.storage.root, "_delta_log", f".00000000000000000001.json.{'a' * 32}.tmp")
+    with open(temp, "w") as f:
+        f.write("{}")
+    old = time.time() - 7 * 24 * 3600
+    os.utime(temp, (old, old))
+    with pytest.raises(Exception) as raised:
+        DeltaTableHook().cleanup_metadata(table.storage.root, orphan_age_ms="0", dry_run=False)
+    assert os.path.exists(temp), f"deleted although the call failed with {raised.value!r}"
+    assert isinstance(raised.value, DeltaArgumentError)
+
+
+@pytest.mark.xfail(strict=True, reason="DeltaTableHook.write_snapshot_manifest / resolve_version read "
+                   "allow_after_latest by truthiness: 'false' from dag_run.conf pins the latest version for a "
+                   "timestamp after the latest commit, where False (and the operator) fail with "
+                   "TimestampOutOfRangeError")
+def test_hook_snapshot_manifest_parses_allow_after_latest(tmp_path):
+    table = DeltaTable(str(tmp_path / "t"))
+    table.write(ROW)
+    time.sleep(0.05)
+    after_latest = datetime.now(timezone.utc).isoformat()      # after the latest commit, not in the future
+    hook = DeltaTableHook()
+    with pytest.raises(TimestampOutOfRangeError):
+        hook.write_snapshot_manifest(table.storage.root, timestamp=after_latest, allow_after_latest=False,
+                                     write=False)
+    with pytest.raises((TimestampOutOfRangeError, DeltaArgumentError)):
+        hook.write_snapshot_manifest(table.storage.root, timestamp=after_latest, allow_after_latest="false",
+                                     write=False)
+
+
+@pytest.mark.xfail(strict=True, reason="DeltaTableHook.write_snapshot_manifest reads write by truthiness: "
+                   "write='false' (dag_run.conf) writes a manifest into the table folder")
+def test_hook_snapshot_manifest_write_false_text_writes_nothing(tmp_path):
+    table = DeltaTable(str(tmp_path / "t"))
+    table.write(ROW)
+    try:
+        out = DeltaTableHook().write_snapshot_manifest(table.storage.root, write="false")
+    except DeltaArgumentError:
+        out = {"manifest_uri": None}
+    assert out["manifest_uri"] is None
+    assert not os.path.exists(os.path.join(table.storage.root, "_delta_manifests"))
+
+
+@pytest.mark.xfail(strict=True, reason="DeltaTableHook.commit_files records int(txn_version): 2.9 becomes txn "
+                   "version 2 and True becomes 1, so an exactly-once marker is silently not the one the task "
+                   "asked for (should be DeltaArgumentError, nothing committed)")
+def test_hook_commit_files_refuses_a_fractional_txn_version(tmp_path):
+    table = DeltaTable(str(tmp_path / "t"))
+    table.write(ROW)
+    before = table.latest_version()
+    with pytest.raises(DeltaArgumentError):
+        DeltaTableHook().commit_files(table.storage.root, app_id="app", txn_version=2.9)
+    assert table.latest_version() == before
