@@ -249,3 +249,22 @@ def test_log_vacuum_refuses_a_text_dry_run_before_deleting(tmp_path):
         table.vacuum(retention_hours=0, dry_run=None, enforce_retention=False)     # None: falsy, so not a dry run
     after = {f for _, _, fs in os.walk(table.storage.root) for f in fs if f.endswith(".parquet")}
     assert after == before
+
+
+@pytest.mark.xfail(strict=True, reason="DeltaSparkApplicationOperator mapped over input_manifest_uri: the value "
+                   "resolved to None reaches __init__ (MappedOperator.unmap), reads_manifest is False and "
+                   "resolve_input() answers (None, None): the application is submitted as one without input")
+def test_a_mapped_spark_application_whose_manifest_resolves_to_none_is_refused(tmp_path):
+    from datetime import datetime
+
+    from airflow.sdk import DAG
+
+    from airflow_provider_delta.operators import DeltaSparkApplicationOperator
+
+    with DAG("mapped_app_manifest", schedule=None, start_date=datetime(2026, 1, 1)):
+        mapped = DeltaSparkApplicationOperator.partial(
+            task_id="app", application=str(tmp_path / "app.py"), output_table_uri=str(tmp_path / "out"),
+        ).expand(input_manifest_uri=[None, str(tmp_path / "m.json")])
+    task = mapped.unmap({"input_manifest_uri": None})
+    with pytest.raises(DeltaArgumentError):
+        assert task.resolve_input() == (None, None)
