@@ -268,3 +268,24 @@ def test_a_mapped_spark_application_whose_manifest_resolves_to_none_is_refused(t
     task = mapped.unmap({"input_manifest_uri": None})
     with pytest.raises(DeltaArgumentError):
         assert task.resolve_input() == (None, None)
+
+
+# ------------------------------------------------------ a rollback guard that renders to nothing
+@pytest.mark.xfail(strict=True, reason="DeltaRestoreOperator: an expected_version given as a template that renders "
+                   "to 'None' (the load task pushed no XCom) is read as 'no guard' (optional_int), so the guarded "
+                   "rollback restores anyway and undoes the commits made after the load; a guard the DAG asked for "
+                   "should be refused when it renders to nothing, as input_manifest_uri is")
+def test_a_rollback_guard_rendered_to_none_does_not_restore(tmp_path, make_context):
+    from airflow_provider_delta.operators import DeltaRestoreOperator
+    table = DeltaTable(str(tmp_path / "t"))
+    table.write(ROW)                               # version 0
+    table.write(ROW)                               # version 1: the load
+    table.write(pa.table({"id": [7]}))             # version 2: another writer's commit after it
+    task = DeltaRestoreOperator(task_id="rollback", table_uri=table.storage.root, version=0,
+                                expected_version="{{ ti.xcom_pull(task_ids='load') }}")
+    task.expected_version = "None"                 # what the template rendered to
+    try:
+        task.execute(make_context("rollback"))
+    except (DeltaArgumentError, AirflowFailException):
+        pass
+    assert table.latest_version() == 2, "the rollback restored without its guard"
