@@ -25,6 +25,13 @@ from airflow_provider_delta.triggers.delta_commit import DeltaCommitTrigger
 ROW = pa.table({"id": [1]})
 
 
+def small_table(tmp_path) -> DeltaTable:
+    """A table of one append (version 0)."""
+    table = DeltaTable(str(tmp_path / "t"))
+    table.write(ROW)
+    return table
+
+
 def foreign_commit(table: DeltaTable, commit_info: dict) -> int:
     """Append a commit another writer made (only a commitInfo) as the next version; its version."""
     version = table.latest_version() + 1
@@ -51,8 +58,7 @@ def quiet_commit_log():
                    "sensor's XCom/return value and the deferred trigger's kwargs are 4 MB despite the 64 KB budget")
 def test_one_commit_with_nested_parameters_makes_a_multi_megabyte_sensor_payload(tmp_path, make_context,
                                                                                  quiet_commit_log):
-    table = DeltaTable(str(tmp_path / "t"))
-    table.write(ROW)
+    table = small_table(tmp_path)
     nested = {f"k{i}": {f"j{j}": "x" * MAX_TEXT for j in range(64)} for i in range(64)}
     version = foreign_commit(table, {"operation": "WRITE", "operationParameters": nested})
     out = DeltaCommitSensor(task_id="w", table_uri=table.storage.root, after_version=0, poke_interval=0.05,
@@ -85,15 +91,13 @@ def test_clipping_long_keys_keeps_or_notes_every_entry():
 # ------------------------------------------------------- the hook's strict arguments
 def test_hook_vacuum_refuses_a_numpy_bool_retention(tmp_path):
     import numpy as np
-    table = DeltaTable(str(tmp_path / "t"))
-    table.write(ROW)
+    table = small_table(tmp_path)
     with pytest.raises(DeltaArgumentError):
         DeltaTableHook().vacuum(table.storage.root, retention_hours=np.True_, dry_run=True)
 
 
 def test_hook_vacuum_huge_retention_is_a_typed_error(tmp_path):
-    table = DeltaTable(str(tmp_path / "t"))
-    table.write(ROW)
+    table = small_table(tmp_path)
     with pytest.raises(DeltaArgumentError):
         DeltaTableHook().vacuum(table.storage.root, retention_hours=10 ** 400, dry_run=True)
 
@@ -102,8 +106,7 @@ def test_hook_vacuum_huge_retention_is_a_typed_error(tmp_path):
                    "from dag_run.conf ('0') fails with the log layer's InvalidArgumentError, which Airflow "
                    "retries, not DeltaArgumentError (no retry) as the rendered-argument rule says")
 def test_hook_cleanup_metadata_text_retention_fails_without_retry(tmp_path):
-    table = DeltaTable(str(tmp_path / "t"))
-    table.write(ROW)
+    table = small_table(tmp_path)
     with pytest.raises(AirflowFailException):
         DeltaTableHook().cleanup_metadata(table.storage.root, retention_ms="0", dry_run=False)
 
@@ -112,8 +115,7 @@ def test_hook_cleanup_metadata_text_retention_fails_without_retry(tmp_path):
                    "the log's stale temp files and then fails with a bare TypeError: bad input changed the disk "
                    "and the error is not a typed one")
 def test_hook_cleanup_metadata_bad_orphan_age_changes_nothing(tmp_path):
-    table = DeltaTable(str(tmp_path / "t"))
-    table.write(ROW)
+    table = small_table(tmp_path)
     temp = os.path.join(table.storage.root, "_delta_log", f".00000000000000000001.json.{'a' * 32}.tmp")
     with open(temp, "w") as f:
         f.write("{}")
@@ -130,8 +132,7 @@ def test_hook_cleanup_metadata_bad_orphan_age_changes_nothing(tmp_path):
                    "timestamp after the latest commit, where False (and the operator) fail with "
                    "TimestampOutOfRangeError")
 def test_hook_snapshot_manifest_parses_allow_after_latest(tmp_path):
-    table = DeltaTable(str(tmp_path / "t"))
-    table.write(ROW)
+    table = small_table(tmp_path)
     time.sleep(0.05)
     after_latest = datetime.now(timezone.utc).isoformat()      # after the latest commit, not in the future
     hook = DeltaTableHook()
@@ -146,8 +147,7 @@ def test_hook_snapshot_manifest_parses_allow_after_latest(tmp_path):
 @pytest.mark.xfail(strict=True, reason="DeltaTableHook.write_snapshot_manifest reads write by truthiness: "
                    "write='false' (dag_run.conf) writes a manifest into the table folder")
 def test_hook_snapshot_manifest_write_false_text_writes_nothing(tmp_path):
-    table = DeltaTable(str(tmp_path / "t"))
-    table.write(ROW)
+    table = small_table(tmp_path)
     try:
         out = DeltaTableHook().write_snapshot_manifest(table.storage.root, write="false")
     except DeltaArgumentError:
@@ -160,8 +160,7 @@ def test_hook_snapshot_manifest_write_false_text_writes_nothing(tmp_path):
                    "version 2 and True becomes 1, so an exactly-once marker is silently not the one the task "
                    "asked for (should be DeltaArgumentError, nothing committed)")
 def test_hook_commit_files_refuses_a_fractional_txn_version(tmp_path):
-    table = DeltaTable(str(tmp_path / "t"))
-    table.write(ROW)
+    table = small_table(tmp_path)
     before = table.latest_version()
     with pytest.raises(DeltaArgumentError):
         DeltaTableHook().commit_files(table.storage.root, app_id="app", txn_version=2.9)
@@ -241,8 +240,7 @@ def test_a_table_property_rendered_to_none_is_refused_at_create(tmp_path, props)
                    "just isinstance) would fail safe at no cost to Python callers")
 def test_log_vacuum_refuses_a_text_dry_run_before_deleting(tmp_path):
     from airflow_provider_delta.log import InvalidArgumentError
-    table = DeltaTable(str(tmp_path / "t"))
-    table.write(ROW)
+    table = small_table(tmp_path)
     table.write(ROW, mode="overwrite")           # the first file is now unreferenced
     before = {f for _, _, fs in os.walk(table.storage.root) for f in fs if f.endswith(".parquet")}
     with pytest.raises(InvalidArgumentError):
