@@ -21,6 +21,12 @@ from example_settings import WAP_CONN_ID, WAP_ORDERS, WAP_TOTALS, ensure_wap_tab
 
 TX_ID = "{{ ti.xcom_pull(task_ids='begin') }}"
 
+
+def run_day(context) -> str:
+    """The run's day: a run triggered by hand (CLI, UI) has no logical date in Airflow 3, so no ``ds``."""
+    run = context["dag_run"]
+    return (run.logical_date or run.run_after).strftime("%Y-%m-%d")
+
 # [START howto_operator_delta_write_audit_publish]
 with DAG("delta_write_audit_publish", schedule=None, start_date=datetime(2026, 1, 1), catchup=False,
          tags=["delta", "example"], doc_md=__doc__):
@@ -31,7 +37,7 @@ with DAG("delta_write_audit_publish", schedule=None, start_date=datetime(2026, 1
     def write_orders(transaction_id: str, **context) -> int:
         import pyarrow as pa
         ensure_wap_tables()
-        day = context["ds"]
+        day = run_day(context)
         orders = pa.table({"day": [day] * 3, "customer": ["ann", "bob", "ann"], "amount": [10, 20, 5]})
         return DeltaTableHook(WAP_CONN_ID).stage_write(transaction_id, WAP_ORDERS, orders)
 
@@ -39,7 +45,7 @@ with DAG("delta_write_audit_publish", schedule=None, start_date=datetime(2026, 1
     def write_totals(transaction_id: str, **context) -> int:
         import pyarrow as pa
         ensure_wap_tables()
-        day = context["ds"]
+        day = run_day(context)
         totals = pa.table({"day": [day, day], "customer": ["ann", "bob"], "total": [15, 20]})
         if (context["dag_run"].conf or {}).get("fail_audit"):
             totals = pa.table({"day": [day], "customer": ["ann"], "total": [999]})   # wrong on purpose
@@ -48,7 +54,7 @@ with DAG("delta_write_audit_publish", schedule=None, start_date=datetime(2026, 1
     @task.delta_snapshot(table_uri=WAP_TOTALS, delta_conn_id=WAP_CONN_ID, transaction=TX_ID)
     def audit(snapshot, **context) -> dict:
         import pyarrow.compute as pc
-        day = context["ds"]
+        day = run_day(context)
         orders = DeltaTableHook(WAP_CONN_ID).snapshot(WAP_ORDERS, transaction=context["ti"].xcom_pull(
             task_ids="begin"))
         o = orders.to_pyarrow(filter=None)

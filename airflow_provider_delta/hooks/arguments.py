@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import math
+import numbers
 from typing import Any, Iterable
 
 from airflow.providers.common.compat.sdk import AirflowFailException
@@ -144,11 +145,12 @@ def optional_hours(value: Any, name: str) -> float | None:
     value = optional_value(value)
     if value is None:
         return None
-    if isinstance(value, bool):
+    # text or a number; never a bool (numpy's bool_ is no numbers.Number, so it is refused too)
+    if isinstance(value, bool) or not isinstance(value, (str, numbers.Number)):
         raise DeltaArgumentError(f"{name} must be a number of hours, got {value!r}")
     try:
         hours = float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise DeltaArgumentError(f"{name} must be a number of hours, got {value!r}") from None
     if not math.isfinite(hours) or hours < 0:       # NaN, inf: no retention the table can use
         raise DeltaArgumentError(f"{name} must be a finite number of hours >= 0, got {value!r}")

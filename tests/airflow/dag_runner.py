@@ -4,7 +4,8 @@ Used by the integration tests as a subprocess, so that each run gets the Airflow
 home, database and connections its environment names (Airflow reads them at
 import). ``dag.test()`` does not raise when a task fails; the report carries the
 run's state, each task's state, all XComs and all asset events for the tests to check.
-``DELTA_DAG_RUN_CONF`` (JSON) is passed as the run's conf.
+``DELTA_DAG_RUN_CONF`` (JSON) is passed as the run's conf; ``DELTA_DAG_RUN_NO_LOGICAL_DATE`` makes
+the run a manual one without a logical date (what ``airflow dags trigger`` makes in Airflow 3).
 """
 from __future__ import annotations
 
@@ -24,7 +25,10 @@ def main(dag_id: str) -> int:
         return 2
     dag = bag.dags[dag_id]
     conf = os.environ.get("DELTA_DAG_RUN_CONF")        # the run's conf, as JSON (optional)
-    dr = dag.test(run_conf=json.loads(conf)) if conf else dag.test()
+    kwargs: dict = {"run_conf": json.loads(conf)} if conf else {}
+    if os.environ.get("DELTA_DAG_RUN_NO_LOGICAL_DATE"):  # as `airflow dags trigger` / the UI's Trigger make it
+        kwargs["logical_date"] = None
+    dr = dag.test(**kwargs)
 
     from sqlalchemy import select
 
