@@ -44,6 +44,22 @@ class DeltaArgumentError(InvalidArgumentError, AirflowFailException):
     """
 
 
+class _NotGiven:
+    """The default of an optional argument whose explicit None means something: a mapped task
+    (``.expand(input_manifest_uri=...)``) is built with the value already resolved, so a None there
+    is a value that came from upstream (a snapshot that wrote no manifest), not "not given"."""
+
+    def __repr__(self) -> str:
+        return "NOT_GIVEN"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+#: the "not given" default (see :class:`_NotGiven`)
+NOT_GIVEN: Any = _NotGiven()
+
+
 def is_template(value: Any) -> bool:
     """True for a value Airflow has not rendered yet (checked again after rendering)."""
     return isinstance(value, str) and ("{{" in value or "{%" in value)

@@ -100,7 +100,7 @@ def as_version(value: Any, name: str) -> int | None:
     """Versions may arrive as rendered template strings ('12', 'None', '')."""
     if value is None or (isinstance(value, str) and value.strip().lower() in ("", "none", "null")):
         return None
-    if isinstance(value, bool):
+    if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
         raise InvalidArgumentError(f"{name} must be a table version (an integer), got {value!r}")
     try:
         v = int(str(value).strip()) if isinstance(value, str) else int(value)

@@ -39,7 +39,7 @@ from airflow.sdk import BaseHook
 
 from ..log import (AddFile, ChangeRange, DeltaTable, IncrementalStep, InvalidArgumentError, StorageError,
                     format_ms, pending_changes, process_changes, to_epoch_ms)
-from .arguments import flag, optional_hours
+from .arguments import flag, optional_hours, optional_int
 from .config import DeltaConnectionConfig, commit_owner_conn_id, is_absolute_uri, storage_conn_id, uri_protocol
 from .env_connections import env_variable, unparsable_env_connection
 from .manifest import build_manifest, default_manifest_uri, resolve_manifest_uri, write_json
@@ -272,6 +272,7 @@ class DeltaTableHook(BaseHook):
         latest version when ``allow_after_latest`` (the table did not change since), but
         a time still in the future is refused: commits may yet land before it.
         """
+        allow_after_latest = flag(allow_after_latest, "allow_after_latest")
         table = self.get_table(table_uri)
         if version is not None and timestamp is not None:
             raise InvalidArgumentError("pass either version or timestamp, not both")
@@ -332,7 +333,8 @@ class DeltaTableHook(BaseHook):
         table = self.get_table(table_uri)
         with table.transaction(operation=operation, job=job, **kwargs) as txn:
             if app_id is not None:
-                txn.set_txn(app_id, int(txn_version if txn_version is not None else 0))
+                version = optional_int(txn_version, "txn_version")    # 2.9 or True is no txn version
+                txn.set_txn(app_id, 0 if version is None else version)
             txn.add_files(f if isinstance(f, AddFile) else AddFile(**f) for f in add)
             txn.remove_files(remove)
         return int(txn.version)  # type: ignore[arg-type]
@@ -368,7 +370,8 @@ class DeltaTableHook(BaseHook):
     def cleanup_metadata(self, table_uri: str, **kwargs: Any) -> dict[str, Any]:
         """Delete expired log files (the log layer's ``cleanup_metadata``; its keyword arguments).
 
-        ``dry_run`` and ``force`` decide what is deleted, and a ``@task`` may pass them straight
+        ``dry_run`` and ``force`` (and ``retention_ms``, ``orphan_age_ms``, ``now_ms``: whole numbers of
+        ms, ``""``/``"None"`` for the default) decide what is deleted, and a ``@task`` may pass them straight
         from ``dag_run.conf`` or a rendered template: they are parsed strictly (:func:`.arguments.flag`),
         so ``"None"``, ``""`` or ``"False"`` never read as Python truthiness would; anything unclear
         raises :class:`.arguments.DeltaArgumentError` before the table is touched.
@@ -376,6 +379,13 @@ class DeltaTableHook(BaseHook):
         for name in ("dry_run", "force"):
             if name in kwargs:
                 kwargs[name] = flag(kwargs[name], name, deletes=True)
+        for name in ("retention_ms", "orphan_age_ms", "now_ms"):     # durations and times in ms decide what goes
+            if name in kwargs:
+                value = optional_int(kwargs[name], name)
+                if value is None:
+                    del kwargs[name]            # not given: the table's default
+                else:
+                    kwargs[name] = value
         return self.get_table(table_uri).cleanup_metadata(**kwargs)
 
     def vacuum(self, table_uri: str, retention_hours: float | str | None = None, dry_run: bool | str = True,
@@ -407,6 +417,8 @@ class DeltaTableHook(BaseHook):
         read-only credential) the manifest is skipped with a warning, while an explicit
         ``manifest_uri`` that cannot be written is an error.
         """
+        allow_after_latest = flag(allow_after_latest, "allow_after_latest")
+        write = flag(write, "write")
         table = self.get_table(table_uri)
         snap = table.snapshot(version=self.resolve_version(table_uri, version, timestamp, allow_after_latest))
         requested = {"version": version, "timestamp": None if timestamp is None else str(timestamp)}

@@ -48,7 +48,7 @@ from ..log import CommitFailedError, InvalidArgumentError, TableNotFoundError, U
 from ..spark import exactly_once
 from ..spark.delta_job import CONTEXT_ARG, ENV_HADOOP_CONF, ENV_VARS, USER_METADATA_CONF, DeltaJobContext
 from ..spark.uris import spark_uri
-from ..hooks.arguments import flag, input_manifest, is_template, optional_int, optional_value
+from ..hooks.arguments import NOT_GIVEN, flag, input_manifest, is_template, optional_int, optional_value
 from .base import DeltaTaskMixin, job_info
 from .spark_base import (LocalSparkMixin, StopDriverOnKillMixin, report_commit, resolve_app,
                          resolve_incremental_app, s3a_job_conf)
@@ -118,11 +118,13 @@ class DeltaSparkApplicationOperator(DeltaTaskMixin, StopDriverOnKillMixin, Local
 
     def __init__(self, *, application: str, output_table_uri: str, input_table_uri: str | None = None,
                  input_version: int | str | None = None, input_timestamp: Any = None,
-                 input_manifest_uri: str | None = None, app_id: str | None = None,
+                 input_manifest_uri: Any = NOT_GIVEN, app_id: str | None = None,
                  app_version: int | str | None = None, delta_conn_id: str | None = None,
                  delta_sql_conf: bool = True, master: str | None = None, conn_id: str = "spark_default",
                  name: str | None = None, input_changes: bool = False, initial_version: int = 0,
                  **kwargs: Any) -> None:
+        reads_manifest = input_manifest_uri is not NOT_GIVEN   # a None given (a mapped value) is an error
+        input_manifest_uri = None if not reads_manifest else input_manifest_uri
         if input_manifest_uri is not None and input_table_uri is not None:
             raise InvalidArgumentError("pass input_manifest_uri or input_table_uri, not both")
         if not is_template(input_changes) and flag(input_changes, "input_changes") and app_version is not None:
@@ -135,7 +137,7 @@ class DeltaSparkApplicationOperator(DeltaTaskMixin, StopDriverOnKillMixin, Local
         self.input_version = input_version
         self.input_timestamp = input_timestamp
         self.input_manifest_uri = input_manifest_uri
-        self.reads_manifest = input_manifest_uri is not None   # then a manifest that renders to None is an error
+        self.reads_manifest = reads_manifest   # then a manifest that renders to None is an error
         self.app_id = app_id
         self.app_version = app_version
         self.delta_conn_id = delta_conn_id

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from airflow.providers.common.compat.sdk import AirflowFailException
 
 from ..log import RestoreResult, UnexpectedVersionError, restore_table
-from ..hooks.arguments import check_flags, flag, optional_int
+from ..hooks.arguments import check_flags, flag, given_value, optional_int
 from .base import DeltaVersionAsOfOperator, earlier_try_commit, job_info, metrics_of
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -58,13 +58,18 @@ class DeltaRestoreOperator(DeltaVersionAsOfOperator):
                  expected_version: int | str | None = None, enforce_retention: bool = True, **kwargs: Any) -> None:
         super().__init__(table_uri=table_uri, version=version, timestamp=timestamp, **kwargs)
         self.expected_version = expected_version
+        #: built with a guard: a value rendering to nothing is refused, never read as "no guard"
+        self.guarded = expected_version is not None
         self.enforce_retention = enforce_retention
         check_flags(enforce_retention=enforce_retention)
 
     def execute(self, context: "Context") -> dict[str, Any]:
         enforce_retention = flag(self.enforce_retention, "enforce_retention", deletes=True)
         version, timestamp = self.version_as_of()
-        expected_version = optional_int(self.expected_version, "expected_version")
+        expected_version = optional_int(given_value(
+            self.expected_version, self.guarded, "expected_version",
+            "the rollback guard came with no version (the load task pushed no XCom?); restoring without it "
+            "could undo commits made after the load"), "expected_version")
         table = self.hook.get_table(self.table_uri)
         try:
             result = restore_table(table, version, timestamp, enforce_retention=enforce_retention,

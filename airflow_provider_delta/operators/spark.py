@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
-from ..hooks.arguments import (DeltaArgumentError, column_names, flag, given_value, input_manifest, is_template,
-                               optional_int, optional_value, string_map)
+from ..hooks.arguments import (NOT_GIVEN, DeltaArgumentError, column_names, flag, given_value, input_manifest,
+                               is_template, optional_int, optional_value, string_map)
 from ..hooks.manifest import read_manifest
 from ..hooks.run_identity import task_key
 from ..log import CommitFailedError, InvalidArgumentError, check_mode
@@ -99,7 +99,7 @@ class DeltaSparkSubmitOperator(DeltaTaskMixin, StopDriverOnKillMixin, LocalSpark
     template_fields_renderers = {"transform_params": "json"}
     ui_color = "#00add4"
 
-    def __init__(self, *, output_table_uri: str, transform: str, input_manifest_uri: str | None = None,
+    def __init__(self, *, output_table_uri: str, transform: str, input_manifest_uri: Any = NOT_GIVEN,
                  input_table_uri: str | None = None, input_version: int | str | None = None,
                  mode: str = "append", partition_by: list[str] | None = None,
                  table_properties: dict[str, Any] | None = None, transform_params: dict[str, Any] | None = None,
@@ -107,6 +107,8 @@ class DeltaSparkSubmitOperator(DeltaTaskMixin, StopDriverOnKillMixin, LocalSpark
                  delta_conn_id: str | None = None, master: str | None = None, conn_id: str = "spark_default",
                  application: str | None = None, name: str | None = None, input_changes: bool = False,
                  initial_version: int = 0, transaction_id: str | None = None, **kwargs: Any) -> None:
+        reads_manifest = input_manifest_uri is not NOT_GIVEN   # a None given (a mapped value) is an error
+        input_manifest_uri = None if not reads_manifest else input_manifest_uri
         if input_manifest_uri is not None and input_table_uri is not None:
             raise InvalidArgumentError("pass input_manifest_uri or input_table_uri, not both")
         if not is_template(input_changes) and flag(input_changes, "input_changes") and (
@@ -125,7 +127,7 @@ class DeltaSparkSubmitOperator(DeltaTaskMixin, StopDriverOnKillMixin, LocalSpark
         self.output_table_uri = output_table_uri
         self.transform = transform
         self.input_manifest_uri = input_manifest_uri
-        self.reads_manifest = input_manifest_uri is not None   # then a manifest that renders to None is an error
+        self.reads_manifest = reads_manifest   # then a manifest that renders to None is an error
         self.input_table_uri = input_table_uri
         self.input_version = input_version
         self.mode = mode

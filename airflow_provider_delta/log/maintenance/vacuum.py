@@ -270,6 +270,9 @@ def vacuum(table: TableLog, retention_hours: float | None = None, dry_run: bool 
     """
     if job is not None and not isinstance(job, dict):
         raise InvalidArgumentError("job must be a dict (e.g. dag_id, task_id, run_id, try_number)")
+    for name, value in (("dry_run", dry_run), ("enforce_retention", enforce_retention)):
+        if not isinstance(value, bool):     # None or "" would read as False: delete, or skip the retention check
+            raise InvalidArgumentError(f"{name} must be True or False, got {value!r}; nothing was deleted")
     now = now_or(now_ms)
     snapshot = table.snapshot()
     table.require(snapshot, Operation.VACUUM)     # vacuumProtocolCheck: the write protocol, always
