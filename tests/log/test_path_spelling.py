@@ -22,6 +22,7 @@ from airflow_provider_delta.log.maintenance.compaction import compacted_actions
 
 TABLE = "dat/multi_partitioned/delta"
 DEVIL = "letter=b/date=1970-01-01/data=😈/part-00000-b300ccc0-7096-4f4f-acf9-3811211dca3e.c000.snappy.parquet"
+DEVIL_ENCODED = DEVIL.replace("😈", "%F0%9F%98%88")      # the same file as our writer used to spell it
 
 
 def _log(path, version: int) -> list[dict]:
@@ -134,26 +135,28 @@ def test_a_change_feed_over_an_overwrite_of_spark_files(copy_table):
 
 
 # ------------------------------------------------------------ mixed spellings
-def _spell_remove_encoded(path, version: int) -> None:
-    """Rewrite commit ``version`` as our writer did before the fix: removes percent-encoded."""
+def _table_whose_devil_remove_is_encoded(copy_table):
+    """The corpus table plus a DELETE of the 😈 file whose remove is spelled as our writer
+    spelled it before the fix (percent-encoded, unlike Delta Spark's add)."""
+    path = copy_table(TABLE)
+    table = DeltaTable(str(path))
+    version = table.latest_version() + 1
+    txn = table.transaction(operation="DELETE")
+    txn.remove_files([DEVIL])
+    txn.commit()
     out = []
     for a in _log(path, version):
         if "remove" in a and a["remove"]["path"] == DEVIL:
-            a["remove"]["path"] = DEVIL.replace("😈", "%F0%9F%98%88")
+            a["remove"]["path"] = DEVIL_ENCODED
         out.append(a)
     _write_log(path, version, out)
+    return path
 
 
 def test_a_remove_spelled_unlike_its_add_leaves_it_live_as_for_delta_rs(copy_table):
     """A log holding the old bug's output: the remove does not cancel the add for delta-rs or
     Delta Spark, and our replay agrees (the table has those rows twice for every reader)."""
-    path = copy_table(TABLE)
-    table = DeltaTable(str(path))
-    before = table.latest_version()
-    txn = table.transaction(operation="DELETE")
-    txn.remove_files([DEVIL])
-    txn.commit()
-    _spell_remove_encoded(path, before + 1)
+    path = _table_whose_devil_remove_is_encoded(copy_table)
     assert _ours(path) == _theirs(path)
     assert DEVIL in DeltaTable(str(path)).snapshot().files().column("path").to_pylist()
 
@@ -169,25 +172,18 @@ def test_removing_a_file_live_under_two_spellings_removes_both(copy_table):
     path = copy_table(TABLE)
     table = DeltaTable(str(path))
     before = table.latest_version()
-    encoded = DEVIL.replace("😈", "%F0%9F%98%88")
     [devil] = [a for a in _log(path, before) if "add" in a and a["add"]["path"] == DEVIL]
-    _write_log(path, before + 1, [{"add": {**devil["add"], "path": encoded}}])  # the same file, re-spelled
+    _write_log(path, before + 1, [{"add": {**devil["add"], "path": DEVIL_ENCODED}}])  # the same file, re-spelled
     assert len(_ours(path)) == len(_theirs(path)) == 3
     txn = DeltaTable(str(path)).transaction(operation="DELETE")
     txn.remove_files([DEVIL])
     txn.commit()
-    assert _paths(path, before + 2, "remove") == {DEVIL, encoded}
+    assert _paths(path, before + 2, "remove") == {DEVIL, DEVIL_ENCODED}
     assert _ours(path) == _theirs(path) and len(_ours(path)) == 1
 
 
 def test_vacuum_keeps_a_file_live_under_one_spelling_and_removed_under_another(copy_table):
-    path = copy_table(TABLE)
-    table = DeltaTable(str(path))
-    before = table.latest_version()
-    txn = table.transaction(operation="DELETE")
-    txn.remove_files([DEVIL])
-    txn.commit()
-    _spell_remove_encoded(path, before + 1)       # the tombstone now names the file otherwise
+    path = _table_whose_devil_remove_is_encoded(copy_table)   # the tombstone names the file otherwise
     result = DeltaTable(str(path)).vacuum(retention_hours=0, dry_run=False, enforce_retention=False)
     assert DEVIL not in result["files_deleted"]
     assert os.path.exists(path / DEVIL)
