@@ -15,6 +15,7 @@ import os
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+import deltalake
 from deltalake import DeltaTable as RsTable
 
 from airflow_provider_delta.log import DeltaTable
@@ -58,6 +59,13 @@ def _ours(path) -> list[str]:
 
 def _theirs(path) -> list[str]:
     return _rows(RsTable(str(path)).to_pyarrow_table().to_pylist())
+
+
+def _theirs_by_datafusion(path) -> list[str]:
+    """deltalake's rows through its DataFusion reader (its pyarrow dataset reader cannot open the
+    absolute ``file:`` paths of a clone)."""
+    reader = deltalake.QueryBuilder().register("t", deltalake.DeltaTable(str(path)))
+    return _rows(pa.table(reader.execute("select * from t").read_all()).to_pylist())
 
 
 def test_replay_keeps_the_log_spelling_beside_the_decoded_path(copy_table):
@@ -188,3 +196,17 @@ def test_vacuum_keeps_a_file_live_under_one_spelling_and_removed_under_another(c
     assert DEVIL not in result["files_deleted"]
     assert os.path.exists(path / DEVIL)
     assert _ours(path) == _theirs(path)
+
+
+def test_a_clone_of_spark_files_is_overwritten_under_its_own_absolute_spelling(copy_table, tmp_path):
+    source = copy_table(TABLE)
+    clone = DeltaTable(str(source)).clone(str(tmp_path / "clone"))
+    path = tmp_path / "clone"
+    expected = _ours(source)
+    assert _ours(path) == expected and _theirs_by_datafusion(path) == expected
+    cloned = _paths(path, 0, "add")
+    assert any("😈" in p or "%F0%9F%98%88" in p for p in cloned)
+    clone.write(_one_row(), mode="overwrite")
+    assert _paths(path, 1, "remove") == cloned
+    assert _ours(path) == _theirs_by_datafusion(path) and len(_ours(path)) == 1
+    assert _ours(source) == expected                # the source is untouched
