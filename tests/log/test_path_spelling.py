@@ -18,8 +18,9 @@ import pytest
 import deltalake
 from deltalake import DeltaTable as RsTable
 
-from airflow_provider_delta.log import DeltaTable
+from airflow_provider_delta.log import AddFile, DeltaTable
 from airflow_provider_delta.log.maintenance.compaction import compacted_actions
+from dv_encoding import bitmap_array, z85_encode
 
 TABLE = "dat/multi_partitioned/delta"
 DEVIL = "letter=b/date=1970-01-01/data=😈/part-00000-b300ccc0-7096-4f4f-acf9-3811211dca3e.c000.snappy.parquet"
@@ -210,3 +211,23 @@ def test_a_clone_of_spark_files_is_overwritten_under_its_own_absolute_spelling(c
     assert _paths(path, 1, "remove") == cloned
     assert _ours(path) == _theirs_by_datafusion(path) and len(_ours(path)) == 1
     assert _ours(source) == expected                # the source is untouched
+
+
+def test_a_deletion_vector_for_a_spark_file_is_added_under_the_files_spelling(copy_table):
+    """A DELETE by deletion vector: the remove of the old logical file and the add of the file
+    with its new DV both spell the path as Delta Spark's add did."""
+    path = copy_table(TABLE)
+    table = DeltaTable(str(path))
+    with table.transaction(operation="SET TBLPROPERTIES") as txn:
+        txn.set_properties({"delta.enableDeletionVectors": "true"})
+    before = table.latest_version()
+    [row] = [r for r in table.snapshot().files().to_pylist() if r["path"] == DEVIL]
+    bitmap = bitmap_array([0])
+    dv = {"storageType": "i", "pathOrInlineDv": z85_encode(bitmap), "sizeInBytes": len(bitmap), "cardinality": 1}
+    stats = {**json.loads(row["stats"]), "tightBounds": False}
+    with table.transaction(operation="DELETE") as txn:
+        txn.remove_file(row["path"])
+        txn.add_file(AddFile(row["path"], row["size"], dict(row["partition_values"]), row["modification_time"],
+                             True, json.dumps(stats), deletion_vector=dv))
+    assert _paths(path, before + 1, "add") == _paths(path, before + 1, "remove") == {DEVIL}
+    assert _ours(path) == _theirs_by_datafusion(path) and len(_ours(path)) == 1
