@@ -92,3 +92,22 @@ def test_a_spark_delete_after_our_optimize_then_our_vacuum(spark, spark_table):
     assert len(expected) == 9
     DeltaTable(spark_table).vacuum(retention_hours=0, dry_run=False, enforce_retention=False)
     assert _agree(spark, spark_table) == expected
+
+
+def test_a_log_mixing_spellings_reads_as_delta_spark_reads_it(spark, spark_table):
+    """The old bug's output (a percent-encoded remove of Spark's raw add): Delta Spark keeps the
+    add live, and so do we now; before, we read 14 rows where Delta Spark read 15."""
+    table = DeltaTable(spark_table)
+    munich = [f for f in table.snapshot().files().to_pylist() if f["path"].startswith("city=München/")][0]
+    txn = table.transaction(operation="DELETE")
+    txn.remove_files([munich["path"]])
+    version = txn.commit()
+    log = os.path.join(spark_table, "_delta_log", f"{version:020d}.json")
+    with open(log, encoding="utf-8") as f:
+        actions = [json.loads(line) for line in f if line.strip()]
+    [remove] = [a["remove"] for a in actions if "remove" in a]
+    assert remove["path"] == munich["log_path"]               # spelled as Spark's add
+    remove["path"] = munich["log_path"].replace("München", "M%C3%BCnchen")
+    with open(log, "w", encoding="utf-8") as f:
+        f.write("\n".join(json.dumps(a) for a in actions) + "\n")
+    assert len(_agree(spark, spark_table)) == 15
