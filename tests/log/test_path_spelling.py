@@ -177,13 +177,19 @@ def test_the_compacted_log_keeps_an_add_whose_remove_is_spelled_otherwise():
     assert compacted_actions([[add], [remove]]) == [add, remove]
 
 
-def test_removing_a_file_live_under_two_spellings_removes_both(copy_table):
+def _table_with_devil_live_twice(copy_table):
+    """The corpus table plus an add of the 😈 file spelled percent-encoded: two logical files
+    (for every reader) of one physical file."""
     path = copy_table(TABLE)
-    table = DeltaTable(str(path))
-    before = table.latest_version()
-    [devil] = [a for a in _log(path, before) if "add" in a and a["add"]["path"] == DEVIL]
-    _write_log(path, before + 1, [{"add": {**devil["add"], "path": DEVIL_ENCODED}}])  # the same file, re-spelled
+    version = DeltaTable(str(path)).latest_version()
+    [devil] = [a for a in _log(path, version) if "add" in a and a["add"]["path"] == DEVIL]
+    _write_log(path, version + 1, [{"add": {**devil["add"], "path": DEVIL_ENCODED}}])
     assert len(_ours(path)) == len(_theirs(path)) == 3
+    return path, version
+
+
+def test_removing_a_file_live_under_two_spellings_removes_both(copy_table):
+    path, before = _table_with_devil_live_twice(copy_table)
     txn = DeltaTable(str(path)).transaction(operation="DELETE")
     txn.remove_files([DEVIL])
     txn.commit()
@@ -231,3 +237,18 @@ def test_a_deletion_vector_for_a_spark_file_is_added_under_the_files_spelling(co
                              True, json.dumps(stats), deletion_vector=dv))
     assert _paths(path, before + 1, "add") == _paths(path, before + 1, "remove") == {DEVIL}
     assert _ours(path) == _theirs_by_datafusion(path) and len(_ours(path)) == 1
+
+
+def test_optimize_of_a_file_live_under_two_spellings_keeps_the_rows_every_reader_sees(copy_table):
+    path, _ = _table_with_devil_live_twice(copy_table)
+    expected = _ours(path)
+    m = DeltaTable(str(path)).optimize(z_order_by=["number"])
+    assert {DEVIL, DEVIL_ENCODED} <= _paths(path, m["version"], "remove")
+    assert _ours(path) == _theirs(path) == expected
+
+
+def test_overwrite_of_a_file_live_under_two_spellings_removes_both(copy_table):
+    path, before = _table_with_devil_live_twice(copy_table)
+    DeltaTable(str(path)).write(_one_row(), mode="overwrite")
+    assert {DEVIL, DEVIL_ENCODED} <= _paths(path, before + 2, "remove")
+    assert _ours(path) == _theirs(path) and len(_ours(path)) == 1
