@@ -9,11 +9,6 @@ from airflow_provider_delta.log import DeltaTable
 pytestmark = pytest.mark.spark
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "data duplicated for Delta Spark and deltalake: Delta Spark spells non-ASCII characters of its data paths "
-    "raw in the log (p=München/...), our removes percent-encode them (p=M%C3%BCnchen/...), and Delta Spark "
-    "matches a remove to its add by that string: after our OPTIMIZE it reads the old small files and the new "
-    "file (here 21 rows instead of 12: the three non-ASCII partitions twice); a later vacuum by us would delete files Delta Spark still lists"))
 def test_our_optimize_of_spark_files_with_non_ascii_partition_values_reads_the_same_in_spark(spark, tmp_path):
     path = str(tmp_path / "t")
     for i in range(3):

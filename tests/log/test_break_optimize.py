@@ -29,10 +29,6 @@ def _sorted_rows(rows: list[dict]) -> list[str]:
 
 
 # ------------------------------------------------------------------ remove paths
-@pytest.mark.xfail(strict=True, reason=(
-    "data duplicated for deltalake/Delta Spark: a remove is written with our percent-encoding of the path "
-    "(data=%F0%9F%98%88) while Spark's add spells non-ASCII characters raw (data=😈, java.net.URI keeps them); "
-    "Spark and delta-rs match add and remove by the path string, so the replaced file stays live for them"))
 def test_remove_of_a_spark_file_with_a_non_ascii_partition_path_keeps_its_spelling(copy_table):
     path = copy_table("dat/multi_partitioned/delta")
     table = DeltaTable(str(path))

@@ -18,6 +18,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from .arrow_build import empty_table
+from .path_spelling import LOG_PATH_COLUMN
 
 STR_MAP = pa.map_(pa.string(), pa.string())
 STR_LIST = pa.list_(pa.field("element", pa.string()))
@@ -60,7 +61,8 @@ ADD_BASE_FIELDS = [
 
 #: Columns of a normalized file-action table (adds and removes together).
 FILE_ACTION_SCHEMA = pa.schema([
-    ("path", pa.string()),
+    ("path", pa.string()),          # decoded: the file to open
+    (LOG_PATH_COLUMN, pa.string()),  # as the log spells it: the reconciliation key (.path_spelling)
     ("partition_values", STR_MAP),
     ("size", pa.int64()),
     ("modification_time", pa.int64()),
@@ -92,9 +94,9 @@ REMOVE_FIELDS = [("path", "path"), ("partitionValues", "partition_values"), ("si
                  ("extendedFileMetadata", "extended_file_metadata"), ("tags", "tags"), ("stats", "stats")]
 
 #: Columns of ``Snapshot.files()`` and ``Snapshot.tombstones()``.
-FILE_COLUMNS = ["path", "partition_values", "size", "modification_time", "data_change", "stats",
+FILE_COLUMNS = ["path", LOG_PATH_COLUMN, "partition_values", "size", "modification_time", "data_change", "stats",
                 "tags", "deletion_vector", "base_row_id", "default_row_commit_version"]
-TOMBSTONE_COLUMNS = ["path", "deletion_timestamp", "data_change", "extended_file_metadata",
+TOMBSTONE_COLUMNS = ["path", LOG_PATH_COLUMN, "deletion_timestamp", "data_change", "extended_file_metadata",
                      "partition_values", "size", "deletion_vector", "base_row_id",
                      "default_row_commit_version"]
 

@@ -10,14 +10,9 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import quote
 
 from .actions import drop_none
-
-
-def encode_path(path: str) -> str:
-    """URL-encode a relative data file path for the log, as Delta Spark does (keeps '/', '=')."""
-    return quote(path, safe="/=:@$&+,;~-_.!*'()")
+from .path_spelling import encode_path, log_spelling
 
 
 @dataclass(frozen=True)
@@ -32,17 +27,20 @@ class AddFile:
     deletion_vector: dict[str, Any] | None = None
     base_row_id: int | None = None
     default_row_commit_version: int | None = None
+    #: the path as the log spells it, for an add of a file the log already names (a restore,
+    #: a DV update); None for a new file (then ``path`` is encoded): see :mod:`.path_spelling`
+    log_path: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {"add": drop_none({
-            "path": encode_path(self.path), "partitionValues": dict(self.partition_values),
+            "path": log_spelling(self.path, self.log_path), "partitionValues": dict(self.partition_values),
             "size": self.size, "modificationTime": self.modification_time, "dataChange": self.data_change,
             "stats": self.stats, "tags": self.tags, "deletionVector": self.deletion_vector,
             "baseRowId": self.base_row_id, "defaultRowCommitVersion": self.default_row_commit_version})}
 
     def remove(self, deletion_timestamp: int, data_change: bool = True) -> "RemoveFile":
         return RemoveFile(self.path, deletion_timestamp, data_change, True, dict(self.partition_values),
-                          self.size, self.stats, self.tags, self.deletion_vector)
+                          self.size, self.stats, self.tags, self.deletion_vector, self.log_path)
 
 
 @dataclass(frozen=True)
@@ -56,10 +54,13 @@ class RemoveFile:
     stats: str | None = None
     tags: dict[str, str] | None = None
     deletion_vector: dict[str, Any] | None = None
+    #: the path as the live add spells it in the log (a remove must match it to the letter);
+    #: None: filled in from the snapshot when the transaction commits (:mod:`.path_spelling`)
+    log_path: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {"remove": drop_none({
-            "path": encode_path(self.path), "deletionTimestamp": self.deletion_timestamp,
+            "path": log_spelling(self.path, self.log_path), "deletionTimestamp": self.deletion_timestamp,
             "dataChange": self.data_change, "extendedFileMetadata": self.extended_file_metadata,
             "partitionValues": self.partition_values, "size": self.size, "stats": self.stats,
             "tags": self.tags, "deletionVector": self.deletion_vector})}

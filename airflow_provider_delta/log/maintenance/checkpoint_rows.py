@@ -34,7 +34,7 @@ import pyarrow.json as pj
 from ..base import arrow_build as ab
 from ..base.action_schemas import (ADD_BASE_FIELDS, DOMAIN_TYPE, DV_TYPE, METADATA_TYPE, PROTOCOL_TYPE, REMOVE_TYPE,
                              STR_MAP, TXN_TYPE)
-from ..base.commit_actions import encode_path
+from ..base.path_spelling import LOG_PATH_COLUMN, encode_path
 from ..base.errors import InvalidTableStateError
 from ..base.features import CHECKPOINT_STATS_AS_JSON_PROPERTY, CHECKPOINT_STATS_AS_STRUCT_PROPERTY, column_mapping_mode
 from ..base.intervals import deleted_file_retention_ms, set_transaction_retention_ms
@@ -179,6 +179,16 @@ def _struct_by_name(arr: pa.StructArray, typ: pa.StructType) -> pa.Array:
     return pa.StructArray.from_arrays(children, fields=list(typ), mask=arr.is_null())
 
 
+def log_paths(t: pa.Table) -> pa.Array:
+    """Each row's path as the log spells it (:mod:`..base.path_spelling`): a checkpoint keeps
+    the spelling of the action it summarizes, or a later remove spelled like the add would
+    no longer match it. Rows without one (built by hand) get the encoding of ``path``."""
+    spelled = _column(t, LOG_PATH_COLUMN, pa.string())
+    if spelled.null_count == 0:
+        return spelled
+    return pc.coalesce(spelled, encode_paths(_column(t, "path", pa.string())))
+
+
 def encode_paths(paths: pa.Array) -> pa.Array:
     """URL-encode relative paths as the log stores them; only unusual paths go through Python."""
     unsafe = pc.fill_null(pc.match_substring_regex(paths, _UNSAFE_PATH_CHARS), ab.scalar(False))
@@ -258,7 +268,7 @@ def _partition_parsed(pv: pa.Array, layout: CheckpointLayout) -> pa.StructArray:
 def add_column(files: pa.Table, layout: CheckpointLayout) -> pa.StructArray:
     """The ``add`` struct column for a batch of ``Snapshot.files()`` rows."""
     n = files.num_rows
-    paths = encode_paths(_column(files, "path", pa.string()))
+    paths = log_paths(files)
     pv = _column(files, "partition_values", STR_MAP)
     cols = {
         "path": paths, "partitionValues": pv,
@@ -291,7 +301,7 @@ def add_column(files: pa.Table, layout: CheckpointLayout) -> pa.StructArray:
 def remove_column(tombstones: pa.Table) -> pa.StructArray:
     """The ``remove`` struct column (tombstones, without stats and tags) for a batch."""
     arrays = [
-        encode_paths(_column(tombstones, "path", pa.string())),
+        log_paths(tombstones),
         _column(tombstones, "deletion_timestamp", pa.int64()),
         _column(tombstones, "data_change", pa.bool_()),
         _column(tombstones, "extended_file_metadata", pa.bool_()),
@@ -358,7 +368,7 @@ def _split_by_part(t: pa.Table, parts: int) -> Iterator[tuple[int, pa.Table]]:
     if parts == 1 or t.num_rows == 0:
         yield 0, t
         return
-    paths = encode_paths(_column(t, "path", pa.string()))
+    paths = log_paths(t)
     part = np.mod(spark_murmur3(paths).astype(np.int64), parts)
     if parts <= 32:
         # a boolean filter copies sequentially: much cheaper than a random-order take

@@ -16,7 +16,6 @@ parsed JSON objects and keeps each winning action exactly as it was written.
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import unquote
 
 from ..base.commit_actions import dumps_actions
 from ..base.errors import InvalidArgumentError, InvalidTableStateError
@@ -30,9 +29,11 @@ from ..read.table_log import TableLog
 
 
 def _file_key(action: dict[str, Any]) -> tuple[str, str]:
+    """The logical file an action names: its path as spelled (:mod:`..base.path_spelling`;
+    decoding it would let a remove spelled unlike its add cancel it, which replay does not)."""
     dv = action.get("deletionVector") or {}
     dv_id = f"{dv.get('storageType', '')}{dv.get('pathOrInlineDv', '')}@{dv.get('offset', '')}" if dv else ""
-    return unquote(action["path"]), dv_id
+    return action["path"], dv_id
 
 
 def compacted_actions(commits: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:

@@ -9,8 +9,9 @@ strings, so no value is ever type-inferred (Arrow would read "2024-01-01" as a
 timestamp). A batch the fast path cannot take (a non-string partition value, say)
 falls back to parsing line by line, which gives the same result.
 
-Reconciliation keeps the last action per file key (path plus deletion-vector id,
-as the protocol defines it): a checkpoint is already reconciled, so only the
+Reconciliation keeps the last action per file key (the path as the log spells it plus
+the deletion-vector id, as the protocol defines it; the decoded path is kept beside it to
+open the file): a checkpoint is already reconciled, so only the
 keys touched by later commits need sorting; the checkpoint's rows are filtered
 with one hash lookup.
 """
@@ -32,6 +33,7 @@ from ..base.action_schemas import (ADD_FIELDS, DV_TYPE, FILE_ACTION_SCHEMA, FILE
 from .column_mapping import partition_keys_of
 from .commit_reader import CommitBlobs, parse_json_lines
 from ..base.errors import CorruptLogError
+from ..base.path_spelling import LOG_PATH_COLUMN
 from ..base.records import Record
 
 
@@ -407,6 +409,7 @@ def _assemble(cols: dict[str, Any], n: int, is_add: bool, versions, seqs) -> pa.
     path = cols.get("path")
     if path is None or path.null_count:
         raise CorruptLogError(f"{'an add' if is_add else 'a remove'} action without a path (the log is corrupt)")
+    cols = {**cols, LOG_PATH_COLUMN: path}      # the spelling, kept before decoding (reconciliation key)
     arrays = []
     for f in FILE_ACTION_SCHEMA:
         if f.name == "is_add":
@@ -427,6 +430,8 @@ def _assemble(cols: dict[str, Any], n: int, is_add: bool, versions, seqs) -> pa.
                 a = ak.cast(a, f.type)
             if f.name == "path":
                 a = _decode_paths(a)
+            elif f.name == LOG_PATH_COLUMN:
+                pass
             elif f.name == "size" and a.null_count < len(a) and ak.min_of(a) < 0:
                 raise CorruptLogError(f"{'an add' if is_add else 'a remove'} action with a negative size "
                                       "(the log is corrupt)")
@@ -473,9 +478,10 @@ def actions_from_dicts(dicts: list[dict[str, Any]], is_add: bool, versions, seqs
 
 # --------------------------------------------------------------------- reconcile
 def file_keys(t: pa.Table, with_dv: bool) -> pa.Array:
-    """The protocol's key of each file action in ``t``: its path, plus its deletion vector's
-    id when ``with_dv`` (an add and the remove of the same logical file share it)."""
-    path = t.column("path").combine_chunks()
+    """The protocol's key of each file action in ``t``: its path as the log spells it
+    (:mod:`..base.path_spelling`), plus its deletion vector's id when ``with_dv`` (an add and
+    the remove of the same logical file share it)."""
+    path = t.column(LOG_PATH_COLUMN).combine_chunks()
     if not with_dv:
         return path
     dv = t.column("deletion_vector").combine_chunks()

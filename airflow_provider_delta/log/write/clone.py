@@ -40,7 +40,8 @@ from typing import Any, Iterable
 
 from ..base import ict
 from ..base.actions import Metadata, Protocol
-from ..base.commit_actions import AddFile, encode_path
+from ..base.commit_actions import AddFile
+from ..base.path_spelling import encode_path
 from ..base.errors import InvalidArgumentError, TableAlreadyExistsError
 from ..base.features import (COMMIT_COORDINATION_FEATURES, COMMIT_COORDINATOR_PROPERTIES,
                              MANAGED_OWNER_CONF_PROPERTY, Operation)

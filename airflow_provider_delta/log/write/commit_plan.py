@@ -26,7 +26,7 @@ The result is a :class:`CommitPlan`; the :mod:`.committer` lands it.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 import pyarrow as pa
@@ -36,6 +36,7 @@ from ..base import arrow_build as ab
 from ..base import ict
 from ..base.actions import Metadata, Protocol
 from ..base.commit_actions import AddFile, DomainMetadata, RemoveFile, Txn
+from ..base.path_spelling import LOG_PATH_COLUMN
 from ..read.column_mapping import partition_keys
 from .conflicts import ReadSet
 from .isolation import check_isolation_property, isolation_level_to_use, table_isolation_level
@@ -195,7 +196,7 @@ def plan_commit(table: TableLog, snap: Snapshot | None, changes: PendingChanges,
     _validate_adds(changes, metadata)
     conf = metadata.configuration
     check_append_only(old_metadata, removes)
-    adds = list(changes.adds.values())
+    adds = _spelled_like_live(list(changes.adds.values()), snap)
     check_domains(protocol, changes.domains.values())
     check_row_tracking_fields(protocol, adds)
     live = _live_logical_files(snap, adds)
@@ -215,7 +216,7 @@ def plan_commit(table: TableLog, snap: Snapshot | None, changes: PendingChanges,
         if old_protocol is not None and old_metadata is not None else None
     return CommitPlan(
         read_version=-1 if snap is None else snap.version, protocol=protocol if protocol_changed else None,
-        metadata=metadata if changes.metadata is not None else None, adds=list(changes.adds.values()),
+        metadata=metadata if changes.metadata is not None else None, adds=adds,
         removes=removes, txns=list(changes.txns.values()), domains=list(changes.domains.values()),
         read_set=changes.read, ict_before=ict_before, ict_after=ict_after, enabling=enabling,
         isolation_level=changes.read.isolation_level, blind_append=changes.read.blind_append,
@@ -292,17 +293,18 @@ def _validate_adds(changes: PendingChanges, metadata: Metadata) -> None:
             raise InvalidArgumentError(f"file {path!r} is both added and removed in one transaction")
 
 def _resolve_removes(changes: PendingChanges, snap: Snapshot | None, clock: Callable[[], int]) -> list[RemoveFile]:
-    """Turn removes into full RemoveFile actions, checking that each file is live at the read version."""
+    """Turn removes into full RemoveFile actions, checking that each file is live at the read version.
+
+    Each remove is spelled as its live add is in the log (:mod:`..base.path_spelling`); a path
+    the log holds live under two spellings (one writer encoding it, another not) is removed
+    under both, as both are live files for every reader.
+    """
     if not changes.removes:
         return []
     if snap is None:
         raise InvalidArgumentError("a table that does not exist yet has no files to remove")
     paths = sorted({k[0] for k in changes.removes})
-    files = snap.files()
-    live = files.filter(pc.is_in(files["path"], value_set=ab.array(paths, pa.string())))
-    rows = {r["path"]: r for r in live.select(
-        [c for c in ("path", "partition_values", "size", "deletion_vector", "tags")
-         if c in live.column_names]).to_pylist()}
+    rows = _live_rows_by_path(snap, paths)
     missing = [p for p in paths if p not in rows]
     if missing:
         raise InvalidArgumentError(
@@ -311,28 +313,53 @@ def _resolve_removes(changes: PendingChanges, snap: Snapshot | None, clock: Call
     now = int(clock())
     out: list[RemoveFile] = []
     for (path, dv_id), entry in changes.removes.items():
-        row = rows[path]
-        live_dv_id = dv_unique_id(row.get("deletion_vector"))
-        if not isinstance(entry, str) and dv_id != live_dv_id:
+        live = rows[path] if isinstance(entry, str) else \
+            [r for r in rows[path] if dv_unique_id(r.get("deletion_vector")) == dv_id]
+        if not live:
             # a logical file is its path and its deletion vector: a remove naming another DV
             # would leave the live file in the table
+            live_ids = sorted({str(dv_unique_id(r.get("deletion_vector"))) for r in rows[path]})
             raise InvalidArgumentError(
                 f"cannot remove file {path!r} with deletion vector {dv_id!r}: the live file at version "
-                f"{snap.version} has deletion vector {live_dv_id!r} (a logical file is its path and its DV)")
-        if isinstance(entry, RemoveFile):
-            rm = entry
-            if rm.deletion_timestamp in (None, 0):
-                rm = RemoveFile(rm.path, now, rm.data_change, rm.extended_file_metadata, rm.partition_values,
-                                rm.size, rm.stats, rm.tags, rm.deletion_vector)
-        else:
-            dv = row.get("deletion_vector")
-            dv = {k: v for k, v in dv.items() if v is not None} if dv else None
-            tags = dict(row["tags"]) if row.get("tags") else None
-            out_pv = dict(row["partition_values"]) if row.get("partition_values") is not None else {}
-            rm = RemoveFile(path, now, changes.remove_data_change.get(path, True), True, out_pv,
-                            row.get("size"), None, tags, dv)
-        out.append(rm)
+                f"{snap.version} has deletion vector {', '.join(live_ids)} (a logical file is its path and its DV)")
+        for row in live:
+            out.append(_remove_of(entry, path, row, now, changes.remove_data_change.get(path, True)))
     return out
+
+
+def _live_rows_by_path(snap: Snapshot, paths: list[str]) -> dict[str, list[dict]]:
+    """The read snapshot's live files among decoded ``paths``: each path's rows (one per
+    logical file: a spelling and a deletion vector)."""
+    files = snap.files()
+    live = files.filter(pc.is_in(files["path"], value_set=ab.array(paths, pa.string())))
+    out: dict[str, list[dict]] = {}
+    for r in live.select([c for c in ("path", LOG_PATH_COLUMN, "partition_values", "size", "deletion_vector",
+                                      "tags") if c in live.column_names]).to_pylist():
+        out.setdefault(r["path"], []).append(r)
+    return out
+
+
+def _remove_of(entry: RemoveFile | str, path: str, row: dict, now: int, data_change: bool) -> RemoveFile:
+    """The remove of the live file ``row``, spelled as the log spells it."""
+    if isinstance(entry, RemoveFile):
+        return RemoveFile(entry.path, now if entry.deletion_timestamp in (None, 0) else entry.deletion_timestamp,
+                          entry.data_change, entry.extended_file_metadata, entry.partition_values, entry.size,
+                          entry.stats, entry.tags, entry.deletion_vector, row.get(LOG_PATH_COLUMN))
+    dv = row.get("deletion_vector")
+    dv = {k: v for k, v in dv.items() if v is not None} if dv else None
+    tags = dict(row["tags"]) if row.get("tags") else None
+    out_pv = dict(row["partition_values"]) if row.get("partition_values") is not None else {}
+    return RemoveFile(path, now, data_change, True, out_pv, row.get("size"), None, tags, dv, row.get(LOG_PATH_COLUMN))
+
+
+def _spelled_like_live(adds: list[AddFile], snap: Snapshot | None) -> list[AddFile]:
+    """Adds of files the log already names (a restored file, a new deletion vector for a live
+    file) spelled as the log spells them, so every reader matches them to the same file."""
+    paths = sorted({a.path for a in adds if a.log_path is None})
+    rows = _live_rows_by_path(snap, paths) if snap is not None and paths else {}
+    return [replace(a, log_path=rows[a.path][0].get(LOG_PATH_COLUMN)) if a.log_path is None and a.path in rows
+            else a for a in adds]
+
 
 def _live_logical_files(snap: Snapshot | None, adds: list[AddFile]) -> set[FileKey]:
     """(path, DV unique id) of the read snapshot's live files among the paths of adds with a DV."""

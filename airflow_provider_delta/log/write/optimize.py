@@ -38,7 +38,7 @@ from ..read.snapshot import Snapshot
 from ..read.table_log import TableLog
 from .optimize_plan import Bin, OptimizeSettings, plan_bins, settings_for
 from .optimize_rewrite import RewriteSource, rewrite_bin
-from .transaction import Transaction
+from .transaction import Transaction, file_key
 from .writer import delete_quietly
 
 log = logging.getLogger(__name__)
@@ -142,7 +142,10 @@ def commit_optimize(table: TableLog, plan: OptimizePlan, results: list[list[AddF
     snap, settings = plan.snapshot, plan.settings
     written = list(written)
     adds = [a for r in results for a in r]
-    removes = [_remove_of(f) for b in plan.bins for f in b.files]
+    # one remove per logical file: a file the log holds live under two spellings is two rows
+    # here, and the transaction removes it under both (base/path_spelling.py)
+    removes = list({file_key(f["path"], f.get("deletion_vector")): _remove_of(f)
+                    for b in plan.bins for f in b.files}.values())
     txn: Transaction | None = None
     try:
         txn = Transaction(table, operation=settings.operation, operation_parameters=settings.operation_parameters(),

@@ -67,6 +67,7 @@ from typing import Any, Iterable
 from ..base import ict
 from ..base.actions import Metadata, Protocol
 from ..base.commit_actions import AddFile
+from ..base.path_spelling import LOG_PATH_COLUMN
 from ..base.errors import DataFileNotFoundError, InvalidArgumentError, UnexpectedVersionError, VersionNotFoundError
 from ..base.features import (COMMIT_COORDINATOR_PROPERTIES, ISOLATION_LEVEL_PROPERTY, MANAGED_OWNER_CONF_PROPERTY, Operation,
                              protocol_with_features, supported_features)
@@ -111,7 +112,8 @@ def spark_timestamp_text(ms: int) -> str:
 
 
 def file_actions(snapshot: Snapshot) -> dict[tuple[str, str | None], AddFile]:
-    """The live files of ``snapshot`` as AddFile actions, keyed like replay keys them (path, DV id)."""
+    """The live files of ``snapshot`` as AddFile actions, keyed by (decoded path, DV id), each
+    spelled as the log spells it (a restored file is re-added under its own spelling)."""
     out: dict[tuple[str, str | None], AddFile] = {}
     for row in snapshot.files().to_pylist():
         dv = row.get("deletion_vector")
@@ -119,7 +121,7 @@ def file_actions(snapshot: Snapshot) -> dict[tuple[str, str | None], AddFile]:
         add = AddFile(row["path"], int(row["size"]), dict(row.get("partition_values") or {}),
                       int(row.get("modification_time") or 0), True, row.get("stats"),
                       dict(row["tags"]) if row.get("tags") else None, dv, row.get("base_row_id"),
-                      row.get("default_row_commit_version"))
+                      row.get("default_row_commit_version"), row.get(LOG_PATH_COLUMN))
         out[file_key(add.path, dv)] = add
     return out
 

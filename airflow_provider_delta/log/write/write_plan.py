@@ -148,7 +148,8 @@ def write_transaction(table: TableLog, plan: WritePlan, *, app_id: str | None = 
     if app_id is not None:
         txn.set_txn(app_id, app_version)  # type: ignore[arg-type]
     if not plan.creates_table and plan.mode == "overwrite":
-        txn.remove_files(txn.read_files().column("path").to_pylist())
+        # each path once: a file live under two spellings is removed under both (base/path_spelling.py)
+        txn.remove_files(dict.fromkeys(txn.read_files().column("path").to_pylist()))
     txn.validate()
     return txn
 
