@@ -32,6 +32,7 @@ from ..base.features import TARGET_FILE_SIZE_PROPERTY
 from ..read.column_mapping import mapping_mode
 from ..base.schema import serialize_partition_value
 from ..base.stats import column_path, indexed_columns
+from ..read.filters import normalize
 from ..read.reader import data_fields, prune_by_partition
 from ..read.snapshot import Snapshot
 from .commit_info import param_value, stats_records
@@ -94,8 +95,14 @@ def predicate_strings(partition_filter: Any) -> list[str]:
         else [partition_filter]
     out = []
     for conj in branches:
-        out.append(" AND ".join(f"({c} {op} {v!r})" for c, op, v in conj))
+        out.append(" AND ".join(_predicate_text(c, op, v) for c, op, v in conj))
     return out
+
+
+def _predicate_text(column: str, op: str, value: Any) -> str:
+    if value is None:                          # the filter rule: None with =/is is IS NULL, with !=/is not IS NOT NULL
+        return f"({column} IS {'NOT ' if op in ('!=', 'is not') else ''}NULL)"
+    return f"({column} {op} {value!r})"
 
 
 def settings_for(snap: Snapshot, *, target_size: Any = None, min_file_size: Any = None,
@@ -187,21 +194,19 @@ def _field_type(schema: pa.Schema, path: tuple[str, ...]) -> pa.DataType | None:
 
 
 def _check_partition_filter(snap: Snapshot, partition_filter: Any) -> None:
+    """The filter's shape and atoms by the read rule (:mod:`..read.filters`), on partition columns only."""
     if partition_filter is None:
         return
-    branches = partition_filter if isinstance(partition_filter, list) and partition_filter and \
-        isinstance(partition_filter[0], list) else [partition_filter]
-    for conj in branches:
-        if not isinstance(conj, (list, tuple)) or not conj:
-            raise InvalidArgumentError("partition_filter must be a list of (column, op, value) tuples or a list "
-                                       "of such lists")
-        for atom in conj:
-            if not (isinstance(atom, tuple) and len(atom) == 3 and isinstance(atom[0], str)):
-                raise InvalidArgumentError(f"partition_filter atoms are (column, op, value) tuples, got {atom!r}")
-            if atom[0] not in snap.partition_columns:
+    dnf = normalize(partition_filter)
+    if dnf is None:
+        raise InvalidArgumentError("partition_filter must be (column, op, value) tuples or lists of them, "
+                                   "not an Expression (OPTIMIZE records the predicate as text)")
+    for conj in dnf:
+        for column, _, _ in conj:
+            if column not in snap.partition_columns:
                 raise InvalidArgumentError(
                     f"partition_filter may only name partition columns {list(snap.partition_columns)}; "
-                    f"{atom[0]!r} is not one (OPTIMIZE rewrites whole partitions)")
+                    f"{column!r} is not one (OPTIMIZE rewrites whole partitions)")
 
 
 @dataclass(frozen=True)
