@@ -259,11 +259,8 @@ def plan_bins(snap: Snapshot, settings: OptimizeSettings) -> tuple[list[Bin], in
     considered = files.num_rows
     rows = files.select([c for c in ("path", "size", "partition_values", "deletion_vector", "stats", "tags")
                          if c in files.column_names]).to_pylist()
-    pcols = set(snap.partition_columns)
     for r in rows:
-        # only the table's partition columns: the replay lists every key the log ever used
-        # (a column of an earlier partitioning reads as null), and adds must match the metadata
-        r["partition_values"] = {k: v for k, v in (r["partition_values"] or {}) if k in pcols}
+        r["partition_values"] = dict(r["partition_values"] or {})    # the table's partition keys only (files())
         if r.get("deletion_vector"):
             r["deletion_vector"] = {k: v for k, v in r["deletion_vector"].items() if v is not None}
     if settings.purge:
