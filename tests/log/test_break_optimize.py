@@ -29,6 +29,65 @@ def _sorted_rows(rows: list[dict]) -> list[str]:
 
 
 # ------------------------------------------------------------------ remove paths
+@pytest.mark.xfail(strict=True, reason=(
+    "data duplicated for deltalake/Delta Spark: a remove is written with our percent-encoding of the path "
+    "(data=%F0%9F%98%88) while Spark's add spells non-ASCII characters raw (data=😈, java.net.URI keeps them); "
+    "Spark and delta-rs match add and remove by the path string, so the replaced file stays live for them"))
+def test_remove_of_a_spark_file_with_a_non_ascii_partition_path_keeps_its_spelling(copy_table):
+    path = copy_table("dat/multi_partitioned/delta")
+    table = DeltaTable(str(path))
+    ours_before = _sorted_rows(table.snapshot().to_pyarrow().to_pylist())
+    assert _sorted_rows(RsTable(str(path)).to_pyarrow_table().to_pylist()) == ours_before
+    live = {a["add"]["path"] for v in range(table.latest_version() + 1) for a in _raw_log(path, v) if "add" in a}
+    m = table.optimize(z_order_by=["number"])           # rewrites every file, one per partition
+    assert m["numFilesRemoved"] == 2
+    removed = [a["remove"]["path"] for a in _raw_log(path, m["version"]) if "remove" in a]
+    # Delta Spark writes a remove with the add's own path string (AddFile.removeWithTimestamp)
+    assert set(removed) <= live, sorted(set(removed) - live)
+    assert _sorted_rows(RsTable(str(path)).to_pyarrow_table().to_pylist()) == ours_before
+
+
+# ------------------------------------------------------- partitioning changed once
+def test_optimize_after_an_overwrite_that_changed_the_partitioning(tmp_path):
+    """Found: every OPTIMIZE failed with 'has partition values for ['a', 'b'] but the table is
+    partitioned by ['b']' (the replayed partition values carry the old partition column as null)."""
+    table = DeltaTable(str(tmp_path / "t"))
+    table.write(pa.table({"a": ["x", "y"], "b": ["1", "2"], "v": [1, 2]}), partition_by=["a"])
+    table.write(pa.table({"a": ["x", "y"], "b": ["1", "2"], "v": [3, 4]}), mode="overwrite", partition_by=["b"],
+                overwrite_schema=True)
+    table.write(pa.table({"a": ["x", "y"], "b": ["1", "2"], "v": [5, 6]}))
+    before = _sorted_rows(table.snapshot().to_pyarrow().to_pylist())
+    m = table.optimize()
+    assert (m["numFilesRemoved"], m["numFilesAdded"]) == (4, 2)
+    assert _sorted_rows(table.snapshot().to_pyarrow().to_pylist()) == before
+    adds = [a["add"] for a in _raw_log(tmp_path / "t", m["version"]) if "add" in a]
+    assert all(set(a["partitionValues"]) == {"b"} for a in adds)
+    assert _sorted_rows(RsTable(str(tmp_path / "t")).to_pyarrow_table().to_pylist()) == before
+
+
+# ------------------------------------------------------------- bad partition filter
+def test_a_partition_filter_value_of_the_wrong_type_is_a_typed_error(tmp_path):
+    """Found: ``[("n", ">", "x")]`` on an int partition column raised pyarrow's ArrowInvalid."""
+    table = DeltaTable(str(tmp_path / "t"))
+    for i in range(3):
+        table.write(pa.table({"n": pa.array([1, 2], pa.int32()), "v": [i, i]}), partition_by=["n"] if i == 0 else None)
+    version = table.latest_version()
+    listing = sorted(os.listdir(tmp_path / "t" / "n=1"))
+    with pytest.raises(InvalidArgumentError, match="'x'"):
+        table.optimize(partition_filter=[("n", ">", "x")])
+    assert table.latest_version() == version and sorted(os.listdir(tmp_path / "t" / "n=1")) == listing
+
+
+# ---------------------------------------------------------------- commitInfo text
+def test_zorder_by_parameter_is_the_json_text_delta_spark_writes(tmp_path):
+    """Found: operationParameters.zOrderBy was '["x", "id"]'; Delta Spark (Jackson) writes '["x","id"]'."""
+    table = DeltaTable(str(tmp_path / "t"))
+    for i in range(2):
+        table.write(pa.table({"id": pa.array([i], pa.int64()), "x": [0.5]}))
+    table.optimize(z_order_by=["x", "id"])
+    assert table.history(1)[0]["operationParameters"]["zOrderBy"] == '["x","id"]'
+
+
 # Found: Z-order by a column without statistics was accepted (Delta Spark: DELTA_ZORDERING_ON_COLUMN_WITHOUT_STATS).
 def test_zorder_by_a_column_without_statistics_is_refused(tmp_path):
     table = DeltaTable(str(tmp_path / "t"))
