@@ -19,10 +19,12 @@ at once, its retries unused) as well as the log layer's ``InvalidArgumentError``
 """
 from __future__ import annotations
 
+import ast
 import json
 import math
 import numbers
-from typing import Any, Iterable
+from contextlib import contextmanager
+from typing import Any, Iterable, Iterator
 
 from airflow.providers.common.compat.sdk import AirflowFailException
 
@@ -58,6 +60,22 @@ class _NotGiven:
 
 #: the "not given" default (see :class:`_NotGiven`)
 NOT_GIVEN: Any = _NotGiven()
+
+
+@contextmanager
+def refused_without_retry(what: str) -> Iterator[None]:
+    """Inside: the log layer's :class:`~airflow_provider_delta.log.InvalidArgumentError` (an argument it
+    cannot use, nothing changed) becomes :class:`DeltaArgumentError`, so the task fails without retry.
+
+    For arguments the log layer parses itself (sizes, partition filters, Z-order columns): its
+    refusal depends only on the rendered value and the table, which a retry does not change.
+    """
+    try:
+        yield
+    except DeltaArgumentError:
+        raise
+    except InvalidArgumentError as e:
+        raise DeltaArgumentError(f"{what}: {e}") from e
 
 
 def is_template(value: Any) -> bool:
@@ -183,30 +201,38 @@ def choice(value: Any, name: str, choices: Iterable[str]) -> str:
 
 
 def column_names(value: Any, name: str) -> list[str] | None:
-    """Column names: a list of names, one name, ``"a,b"`` or a JSON list (``'["a", "b"]'``);
+    """Column names: a list of names, one name, ``"a,b"``, a JSON list (``'["a", "b"]'``) or a list
+    param rendered to its Python text (``"['a', 'b']"``, what ``"{{ params.cols }}"`` renders to);
     None when not given (``""``, ``"None"``).
 
-    A list param rendered to its Python text (``"['day']"``) is not JSON and is refused: it would
-    otherwise become one column named ``['day']``.
+    Bracketed text is read as JSON, else as a Python literal (:func:`ast.literal_eval`: literals
+    only, nothing is evaluated), and must then be a list or tuple of non-empty strings; anything
+    else in brackets (``"[day]"``, ``"['a', 1]"``) is refused rather than taken as one column
+    named ``[day]``.
     """
     value = optional_value(value)
     if value is None:
         return None
     if isinstance(value, str):
         text = value.strip()
-        if text[:1] in "[(":
-            try:
-                value = json.loads(text)
-            except ValueError:
-                raise DeltaArgumentError(
-                    f"{name} must be column names (a list, \"a,b\" or a JSON list), but it is {value!r}: a list "
-                    "rendered as Python text? Pass the list itself (render_template_as_native_obj=True) or "
-                    "{{ params.x | tojson }}") from None
-        else:
-            value = [c.strip() for c in text.split(",")]
+        value = _bracketed_list(text, name) if text[:1] in "[(" else [c.strip() for c in text.split(",")]
     if not isinstance(value, (list, tuple)) or not all(isinstance(c, str) and c.strip() for c in value):
         raise DeltaArgumentError(f"{name} must be a list of non-empty column names, got {value!r}")
     return [c.strip() for c in value]
+
+
+def _bracketed_list(text: str, name: str) -> Any:
+    """``'["a"]'`` (JSON) or ``"['a']"`` / ``"('a',)"`` (a rendered Python list or tuple), parsed."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        pass
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        raise DeltaArgumentError(
+            f"{name} must be column names (a list, \"a,b\", a JSON list or a rendered Python list of strings), "
+            f"but it is {text!r}") from None
 
 
 def mapping(value: Any, name: str) -> dict[str, Any]:

@@ -19,7 +19,8 @@ from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 
 from ..log import InvalidTableStateError, plan_optimize
 from ..spark.job_args import SECRETS_ENV
-from ..hooks.arguments import check_flags, choice, column_names, flag, is_template, mapping, optional_positive_int, optional_value
+from ..hooks.arguments import (check_flags, choice, column_names, flag, is_template, mapping, optional_positive_int,
+                               optional_value, refused_without_retry)
 from .base import DeltaBaseOperator, job_info
 from .spark_base import job_secrets, resolve_master
 
@@ -51,7 +52,8 @@ class DeltaOptimizeOperator(DeltaBaseOperator):
     :param target_size: bytes of the new files (templated; int or ``"128mb"``); default the table's
         ``delta.targetFileSize``, else Delta Spark's 1 GiB
     :param min_file_size: files below this size are compacted (templated); default the target size
-    :param z_order_by: columns to cluster by on a Z-order curve (templated; list or ``"x,y"``)
+    :param z_order_by: columns to cluster by on a Z-order curve (templated; list, ``"x,y"``, a JSON list or a
+        list param rendered as Python text, ``"['x', 'y']"``)
     :param purge: ``REORG TABLE ... APPLY (PURGE)``: rewrite only files with deletion vectors
     :param max_concurrent: ``local`` engine: bins rewritten at once (default up to 4)
     :param engine: ``local`` (default) or ``spark``
@@ -59,6 +61,9 @@ class DeltaOptimizeOperator(DeltaBaseOperator):
     :param master: Spark master, overriding the connection's (templated)
     :param spark_submit_kwargs: more ``SparkSubmitHook`` arguments (``conf``, ``executor_memory``...)
     :param delta_conn_id: ``delta`` connection
+
+    An argument the log layer refuses (a size, a filter, a column) fails the task with
+    :class:`~..hooks.arguments.DeltaArgumentError`, without retry, before anything is written.
 
     Returns the metrics (``version`` None when there was nothing to do, files and bytes added and
     removed, partitions, deletion vectors removed) plus ``table_uri`` and ``engine``: a bounded dict,
@@ -100,12 +105,13 @@ class DeltaOptimizeOperator(DeltaBaseOperator):
         self.engine = choice(self.engine, "engine", ENGINES)
         self.spark_submit_kwargs = mapping(self.spark_submit_kwargs, "spark_submit_kwargs")
         args = self._arguments()
+        max_concurrent = optional_positive_int(self.max_concurrent, "max_concurrent")   # checked for both engines
         table = self.hook.get_table(self.table_uri)
         if self.engine == "spark":
             metrics = self._spark_optimize(table, args, context)
         else:
-            metrics = table.optimize(max_concurrent=optional_positive_int(self.max_concurrent, "max_concurrent"),
-                                     job=job_info(context), **args)
+            with refused_without_retry("OPTIMIZE refused its arguments"):
+                metrics = table.optimize(max_concurrent=max_concurrent, job=job_info(context), **args)
         result = {k: metrics.get(k) for k in RESULT_KEYS}
         result.update({"table_uri": table.uri, "engine": self.engine})
         self.log.info("%s of %s (%s engine): %s file(s) -> %s file(s), version %s", metrics.get("operation"),
@@ -125,7 +131,9 @@ class DeltaOptimizeOperator(DeltaBaseOperator):
     def _spark_optimize(self, table: Any, args: dict[str, Any], context: "Context") -> dict[str, Any]:
         """Submit the optimize job; its commit is found in the history by this task's ``job``."""
         # the gate and the argument checks first: a refusal is a typed error and nothing is submitted
-        if not plan_optimize(table, **args).bins:
+        with refused_without_retry("OPTIMIZE refused its arguments"):
+            bins = plan_optimize(table, **args).bins
+        if not bins:
             return {"version": None, "operation": "REORG" if args.get("purge") else "OPTIMIZE", "numFilesAdded": 0,
                     "numFilesRemoved": 0, "filesAdded": {"totalSize": 0}}
         job = job_info(context)

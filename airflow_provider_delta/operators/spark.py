@@ -71,7 +71,7 @@ class DeltaSparkSubmitOperator(DeltaTaskMixin, StopDriverOnKillMixin, LocalSpark
     :param input_table_uri: or a table to read, at ``input_version`` (default: latest when the job runs)
     :param mode: ``append`` or ``overwrite`` (spelled exactly)
     :param partition_by: partition columns when the job creates the output table (a list, ``"a,b"``
-        or a JSON list; a list rendered as Python text is refused)
+        a JSON list, or a list param rendered as Python text, ``"['a', 'b']"``; other bracketed text is refused)
     :param table_properties: table properties when the job creates the output table (a dict)
     :param transform_params: JSON-serializable keyword arguments of the transform (templated)
     :param app_id: exactly-once id (default ``<dag_id>.<task_id>``, plus ``[<map_index>]`` when mapped)

@@ -190,7 +190,8 @@ def test_vacuum_payload_is_bounded(make_table, make_context):
 
 # ------------------------------------------------------------------ Spark operator arguments outside the parser
 @pytest.mark.parametrize("field, value", [("mode", "None"), ("mode", "Overwrite"),
-                                          ("partition_by", "['day']"), ("partition_by", "day,"),
+                                          ("partition_by", "[day]"), ("partition_by", "['day', 1]"),
+                                          ("partition_by", "day,"),
                                           ("table_properties", "{'a': 'b'}")])
 def test_spark_submit_rendered_arguments_fail_without_retry(make_table, make_context, field, value):
     from airflow_provider_delta.operators import DeltaSparkSubmitOperator
@@ -207,6 +208,7 @@ def test_spark_submit_rendered_arguments_fail_without_retry(make_table, make_con
 @pytest.mark.parametrize("field, value, parsed", [
     ("mode", "overwrite", "overwrite"), ("partition_by", '["day", "id"]', ["day", "id"]),
     ("partition_by", "day, id", ["day", "id"]), ("partition_by", "None", None),
+    ("partition_by", "['day', 'id']", ["day", "id"]),        # a list param rendered to its Python text
     ("table_properties", {"delta.appendOnly": "false"}, {"delta.appendOnly": "false"})])
 def test_spark_submit_rendered_arguments_that_mean_something(make_table, make_context, field, value, parsed):
     from airflow_provider_delta.operators import DeltaSparkSubmitOperator
@@ -218,7 +220,7 @@ def test_spark_submit_rendered_arguments_that_mean_something(make_table, make_co
     assert getattr(spec, {"table_properties": "properties"}.get(field, field)) == parsed
 
 
-@pytest.mark.parametrize("field, value", [("mode", "Append"), ("partition_by", "['day']"),
+@pytest.mark.parametrize("field, value", [("mode", "Append"), ("partition_by", "[day]"),
                                           ("table_properties", "x"), ("table_properties", {"delta.appendOnly": True})])
 def test_spark_submit_plain_bad_arguments_fail_at_import(field, value):
     from airflow_provider_delta.operators import DeltaSparkSubmitOperator

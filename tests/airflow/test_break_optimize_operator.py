@@ -29,9 +29,7 @@ def test_the_spark_job_takes_an_or_partition_filter(tmp_path):
     assert len(plan_optimize(table, partition_filter=doc["partition_filter"]).bins) == 2
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "unclear error: z_order_by='{{ params.cols }}' with a list param renders to Python's repr \"['x', 'y']\", "
-    "which the operator refuses as 'not a JSON list' although it is the usual rendering of a list"))
+# Found: a list param rendered to Python text ("['x', 'y']") was refused as "not a JSON list".
 def test_z_order_by_rendered_from_a_list_param(tmp_path, make_context):
     table = _two_columns_table(tmp_path)
     op = DeltaOptimizeOperator(task_id="z", table_uri=table.storage.root, z_order_by="{{ params.cols }}")
@@ -41,10 +39,7 @@ def test_z_order_by_rendered_from_a_list_param(tmp_path, make_context):
     assert op.execute(ctx)["zOrderBy"] == ["x", "y"]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "a bad rendered size is retried: target_size='lots' fails with the log layer's InvalidArgumentError, not "
-    "DeltaArgumentError (AirflowFailException), so the task burns its retries on a value that cannot change "
-    "(operators/arguments.py: such values fail without retry)"))
+# Found: target_size='lots' failed with the log layer's InvalidArgumentError, so the task was retried.
 def test_a_bad_rendered_target_size_fails_without_retries(tmp_path, make_context):
     table = _two_columns_table(tmp_path)
     version = table.latest_version()
@@ -53,4 +48,21 @@ def test_a_bad_rendered_target_size_fails_without_retries(tmp_path, make_context
     op.render_template_fields(ctx)
     with pytest.raises(AirflowFailException):
         op.execute(ctx)
+    assert table.latest_version() == version
+
+
+@pytest.mark.parametrize("field, value", [
+    ("min_file_size", "lots"), ("target_size", "-5"), ("z_order_by", "nope"), ("z_order_by", "p"),
+    ("z_order_by", "[x]"), ("partition_filter", [("nope", "=", "a")]), ("partition_filter", "p = a"),
+    ("max_concurrent", "0"), ("purge", "None"), ("engine", "None")])
+@pytest.mark.parametrize("engine", ["local", "spark"])
+def test_every_bad_rendered_argument_fails_without_retries(tmp_path, make_context, field, value, engine):
+    """Each argument the log layer refuses is DeltaArgumentError (AirflowFailException) for both engines,
+    before anything is written or submitted (the spark engine never reaches spark-submit here)."""
+    table = _two_columns_table(tmp_path)
+    version = table.latest_version()
+    op = DeltaOptimizeOperator(task_id="o", table_uri=table.storage.root, **{"engine": engine, field: "{{ v }}"})
+    setattr(op, field, value)
+    with pytest.raises(AirflowFailException):
+        op.execute(make_context(task_id="o"))
     assert table.latest_version() == version

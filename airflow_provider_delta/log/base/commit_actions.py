@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .actions import drop_none
-from .path_spelling import encode_path, log_spelling
+from .path_spelling import log_spelling
 
 
 @dataclass(frozen=True)

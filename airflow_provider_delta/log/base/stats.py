@@ -173,12 +173,21 @@ def _decimal_text(value: decimal.Decimal) -> str:
 # ---------------------------------------------------------- column selection
 def _parse_stats_columns(value: str) -> list[tuple[str, ...]]:
     """``a, b.c, `x.y`.z`` -> [("a",), ("b","c"), ("x.y","z")] (backticks quote dots)."""
-    out: list[tuple[str, ...]] = []
-    for item in _split_outside_backticks(value, ","):
-        item = item.strip()
-        if item:
-            out.append(tuple(p.strip().strip("`") for p in _split_outside_backticks(item, ".")))
-    return out
+    return [column_path(item) for item in _split_outside_backticks(value, ",") if item.strip()]
+
+
+def column_path(name: str) -> tuple[str, ...]:
+    """A column name as Delta Spark spells nested columns: ``"b.c"`` -> ``("b", "c")``,
+    ``"`x.y`.z"`` -> ``("x.y", "z")`` (backticks quote dots)."""
+    return tuple(p.strip().strip("`") for p in _split_outside_backticks(name.strip(), "."))
+
+
+def indexed_columns(schema: Any, configuration: dict[str, str] | None) -> list[tuple[str, ...]]:
+    """The leaf column paths of ``schema`` (a data file's columns, partition columns excluded, in table
+    order) that get statistics under the table's ``configuration``: what data skipping can use."""
+    out: dict[tuple[str, ...], _Leaf] = {}
+    _select(schema, (), _Selector(configuration), out)
+    return list(out)
 
 
 def _split_outside_backticks(text: str, sep: str) -> list[str]:

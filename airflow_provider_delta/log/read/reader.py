@@ -5,7 +5,8 @@ pyarrow, and each file's columns are cast to the table schema (a column missing
 from an older file reads as nulls, as after schema evolution).
 
 Filters: a list of ``(column, op, value)`` tuples (AND), a list of such lists
-(OR of ANDs), or a ``pyarrow.compute.Expression``. Files whose partition values
+(OR of ANDs), or a ``pyarrow.compute.Expression``; tuple filters mean what
+:mod:`.filters` says (SQL's three-valued logic). Files whose partition values
 cannot match are skipped before any data is read; the filter is then applied to
 the rows.
 
@@ -25,6 +26,7 @@ from ..base import arrow_build as ab
 from ..base import arrow_kernels as ak
 from .column_mapping import file_column, mapping_mode, stored_name
 from .data_paths import open_path
+from .filters import dnf_mask, normalize
 from .deletion_vectors import deleted_mask, read_deletion_vector
 from ..base.errors import CorruptLogError, DataFileNotFoundError, InvalidArgumentError
 from ..base.parquet_file import ParquetFile
@@ -43,53 +45,6 @@ class Readable(Protocol):
     configuration: dict[str, str]
 
     def files(self) -> pa.Table: ...
-
-_OPS = {"=": "equal", "==": "equal", "!=": "not_equal", "<": "less", "<=": "less_equal",
-        ">": "greater", ">=": "greater_equal"}
-
-
-def _dnf(filter: Any) -> list[list[tuple[str, str, Any]]] | None:
-    if filter is None or isinstance(filter, ak.Expression):
-        return None
-    if not isinstance(filter, (list, tuple)) or not filter:
-        raise InvalidArgumentError("filter must be a list of (column, op, value) tuples, a list of such "
-                                   "lists, or a pyarrow.compute.Expression")
-    if isinstance(filter[0], tuple) and len(filter[0]) == 3 and isinstance(filter[0][0], str):
-        return [list(filter)]
-    return [list(conj) for conj in filter]
-
-
-def _atom(col: pa.Array | pa.ChunkedArray, op: str, value: Any) -> pa.Array:
-    typ = col.type
-    if op not in _OPS and op not in ("in", "not in"):
-        raise InvalidArgumentError(f"unsupported filter operator {op!r}; use one of {sorted(_OPS) + ['in', 'not in']}")
-    try:
-        if op in ("in", "not in"):
-            vals = ak.cast(ab.array(list(value)), typ) if value else pa.nulls(0, typ)
-            res = ak.is_in(col, vals)
-            return ak.invert(res) if op == "not in" else res
-        scalar = ak.cast(ab.scalar(value), typ) if value is not None else pa.nulls(1, typ)[0]
-        return ak.call(_OPS[op], col, scalar)
-    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError) as e:
-        raise InvalidArgumentError(f"filter value {value!r} cannot be compared with a {typ} column ({op}): {e}") \
-            from None
-
-
-def _dnf_mask(dnf: list[list[tuple[str, str, Any]]], table: pa.Table, only: set[str] | None = None) -> pa.Array:
-    """Rows of ``table`` the filter keeps (null counts as false), from the atoms on ``only`` columns
-    (all when None). Evaluated with compute kernels: a ``Table.filter(Expression)`` would load
-    pyarrow.dataset, which imports pandas."""
-    mask = None
-    for conj in dnf:
-        m = ab.from_numpy(np.ones(table.num_rows, dtype=bool))
-        for col, op, value in conj:
-            if only is None or col in only:
-                if table.schema.get_field_index(col) < 0:
-                    raise InvalidArgumentError(f"filter column {col!r} is not in the table schema")
-                m = ak.and_kleene(m, ak.fill_null(_atom(table.column(col), op, value), ab.scalar(False)))
-        mask = m if mask is None else ak.or_(mask, m)
-    return mask
-
 
 def partition_table(snap: Readable, files: pa.Table) -> pa.Table:
     """The typed partition values of ``files``, one column per partition column."""
@@ -111,7 +66,7 @@ def prune_by_partition(snap: Readable, files: pa.Table, filter: Any) -> pa.Table
         return files
     parts = partition_table(snap, files)
     pset = set(snap.partition_columns)
-    dnf = _dnf(filter)
+    dnf = normalize(filter)
     if dnf is None:  # an Expression: usable for pruning only if it names partition columns alone
         try:
             keep = pa.table({**{c: parts.column(c) for c in parts.column_names},
@@ -119,7 +74,7 @@ def prune_by_partition(snap: Readable, files: pa.Table, filter: Any) -> pa.Table
         except (pa.ArrowInvalid, pa.ArrowTypeError, KeyError, pa.ArrowNotImplementedError):
             return files
         return ak.take(files, keep)
-    return ak.filter(files, _dnf_mask(dnf, parts, pset))
+    return ak.filter(files, dnf_mask(dnf, parts, pset))
 
 
 def read_rows(snap: Readable, columns: list[str] | None = None, filter: Any = None) -> pa.Table:
@@ -134,7 +89,7 @@ def read_rows(snap: Readable, columns: list[str] | None = None, filter: Any = No
     if isinstance(filter, ak.Expression):
         result = result.filter(filter)
     elif filter is not None:
-        result = ak.filter(result, _dnf_mask(_dnf(filter), result))
+        result = ak.filter(result, dnf_mask(normalize(filter), result))
     if columns is not None:
         result = result.select(columns)
     return result

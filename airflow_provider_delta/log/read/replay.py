@@ -373,6 +373,31 @@ def struct_to_map(s: pa.Array) -> pa.Array:
     return ab.with_validity(pa.MapArray.from_arrays(offsets, keys, items), ak.is_valid(s) if s.null_count else None)
 
 
+def only_keys(maps: pa.Array | pa.ChunkedArray, keys: list[str]) -> pa.Array | pa.ChunkedArray:
+    """``maps`` (map<string,string>) with the entries of other keys dropped; unchanged when there are none.
+
+    The replay parses ``partitionValues`` with every partition key any parsed ``metaData``
+    named, so after the partitioning changed, files read as holding the old columns too
+    (as null: a key absent from the action and a null value parse alike). A file's
+    partition values are those of the table's partition columns (what Delta Spark reads
+    from an add), so :meth:`~.snapshot.Snapshot.files` keeps only those keys.
+    """
+    arr = maps.combine_chunks() if isinstance(maps, pa.ChunkedArray) else maps
+    if len(arr) == 0:
+        return arr
+    offsets = ab.to_numpy(arr.offsets).astype(np.int64)
+    child_keys = arr.keys.slice(0, int(offsets[-1])) if len(arr.keys) > offsets[-1] else arr.keys
+    keep = ab.to_numpy(ak.fill_null(ak.is_in(child_keys, ab.array(keys, pa.string())), ab.scalar(False)))
+    if keep.all():
+        return arr
+    kept = np.concatenate(([0], np.cumsum(keep, dtype=np.int64)))
+    mask = ab.from_numpy(keep)
+    items = arr.items.slice(0, len(child_keys))
+    out = pa.MapArray.from_arrays(ab.from_numpy(kept[offsets].astype(np.int32)), ak.filter(child_keys, mask),
+                                  ak.filter(items, mask))
+    return ab.with_validity(out, ak.is_valid(arr) if arr.null_count else None)
+
+
 def _decode_paths(paths: pa.Array) -> pa.Array:
     """URL-decode the log's paths; only the few that contain '%' go through Python."""
     if not _any_byte(paths, b"%"):

@@ -37,7 +37,7 @@ from .managed_state import validate_managed_state
 from .protocol_metadata import METADATA_LINE, load_protocol_metadata, newest_protocol_metadata, \
     parse_protocol_metadata
 from .reader import read_rows
-from .replay import parse_json_logs, reconcile, select_rows
+from .replay import only_keys, parse_json_logs, reconcile, select_rows
 from ..base.schema import schema_to_arrow
 from .segment import LogSegment, build_segment
 from ..base.storage import Storage
@@ -236,7 +236,11 @@ class Snapshot:
     def files(self) -> pa.Table:
         """One row per live data file (paths relative to the table root, URL-decoded)."""
         a = self._load_state().actions
-        return select_rows(a, a.column("is_add")).select(FILE_COLUMNS) if a.num_rows else _empty(FILE_COLUMNS)
+        if not a.num_rows:
+            return _empty(FILE_COLUMNS)
+        files = select_rows(a, a.column("is_add")).select(FILE_COLUMNS)
+        i = files.schema.get_field_index("partition_values")
+        return files.set_column(i, "partition_values", only_keys(files.column(i), self._partition_keys()))
 
     def num_files(self) -> int:
         a = self._load_state().actions

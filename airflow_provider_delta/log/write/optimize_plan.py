@@ -31,7 +31,9 @@ from ..base.errors import DeltaError, InvalidArgumentError, InvalidTableStateErr
 from ..base.features import TARGET_FILE_SIZE_PROPERTY
 from ..read.column_mapping import mapping_mode, partition_keys
 from ..base.schema import serialize_partition_value
-from ..read.reader import prune_by_partition
+from ..base.stats import column_path, indexed_columns
+from ..read.filters import normalize
+from ..read.reader import data_fields, prune_by_partition
 from ..read.snapshot import Snapshot
 from .commit_info import param_value, stats_records
 
@@ -93,8 +95,14 @@ def predicate_strings(partition_filter: Any) -> list[str]:
         else [partition_filter]
     out = []
     for conj in branches:
-        out.append(" AND ".join(f"({c} {op} {v!r})" for c, op, v in conj))
+        out.append(" AND ".join(_predicate_text(c, op, v) for c, op, v in conj))
     return out
+
+
+def _predicate_text(column: str, op: str, value: Any) -> str:
+    if value is None:                          # the filter rule: None with =/is is IS NULL, with !=/is not IS NOT NULL
+        return f"({column} IS {'NOT ' if op in ('!=', 'is not') else ''}NULL)"
+    return f"({column} {op} {value!r})"
 
 
 def settings_for(snap: Snapshot, *, target_size: Any = None, min_file_size: Any = None,
@@ -126,47 +134,79 @@ def settings_for(snap: Snapshot, *, target_size: Any = None, min_file_size: Any 
 
 
 def _z_order_columns(snap: Snapshot, z_order_by: Any) -> tuple[str, ...]:
+    """The Z-order columns, checked as Delta Spark's ``OPTIMIZE ... ZORDER BY`` checks them.
+
+    A column is a top-level name or a nested field (``"s.a"``, backticks quote dots); it must
+    exist outside the partition columns, have an order, and have statistics (be among the
+    columns ``delta.dataSkippingNumIndexedCols`` / ``delta.dataSkippingStatsColumns`` index):
+    a clustering no file statistic records cannot be used to skip files, so Delta Spark
+    refuses it (``DELTA_ZORDERING_ON_COLUMN_WITHOUT_STATS``) and so do we, before any rewrite.
+    """
     if z_order_by is None:
         return ()
     cols = (z_order_by,) if isinstance(z_order_by, str) else tuple(z_order_by)
     if not cols:
         return ()
-    schema = snap.schema
+    data_schema = pa.schema(data_fields(snap))
+    indexed = set(indexed_columns(data_schema, snap.configuration))
     seen = set()
+    without_stats = []
     for c in cols:
         if not isinstance(c, str) or not c:
             raise InvalidArgumentError(f"z_order_by takes column names, got {c!r}")
-        if c in snap.partition_columns:
+        path = column_path(c)
+        if path[0] in snap.partition_columns:
             raise InvalidArgumentError(
                 f"{c!r} is a partition column; Z-ordering by it is meaningless (each file holds one value)")
-        idx = schema.get_field_index(c)
-        if idx < 0:
-            raise InvalidArgumentError(f"z_order_by column {c!r} is not in the table schema {schema.names}")
-        t = schema.field(idx).type
+        t = _field_type(data_schema, path)
+        if t is None:
+            raise InvalidArgumentError(f"z_order_by column {c!r} is not in the table schema {snap.schema.names}")
         if pa.types.is_nested(t) or pa.types.is_binary(t) or pa.types.is_large_binary(t):
             raise InvalidArgumentError(f"z_order_by column {c!r} has type {t}, which has no order to cluster by")
-        if c in seen:
+        if path in seen:
             raise InvalidArgumentError(f"z_order_by names {c!r} twice")
-        seen.add(c)
+        seen.add(path)
+        if path not in indexed:
+            without_stats.append(c)
+    if without_stats:
+        raise InvalidArgumentError(
+            f"z_order_by column(s) {without_stats} have no statistics (beyond the table's "
+            "delta.dataSkippingNumIndexedCols / delta.dataSkippingStatsColumns): Z-ordering by them could not "
+            "be used to skip files (Delta Spark refuses it too: DELTA_ZORDERING_ON_COLUMN_WITHOUT_STATS). "
+            "Index them (ALTER the table property) and collect their statistics first")
     return cols
 
 
+def _field_type(schema: pa.Schema, path: tuple[str, ...]) -> pa.DataType | None:
+    """The type at ``path`` (through struct fields), None when there is no such column."""
+    fields: Any = schema
+    t = None
+    for name in path:
+        if t is not None:
+            if not pa.types.is_struct(t):
+                return None
+            fields = [t.field(i) for i in range(t.num_fields)]
+        match = [f for f in fields if f.name == name]
+        if not match:
+            return None
+        t = match[0].type
+    return t
+
+
 def _check_partition_filter(snap: Snapshot, partition_filter: Any) -> None:
+    """The filter's shape and atoms by the read rule (:mod:`..read.filters`), on partition columns only."""
     if partition_filter is None:
         return
-    branches = partition_filter if isinstance(partition_filter, list) and partition_filter and \
-        isinstance(partition_filter[0], list) else [partition_filter]
-    for conj in branches:
-        if not isinstance(conj, (list, tuple)) or not conj:
-            raise InvalidArgumentError("partition_filter must be a list of (column, op, value) tuples or a list "
-                                       "of such lists")
-        for atom in conj:
-            if not (isinstance(atom, tuple) and len(atom) == 3 and isinstance(atom[0], str)):
-                raise InvalidArgumentError(f"partition_filter atoms are (column, op, value) tuples, got {atom!r}")
-            if atom[0] not in snap.partition_columns:
+    dnf = normalize(partition_filter)
+    if dnf is None:
+        raise InvalidArgumentError("partition_filter must be (column, op, value) tuples or lists of them, "
+                                   "not an Expression (OPTIMIZE records the predicate as text)")
+    for conj in dnf:
+        for column, _, _ in conj:
+            if column not in snap.partition_columns:
                 raise InvalidArgumentError(
                     f"partition_filter may only name partition columns {list(snap.partition_columns)}; "
-                    f"{atom[0]!r} is not one (OPTIMIZE rewrites whole partitions)")
+                    f"{column!r} is not one (OPTIMIZE rewrites whole partitions)")
 
 
 @dataclass(frozen=True)
@@ -221,12 +261,8 @@ def plan_bins(snap: Snapshot, settings: OptimizeSettings) -> tuple[list[Bin], in
                          if c in files.column_names]).to_pylist()
     meta = snap.metadata
     keys = partition_keys(meta.partition_columns, meta.schema_string, meta.configuration)
-    pcols = set(keys)
     for r in rows:
-        # only the table's partition columns (as partitionValues keys them: physical names under
-        # column mapping): the replay lists every key the log ever used (a column of an earlier
-        # partitioning reads as null), and adds must match the metadata
-        r["partition_values"] = {k: v for k, v in (r["partition_values"] or {}) if k in pcols}
+        r["partition_values"] = dict(r["partition_values"] or {})    # the table's partition keys only (files())
         if r.get("deletion_vector"):
             r["deletion_vector"] = {k: v for k, v in r["deletion_vector"].items() if v is not None}
     if settings.purge:

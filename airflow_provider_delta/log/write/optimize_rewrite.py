@@ -5,12 +5,15 @@ Memory is bounded by the target file size, never by the partition:
 - compaction reads the bin's files one batch at a time (deleted rows dropped on the way)
   and appends them to one new file, a row group at a time; statistics are gathered per
   batch (:class:`~..base.stats.StatsCollector`);
-- Z-order needs the rows of a whole partition in curve order. A partition that makes one
-  output file is read, sorted and written (it is at most about twice the target size).
-  A larger one takes three passes: a sample of the Z-order columns places the range
-  boundaries and the cuts between output files; every batch is then split by output
-  file into local Arrow spill files; finally each spill file (about one target size) is
-  sorted by Z-value and written. It is the external sort Spark does with a range shuffle.
+- Z-order needs the rows of a whole partition in curve order: an external sort. A sample
+  of the Z-order columns places the range boundaries and the cuts between output files;
+  rows stream in with their Z-value and are sorted in runs of a quarter of the target size
+  (at most 32 MB) of Arrow data, spilled to local Arrow files; the runs are merged, a batch
+  of each in memory, and the merged stream is cut into files. Sizes in memory are Arrow
+  bytes, not file bytes: data that compresses well (repeated strings) is many times larger
+  in memory than on disk, which is why neither the number of output files nor any buffer
+  is sized from the files' compressed sizes. It is the external sort Spark does with a
+  range shuffle.
 
 New files get ``dataChange=false`` and the bin's partition values and directory; their
 paths are appended to ``written`` the moment they exist, so a failed OPTIMIZE can delete
@@ -30,7 +33,7 @@ import pyarrow.parquet as pq
 
 from ..base.commit_actions import AddFile
 from ..base.schema import schema_to_arrow
-from ..base.stats import StatsCollector
+from ..base.stats import StatsCollector, column_path
 from ..base.storage import Storage
 from ..read.column_mapping import as_stored, mapping_mode, stored_field, stored_name
 from ..read.reader import Readable, data_fields, file_batches
@@ -49,6 +52,10 @@ ROW_GROUP_BYTES = 128 << 20
 #: which made writing about 2.5 times slower for 3% smaller files.
 DICTIONARY_DISTINCT_SHARE = 0.5
 _KEY = "__zorder_key"
+#: The most sorted runs merged at once (more are merged down first): memory is one batch per run.
+MAX_FAN_IN = 16
+#: The smallest in-memory sort (a tiny target size still sorts in sensible runs).
+MIN_SORT_BUDGET = 1 << 20
 
 
 class RewriteSource:
@@ -209,33 +216,22 @@ def rewrite_bin(snap: Readable, bin_: Bin, settings: OptimizeSettings, written: 
     return [add] if add is not None else []
 
 
-def _write_sorted(snap: Readable, bin_: Bin, rows: pa.Table, keys: np.ndarray, written: list[str]) -> AddFile | None:
-    out = _OutputFile(snap, bin_, file_schema(snap), written)
-    try:
-        order = np.argsort(keys, kind="stable")
-        ordered = rows.take(pa.array(order))
-        for start in range(0, ordered.num_rows, ROW_GROUP_ROWS):
-            out.write(ordered.slice(start, ROW_GROUP_ROWS))
-    except BaseException:
-        out.abort()
-        raise
-    return out.close()
-
-
 def _zorder_bin(snap: Readable, bin_: Bin, settings: OptimizeSettings, written: list[str]) -> list[AddFile]:
+    """Z-order one bin as an external sort: memory is a few :func:`sort_budget` s, never the bin.
+
+    1. a sample of the Z-order columns places the curve's ranges and the cuts between the
+       ``bin.size // target_size`` output files;
+    2. rows stream in with their Z-value and are sorted in runs of :func:`sort_budget` bytes of
+       Arrow data, each spilled to a local Arrow file (a bin that fits one run is not spilled);
+    3. the runs are merged (at most :data:`MAX_FAN_IN` at once, merging down first when there
+       are more) and the merged stream is cut into output files at the cuts.
+    """
     parts = max(1, bin_.size // settings.target_size)
     columns = settings.z_order_by
-    if parts == 1:
-        pieces = list(_bin_batches(snap, bin_))
-        if not pieces:
-            return []
-        rows = pa.concat_tables(pieces)
-        del pieces
-        curve = ZOrderCurve.from_sample(_sample(rows, SAMPLE_ROWS), columns)
-        add = _write_sorted(snap, bin_, rows, curve.keys(rows), written)
-        return [add] if add is not None else []
+    budget = sort_budget(settings.target_size)
     # pass 1: a sample of the Z-order columns places the ranges and the cuts between files
-    zfields = [f for f in data_fields(snap) if f.name in columns]
+    tops = {column_path(c)[0] for c in columns}
+    zfields = [f for f in data_fields(snap) if f.name in tops]
     total = sum(num_records(f) or 0 for f in bin_.files) or 1   # unknown counts: sample all
     rng = np.random.default_rng(0x5EED)
     picked = [_sample(t, max(1, int(t.num_rows * min(1.0, SAMPLE_ROWS / total))), rng)
@@ -243,46 +239,141 @@ def _zorder_bin(snap: Readable, bin_: Bin, settings: OptimizeSettings, written: 
     if not picked:
         return []
     sample = pa.concat_tables(picked)
+    del picked
     curve = ZOrderCurve.from_sample(sample, columns)
     cuts = cut_points(curve.keys(sample), parts)
-    # pass 2: every batch split by output file into local spill files
-    schema = file_schema(snap)
-    spill_schema = schema.append(pa.field(_KEY, pa.uint64(), False))
-    adds: list[AddFile] = []
+    del sample
     with tempfile.TemporaryDirectory(prefix="delta-optimize-") as spill_dir:
-        spills: dict[int, Any] = {}
-        sinks: dict[int, Any] = {}
-        try:
-            for rows in _bin_batches(snap, bin_):
-                keys = curve.keys(rows)
-                which = part_of(keys, cuts)
-                order = np.argsort(which, kind="stable")
-                counts = np.bincount(which, minlength=len(cuts) + 1)
-                grouped = rows.take(pa.array(order)).append_column(_KEY, pa.array(keys[order]))
-                start = 0
-                for part, n in enumerate(counts):
-                    if n:
-                        if part not in spills:
-                            sinks[part] = pa.OSFile(os.path.join(spill_dir, f"{part}.arrow"), "wb")
-                            spills[part] = pa.ipc.new_file(sinks[part], spill_schema)
-                        spills[part].write_table(grouped.slice(start, int(n)).cast(spill_schema))
-                        start += int(n)
-        finally:
-            for part in spills:
-                spills[part].close()
-                sinks[part].close()
-        # pass 3: each spill (about one target size) sorted by Z-value and written
-        for part in sorted(spills):
-            path = os.path.join(spill_dir, f"{part}.arrow")
-            with pa.memory_map(path) as source:
-                rows = pa.ipc.open_file(source).read_all()
-                keys = rows.column(_KEY).to_numpy()
-                add = _write_sorted(snap, bin_, rows.drop_columns([_KEY]), keys, written)
-                del rows
-            os.unlink(path)
-            if add is not None:
-                adds.append(add)
+        runs = SortedRuns(spill_dir, budget)
+        # pass 2: sorted runs
+        for rows in _bin_batches(snap, bin_):
+            runs.add(rows.append_column(_KEY, pa.array(curve.keys(rows), pa.uint64())))
+        # pass 3: merged and cut into files
+        return _write_cut(snap, bin_, runs.merged(), cuts, written, min(ROW_GROUP_BYTES, settings.target_size))
+
+
+def sort_budget(target_size: int) -> int:
+    """Bytes of Arrow data sorted in memory at once: a quarter of the smaller of the target size and
+    :data:`ROW_GROUP_BYTES` (a sort holds the run, its concatenation and its reordered copy)."""
+    return max(MIN_SORT_BUDGET, min(ROW_GROUP_BYTES, target_size) // 4)
+
+
+def _write_cut(snap: Readable, bin_: Bin, ordered: Iterator[pa.Table], cuts: np.ndarray, written: list[str],
+               buffer_bytes: int) -> list[AddFile]:
+    """Write rows arriving in Z-value order, a new file at each cut; the key column is dropped."""
+    adds: list[AddFile] = []
+    out: _OutputFile | None = None
+    current = -1
+    try:
+        for rows in ordered:
+            which = part_of(rows.column(_KEY).to_numpy(), cuts)
+            rows = rows.drop_columns([_KEY])
+            edges = np.flatnonzero(np.diff(which)) + 1          # sorted keys: parts never decrease
+            for lo, hi in zip(np.concatenate(([0], edges)), np.concatenate((edges, [len(which)]))):
+                if which[lo] != current:
+                    if out is not None:
+                        add, out = out.close(), None
+                        if add is not None:
+                            adds.append(add)
+                    out = _OutputFile(snap, bin_, file_schema(snap), written, buffer_bytes)
+                    current = int(which[lo])
+                out.write(rows.slice(int(lo), int(hi - lo)))
+    except BaseException:
+        if out is not None:
+            out.abort()
+        raise
+    if out is not None:
+        add = out.close()
+        if add is not None:
+            adds.append(add)
     return adds
+
+
+class SortedRuns:
+    """Rows with a :data:`_KEY` column, sorted by it in runs of ``budget`` bytes spilled to ``directory``;
+    :meth:`merged` streams all of them in key order."""
+
+    def __init__(self, directory: str, budget: int, fan_in: int = MAX_FAN_IN):
+        self.directory = directory
+        self.budget = budget
+        self.fan_in = max(2, fan_in)
+        self.runs: list[str] = []
+        self._spilled = 0                      # runs written so far (names are never reused)
+        self._pending: list[pa.Table] = []
+        self._pending_bytes = 0
+
+    def add(self, rows: pa.Table) -> None:
+        self._pending.append(rows)
+        self._pending_bytes += rows.nbytes
+        if self._pending_bytes >= self.budget:
+            self._spill(self._sort_pending())
+
+    def _sort_pending(self) -> pa.Table:
+        rows = pa.concat_tables(self._pending)
+        self._pending, self._pending_bytes = [], 0
+        return rows.take(pa.array(np.argsort(rows.column(_KEY).to_numpy(), kind="stable")))
+
+    def _spill(self, ordered: pa.Table | Iterator[pa.Table]) -> None:
+        path = os.path.join(self.directory, f"run-{self._spilled}.arrow")
+        self._spilled += 1
+        pieces = [ordered] if isinstance(ordered, pa.Table) else ordered
+        with pa.OSFile(path, "wb") as sink:
+            writer = None
+            for piece in pieces:
+                if writer is None:
+                    writer = pa.ipc.new_file(sink, piece.schema)
+                rows = max(1, (self.budget // self.fan_in) * max(1, piece.num_rows) // max(1, piece.nbytes))
+                writer.write_table(piece, max_chunksize=rows)
+            if writer is not None:
+                writer.close()
+        self.runs.append(path)
+
+    def merged(self) -> Iterator[pa.Table]:
+        if not self.runs:                      # everything fit one run: sorted in memory, never spilled
+            if self._pending:
+                yield self._sort_pending()
+            return
+        if self._pending:
+            self._spill(self._sort_pending())
+        while len(self.runs) > self.fan_in:    # merge down: a new run per fan_in runs
+            group, self.runs = self.runs[:self.fan_in], self.runs[self.fan_in:]
+            self._spill(_merge(group))
+            for path in group:
+                os.unlink(path)
+        yield from _merge(self.runs)
+
+
+def _run_batches(path: str) -> Iterator[pa.Table]:
+    with pa.OSFile(path, "rb") as source:
+        reader = pa.ipc.open_file(source)
+        for i in range(reader.num_record_batches):
+            yield pa.Table.from_batches([reader.get_batch(i)])
+
+
+def _merge(paths: list[str]) -> Iterator[pa.Table]:
+    """The rows of several runs (each sorted by :data:`_KEY`) in key order, a batch of each run in memory.
+
+    Each round emits every row up to the smallest last key among the runs' current batches: no row
+    still unread can be smaller (each run is sorted), and the batch that held that key is used up.
+    """
+    sources = [_run_batches(p) for p in paths]
+    current: list[pa.Table | None] = [next(src, None) for src in sources]
+    while True:
+        live = [i for i, c in enumerate(current) if c is not None]
+        if not live:
+            return
+        keys = {i: current[i].column(_KEY).to_numpy() for i in live}
+        bound = min(keys[i][-1] for i in live)
+        taken = []
+        for i in live:
+            n = int(np.searchsorted(keys[i], bound, side="right"))
+            if n:
+                taken.append(current[i].slice(0, n))
+            current[i] = current[i].slice(n) if n < len(keys[i]) else next(sources[i], None)
+        rows = pa.concat_tables(taken) if len(taken) > 1 else taken[0]
+        if len(taken) > 1:
+            rows = rows.take(pa.array(np.argsort(rows.column(_KEY).to_numpy(), kind="stable")))
+        yield rows
 
 
 def _sample(rows: pa.Table, n: int, rng: np.random.Generator | None = None) -> pa.Table:

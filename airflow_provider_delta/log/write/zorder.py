@@ -20,6 +20,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..base.stats import column_path
+
 #: The most bits one column's range id gets (65,536 ranges).
 MAX_BITS_PER_COLUMN = 16
 #: Rows sampled to place range boundaries and file cuts (Spark's range partitioner samples too).
@@ -28,6 +30,15 @@ SAMPLE_ROWS = 200_000
 
 def bits_per_column(num_columns: int) -> int:
     return max(1, min(MAX_BITS_PER_COLUMN, 64 // max(1, num_columns)))
+
+
+def column_at(table: pa.Table, name: str) -> pa.ChunkedArray:
+    """The column ``name`` of ``table``: top level, or a nested field (``"s.a"``) with its parents' nulls."""
+    path = column_path(name)
+    col = table.column(path[0])
+    for field in path[1:]:
+        col = pc.struct_field(col, field)
+    return col
 
 
 def _comparable(arr: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, np.ndarray | None]:
@@ -69,7 +80,7 @@ class ZOrderCurve:
         ranges = 1 << bits_per_column(len(columns))
         boundaries = []
         for c in columns:
-            values, nulls = _comparable(sample.column(c))
+            values, nulls = _comparable(column_at(sample, c))
             if nulls is not None:
                 values = values[~nulls]
             values = np.sort(values, kind="stable")
@@ -86,7 +97,7 @@ class ZOrderCurve:
         """Each column's range id per row (``uint64``, below ``2 ** bits``; nulls 0)."""
         out = []
         for c, bounds in zip(self.columns, self.boundaries):
-            values, nulls = _comparable(table.column(c))
+            values, nulls = _comparable(column_at(table, c))
             ids = np.searchsorted(bounds, values, side="right").astype(np.uint64) if len(bounds) else \
                 np.zeros(len(values), dtype=np.uint64)
             if nulls is not None:
