@@ -12,7 +12,9 @@ generated MERGE predicate of hundreds of kilobytes. So each listed item is
 left out; dicts and lists longer than :data:`MAX_ENTRIES` are cut the same way), and
 the listed items together stay within :data:`MAX_LISTED_BYTES` of JSON: older items are
 left out first; the newest one is always kept, so a payload is at most that budget or
-one clipped item, whichever is larger.
+one clipped item, whichever is larger. A clipped item is bounded too: texts by bytes of JSON
+(non-ASCII escaped, as Airflow stores it), containers by depth (:data:`MAX_DEPTH`), and the item
+as a whole by :data:`MAX_ITEM_BYTES` (then only its plain values stay).
 """
 from __future__ import annotations
 
@@ -27,26 +29,61 @@ MAX_TEXT = 1024
 MAX_ENTRIES = 64
 #: the JSON size the listed items of one payload may take together (the newest item always stays)
 MAX_LISTED_BYTES = 64 * 1024
+#: how deep dicts and lists nest inside a listed item
+MAX_DEPTH = 4
+#: the JSON size one listed item may take (beyond it only its plain values stay)
+MAX_ITEM_BYTES = 16 * 1024
 
 
-def clipped(value: Any) -> Any:
-    """``value`` with every long text, dict and list cut to its bound (the rest noted, not kept)."""
+def _clipped_text(value: str) -> str:
+    """``value`` cut to at most :data:`MAX_TEXT` bytes of JSON (as Airflow stores it: non-ASCII escaped)."""
+    if len(value) <= MAX_TEXT // 12 or json_size(value) <= MAX_TEXT:    # 12: the longest escape of a character
+        return value
+    lo, hi = 0, min(len(value), MAX_TEXT)          # the longest prefix that fits, by bisection
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if json_size(value[:mid]) <= MAX_TEXT:
+            lo = mid
+        else:
+            hi = mid - 1
+    return f"{value[:lo]}... [{len(value) - lo} more characters, in the task log]"
+
+
+def _clipped(value: Any, depth: int) -> Any:
     if isinstance(value, str):
-        if len(value) <= MAX_TEXT:
-            return value
-        return f"{value[:MAX_TEXT]}... [{len(value) - MAX_TEXT} more characters, in the task log]"
+        return _clipped_text(value)
+    if isinstance(value, (dict, list, tuple)) and depth >= MAX_DEPTH:
+        return f"[{type(value).__name__} of {len(value)} entries nested deeper than {MAX_DEPTH}, in the task log]"
     if isinstance(value, dict):
         items = list(value.items())
-        out = {str(k)[:MAX_TEXT]: clipped(v) for k, v in items[:MAX_ENTRIES]}
+        out: dict[str, Any] = {}
+        for k, v in items[:MAX_ENTRIES]:
+            key = _clipped_text(str(k))
+            while key in out:               # two long keys cut to one prefix: keep both, told apart
+                key += "'"
+            out[key] = _clipped(v, depth + 1)
         if len(items) > MAX_ENTRIES:
             out["..."] = f"{len(items) - MAX_ENTRIES} more entries, in the task log"
         return out
     if isinstance(value, (list, tuple)):
-        out_list = [clipped(v) for v in value[:MAX_ENTRIES]]
+        out_list = [_clipped(v, depth + 1) for v in value[:MAX_ENTRIES]]
         if len(value) > MAX_ENTRIES:
             out_list.append(f"... {len(value) - MAX_ENTRIES} more items, in the task log")
         return out_list
     return value
+
+
+def clipped(value: Any) -> Any:
+    """``value`` with every long text, dict and list cut to its bound (the rest noted, not kept), no
+    container deeper than :data:`MAX_DEPTH`, and as a whole within :data:`MAX_ITEM_BYTES` of JSON: a
+    dict still larger keeps only its plain (not nested) values, with a note."""
+    out = _clipped(value, 0)
+    if not isinstance(out, dict) or json_size(out) <= MAX_ITEM_BYTES:
+        return out
+    flat = {k: v for k, v in out.items() if not isinstance(v, (dict, list))}
+    flat["..."] = (f"{len(out) - len(flat)} nested entries left out ({json_size(out)} bytes of JSON), "
+                   "in the task log")
+    return flat
 
 
 def json_size(value: Any) -> int:

@@ -52,10 +52,6 @@ def quiet_commit_log():
 
 
 # ------------------------------------------------------------------------- payloads
-@pytest.mark.xfail(strict=True, reason="payloads: clipped() bounds each text and each dict/list's entries but not "
-                   "the depth, so ONE commit summary whose operationParameters nest dicts (another writer's "
-                   "commitInfo: 64 keys x 64 keys x 1 KB) stays ~4 MB; the newest item is always kept, so the "
-                   "sensor's XCom/return value and the deferred trigger's kwargs are 4 MB despite the 64 KB budget")
 def test_one_commit_with_nested_parameters_makes_a_multi_megabyte_sensor_payload(tmp_path, make_context,
                                                                                  quiet_commit_log):
     table = small_table(tmp_path)
@@ -72,16 +68,10 @@ def test_one_commit_with_nested_parameters_makes_a_multi_megabyte_sensor_payload
     assert kwargs_size <= 2 * MAX_LISTED_BYTES, f"trigger kwargs {kwargs_size} bytes"
 
 
-@pytest.mark.xfail(strict=True, reason="payloads: MAX_TEXT counts characters, not bytes: a clipped value of 1024 "
-                   "emoji is ~12 KB of JSON as json_size (and Airflow's XCom encoder, ensure_ascii) measures it, "
-                   "not the '1 KB values' the change claims")
 def test_a_clipped_unicode_value_stays_near_one_kilobyte_of_json():
     assert json_size(clipped("\U0001F600" * 5000)) <= 2 * MAX_TEXT
 
 
-@pytest.mark.xfail(strict=True, reason="payloads: clipped() cuts dict keys to 1024 characters, so two long keys "
-                   "sharing that prefix collapse into one entry: a value is dropped with no note that it was "
-                   "(only entries beyond MAX_ENTRIES are noted)")
 def test_clipping_long_keys_keeps_or_notes_every_entry():
     prefix = "p" * MAX_TEXT
     out = clipped({prefix + "a": "first", prefix + "b": "second"})
