@@ -231,12 +231,14 @@ class CatalogTransaction:
             return self
         members = self.catalog.store.add_members(self.id, fresh)
         if members is None:
+            # refused: nothing references this process's staged commits and new data files
             self._delete_staged(fresh)
+            for uri in {m.table_uri for m in fresh}:
+                delete_quietly(self.catalog.table_log(uri), self._written.pop(uri, []))
             record = self.catalog.store.group(self.id)
             if record is not None and _staged_by_same_writers(fresh, record):
                 # a concurrent try of the same writer staged these tables first: keep its members
                 for uri in {m.table_uri for m in fresh}:
-                    delete_quietly(self.catalog.table_log(uri), self._written.pop(uri, []))
                     self._txns.pop(uri).settle(None)
                 self._members = record.members
                 return self

@@ -29,7 +29,7 @@ import pyarrow as pa
 
 from ..base.errors import DeltaError, InvalidArgumentError, InvalidTableStateError
 from ..base.features import TARGET_FILE_SIZE_PROPERTY
-from ..read.column_mapping import mapping_mode
+from ..read.column_mapping import mapping_mode, partition_keys
 from ..base.schema import serialize_partition_value
 from ..read.reader import prune_by_partition
 from ..read.snapshot import Snapshot
@@ -219,10 +219,12 @@ def plan_bins(snap: Snapshot, settings: OptimizeSettings) -> tuple[list[Bin], in
     considered = files.num_rows
     rows = files.select([c for c in ("path", "size", "partition_values", "deletion_vector", "stats", "tags")
                          if c in files.column_names]).to_pylist()
-    pcols = set(snap.partition_columns)
+    meta = snap.metadata
+    pcols = set(partition_keys(meta.partition_columns, meta.schema_string, meta.configuration))
     for r in rows:
-        # only the table's partition columns: the replay lists every key the log ever used
-        # (a column of an earlier partitioning reads as null), and adds must match the metadata
+        # only the table's partition columns (as partitionValues keys them: physical names under
+        # column mapping): the replay lists every key the log ever used (a column of an earlier
+        # partitioning reads as null), and adds must match the metadata
         r["partition_values"] = {k: v for k, v in (r["partition_values"] or {}) if k in pcols}
         if r.get("deletion_vector"):
             r["deletion_vector"] = {k: v for k, v in r["deletion_vector"].items() if v is not None}

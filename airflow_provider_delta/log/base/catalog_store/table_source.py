@@ -72,9 +72,13 @@ class CatalogTableSource:
         return f"CatalogTableSource({self.catalog_name!r}, {self.storage.uri!r})"
 
     def register(self, table_id: str) -> None:
-        """Take over a table whose version 0 was just published (its creation)."""
+        """Take over a table whose version 0 was just published (its creation). Already registered
+        for this very location is the same outcome (another client's ``SqlCatalog.register`` finished
+        the creation first); registered for another location is a CommitFailedError."""
         if not self.store.register(table_id, self.storage.uri, 0):
-            raise CommitFailedError(f"table id {table_id} is already registered in catalog {self.catalog_name}")
+            known = self.store.table(table_id)
+            if known is None or known.table_uri != self.storage.uri:
+                raise CommitFailedError(f"table id {table_id} is already registered in catalog {self.catalog_name}")
 
     # ------------------------------------------------------------------ reads
     def get_commits(self, table_id: str, start_version: int = 0, end_version: int | None = None) -> CatalogCommits:
