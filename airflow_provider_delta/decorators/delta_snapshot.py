@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 from airflow.providers.common.compat.sdk import DecoratedOperator, task_decorator_factory
 from airflow.providers.standard.operators.python import PythonOperator
 
-from ..hooks.arguments import optional_int, optional_value, transaction_id
+from ..hooks.arguments import optional_int, optional_value, parse_transaction_id
 from ..operators.base import DeltaTaskMixin
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -56,7 +56,7 @@ class _DeltaSnapshotDecoratedOperator(DeltaTaskMixin, DecoratedOperator, PythonO
         self.transaction = transaction
 
     def execute(self, context: "Context") -> Any:
-        tx_id = transaction_id(self.transaction, "transaction", required=False)
+        tx_id = parse_transaction_id(self.transaction, "transaction", required=False)
         if tx_id is not None:
             snapshot = self.hook.snapshot(self.table_uri, transaction=tx_id)
             self.log.info("Audit view of %s in transaction %s (version %s) for %s", self.table_uri,

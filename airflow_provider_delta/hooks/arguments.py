@@ -55,7 +55,7 @@ def optional_value(value: Any) -> Any:
     return value
 
 
-def transaction_id(value: Any, name: str, required: bool) -> str | None:
+def parse_transaction_id(value: Any, name: str, required: bool) -> str | None:
     """A multi-table transaction id (the begin task's XCom), or None when not given: ``""``,
     ``"None"`` or None, what ``"{{ ti.xcom_pull(task_ids='begin') }}"`` renders to when there is
     no such XCom (a wrong task id, a begin that did not run).

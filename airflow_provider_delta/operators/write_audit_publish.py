@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from airflow.sdk import BaseOperator
 
 from ..hooks import DeltaTableHook
-from ..hooks.arguments import DeltaArgumentError, transaction_id
+from ..hooks.arguments import DeltaArgumentError, parse_transaction_id
 from ..hooks.run_identity import run_task_key
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -47,7 +47,7 @@ class _GivenTransactionOperator(_TransactionOperator):
 
     def given_transaction(self) -> str:
         """The rendered id; a missing one (``"None"``, ``""``) fails the task at once, nothing changed."""
-        return transaction_id(self.transaction_id, "transaction_id", required=True)
+        return parse_transaction_id(self.transaction_id, "transaction_id", required=True)
 
 
 class DeltaBeginTransactionOperator(_TransactionOperator):

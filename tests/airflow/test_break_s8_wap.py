@@ -104,12 +104,6 @@ def test_catalog_password_is_not_in_the_logged_spark_submit_command(tmp_path, mo
     assert os.environ.get(SECRETS_ENV) is None
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "DeltaSparkSubmitOperator(transaction_id='{{ ti.xcom_pull(task_ids=...) }}') whose XCom is missing "
-    "(a misspelt task id, a begin task that pushed nothing) renders 'None', which optional_value reads as "
-    "'no transaction': the task quietly turns into a plain commit (spark-submit of a job that then fails on "
-    "the driver with CatalogRequiredError for a catalog table, or commits a plain table outside the audit) "
-    "instead of refusing the missing transaction id before submitting"))
 def test_a_transaction_id_that_renders_to_nothing_is_refused_before_submitting(tmp_path, monkeypatch,
                                                                                 make_context):
     from airflow_provider_delta.hooks.arguments import DeltaArgumentError
@@ -123,9 +117,15 @@ def test_a_transaction_id_that_renders_to_nothing_is_refused_before_submitting(t
     uri = DeltaTable.create(str(tmp_path / "out"), SCHEMA, catalog=catalog).uri
     op = DeltaSparkSubmitOperator(task_id="stage_out", output_table_uri=uri, transform="identity",
                                   delta_conn_id="delta_s8_spark", transaction_id="None")   # as rendered
+    """A task built to stage whose transaction_id renders 'None' (a missing XCom) is refused with
+    DeltaArgumentError (no retry) before anything is submitted, instead of turning into a plain
+    commit (was a strict xfail; fixed: parse_transaction_id(required=...) in operators/spark.py)."""
     with pytest.raises((InvalidArgumentError, DeltaArgumentError)):
         spec, _ = op.build_spec(make_context(task_id="stage_out"))
         assert spec.transaction_id is not None, "the task would commit instead of staging"
+    with pytest.raises(DeltaArgumentError, match="Nothing was changed"):
+        op.execute(make_context(task_id="stage_out"))
+    assert DeltaTable(uri, catalog=catalog).latest_version() == 0
     catalog.dispose()
 
 
