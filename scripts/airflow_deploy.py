@@ -380,12 +380,19 @@ def _fernet_key() -> str:
 
 
 # ------------------------------------------------------------------ command line
+def default_example_base() -> str:
+    """Where the example tables go unless ``--base`` says: ``$DELTA_EXAMPLE_BASE``, else this
+    repository's ``example_output/``, an absolute path whatever the working directory. The same rule
+    as ``dags_examples/example_settings.py`` (which cannot import this script): the DAGs and the
+    scripts that deploy or run them must name the same tables."""
+    return os.path.abspath(os.environ.get("DELTA_EXAMPLE_BASE") or str(ROOT / "example_output"))
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("command", choices=("up", "down"))
     p.add_argument("--airflow-home", default="./airflow_home", help="AIRFLOW_HOME (created if missing)")
-    p.add_argument("--base", default=os.environ.get("DELTA_EXAMPLE_BASE") or str(ROOT / "example_output"),
-                   help="directory of the example tables")
+    p.add_argument("--base", default=default_example_base(), help="directory of the example tables")
     p.add_argument("--port", type=int, default=8080, help="api-server port (the UI)")
     p.add_argument("--postgres-url", default=os.environ.get("DELTA_TEST_POSTGRES_URL", DEFAULT_POSTGRES),
                    help="PostgreSQL server for the metadata database (any database on it; "

@@ -13,7 +13,8 @@ What it does:
    a summary (versions, rows, history).
 
 Exit status 0 when all of that holds, 1 otherwise. Tables go to ``--base`` (default:
-``$DELTA_EXAMPLE_BASE`` or ``./example_output``). ``--fresh`` starts from empty directories.
+``$DELTA_EXAMPLE_BASE``, else this repository's ``example_output/`` whatever the working
+directory, where the example DAGs put them too). ``--fresh`` starts from empty directories.
 """
 from __future__ import annotations
 
@@ -28,6 +29,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+# scripts/, this script's folder (imports no Airflow, so configure() still runs before Airflow is imported)
+from airflow_deploy import default_example_base, example_connections
+
 ROOT = Path(__file__).resolve().parents[1]
 DAGS = ROOT / "dags_examples"
 #: rows the ingest DAG generates per day (its transform_params)
@@ -36,8 +40,7 @@ ROWS_PER_DAY = 200
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--base", default=os.environ.get("DELTA_EXAMPLE_BASE", "./example_output"),
-                   help="directory of the example tables")
+    p.add_argument("--base", default=default_example_base(), help="directory of the example tables")
     p.add_argument("--airflow-home", default="./airflow_home", help="AIRFLOW_HOME to use (created if missing)")
     p.add_argument("--days", type=int, default=2, help="how many daily ingest runs (ending today)")
     p.add_argument("--fresh", action="store_true", help="delete the base directory and Airflow home first")
@@ -59,7 +62,6 @@ def configure(base: Path, home: Path) -> None:
     if str(DAGS) not in sys.path:
         sys.path.insert(0, str(DAGS))
     # the example's connection, defined by the deployment (here: this process), never by a DAG file
-    from airflow_deploy import example_connections     # scripts/, this script's folder
     for conn_id, conn in example_connections(base).items():
         os.environ[f"AIRFLOW_CONN_{conn_id.upper()}"] = json.dumps(conn)
 

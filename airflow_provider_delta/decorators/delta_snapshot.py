@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 from airflow.providers.common.compat.sdk import DecoratedOperator, task_decorator_factory
 from airflow.providers.standard.operators.python import PythonOperator
 
-from ..hooks.arguments import optional_int, optional_value
+from ..hooks.arguments import optional_int, optional_value, parse_transaction_id
 from ..operators.base import DeltaTaskMixin
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -56,10 +56,11 @@ class _DeltaSnapshotDecoratedOperator(DeltaTaskMixin, DecoratedOperator, PythonO
         self.transaction = transaction
 
     def execute(self, context: "Context") -> Any:
-        if self.transaction:
-            snapshot = self.hook.snapshot(self.table_uri, transaction=str(self.transaction))
+        tx_id = parse_transaction_id(self.transaction, "transaction", required=False)
+        if tx_id is not None:
+            snapshot = self.hook.snapshot(self.table_uri, transaction=tx_id)
             self.log.info("Audit view of %s in transaction %s (version %s) for %s", self.table_uri,
-                          self.transaction, snapshot.version, self.python_callable.__name__)
+                          tx_id, snapshot.version, self.python_callable.__name__)
             self.op_kwargs = {**self.op_kwargs, SNAPSHOT_ARG: snapshot}
             return super().execute(context)
         version = self.hook.resolve_version(self.table_uri, version=optional_int(self.version, "version"),
@@ -93,7 +94,8 @@ def delta_snapshot_task(python_callable: Callable | None = None, multiple_output
     :param transaction: a multi-table transaction id of the connection's catalog (templated, e.g.
         from XCom): the snapshot is the table as that staged group leaves it (the audit of
         write-audit-publish); ``version`` and ``timestamp`` are then not used, and the task
-        pushes no ``version`` XCom and records no lineage version
+        pushes no ``version`` XCom and records no lineage version. ``""``/``"None"`` (what a
+        template of a missing XCom renders to) mean not given, as for ``version``
     :param multiple_outputs: as for ``@task``: True pushes each key of a returned dict as an XCom
         of its own; None (the default) infers it from the function's return annotation
 

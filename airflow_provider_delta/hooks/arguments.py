@@ -90,6 +90,26 @@ def optional_value(value: Any) -> Any:
     return value
 
 
+def parse_transaction_id(value: Any, name: str, required: bool) -> str | None:
+    """A multi-table transaction id (the begin task's XCom), or None when not given: ``""``,
+    ``"None"`` or None, what ``"{{ ti.xcom_pull(task_ids='begin') }}"`` renders to when there is
+    no such XCom (a wrong task id, a begin that did not run).
+
+    ``required`` (publish, abort): a missing id raises :class:`DeltaArgumentError` before any
+    catalog is asked, so no transaction changes and the task is not retried. A value that is not
+    text (a dict, a number) is refused the same way.
+    """
+    tx_id = optional_value(value)
+    if tx_id is None and not required:
+        return None
+    if not isinstance(tx_id, str):
+        missing = "no transaction id" if tx_id is None else f"not a transaction id ({type(tx_id).__name__})"
+        raise DeltaArgumentError(
+            f"{name} is {value!r}: {missing}. Nothing was changed. Pass the id the begin task returned, e.g. "
+            "\"{{ ti.xcom_pull(task_ids='begin') }}\", and check that the task id names the begin task.")
+    return tx_id.strip()
+
+
 def input_manifest(value: Any, given: bool, name: str = "input_manifest_uri") -> str | None:
     """The manifest a task reads, or None when the task was built without one.
 

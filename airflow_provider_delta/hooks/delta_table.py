@@ -203,9 +203,15 @@ class DeltaTableHook(BaseHook):
         return self._tables[uri]
 
     # ------------------------------------------------------ multi-table transactions
-    def begin_transaction(self) -> str:
-        """A new multi-table transaction recorded in the connection's catalog; its id (for XCom)."""
-        return self.require_catalog().begin().record().id
+    def begin_transaction(self, key: str | None = None) -> str:
+        """A multi-table transaction recorded in the connection's catalog; its id (for XCom).
+
+        Without ``key`` a new one each call. With ``key`` (what
+        :class:`~airflow_provider_delta.operators.DeltaBeginTransactionOperator` passes: its
+        ``<dag_id>/<run_id>/<task_id>[/<map_index>]``) the same transaction while it is not
+        aborted: a retried begin returns the group its earlier try recorded.
+        """
+        return self.require_catalog().begin(key).record().id
 
     def stage_write(self, transaction_id: str, table_uri: str, data: Any, mode: str = "append",
                     writer: str | None = None, **kwargs: Any) -> int:

@@ -99,6 +99,15 @@ def task_key(context: Mapping[str, Any] | None, task: Any = None) -> str | None:
     return key
 
 
+def run_task_key(context: Mapping[str, Any], task: Any = None) -> str:
+    """``<dag_id>.<task_id>[.<map_index>]@<run_id>``: one task instance of one DAG run, the same in
+    every try (what makes a retried write-audit-publish begin return the group it began)."""
+    key, run_id = task_key(context, task), _from_run(context, "run_id")
+    if key is None or not run_id:
+        raise InvalidArgumentError("cannot name this task instance: the context has no dag_id, task_id or run_id")
+    return f"{key}{RUN_SEPARATOR}{run_id}"
+
+
 def current_task_key() -> str | None:
     """:func:`task_key` of the task instance running in this process, or None outside one."""
     try:

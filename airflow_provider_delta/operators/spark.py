@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
-from ..hooks.arguments import (NOT_GIVEN, DeltaArgumentError, column_names, flag, given_value, input_manifest,
-                               is_template, optional_int, optional_value, string_map)
+from ..hooks.arguments import (NOT_GIVEN, DeltaArgumentError, column_names, flag, input_manifest, is_template,
+                               optional_int, optional_value, parse_transaction_id, string_map)
 from ..hooks.manifest import read_manifest
 from ..hooks.run_identity import task_key
 from ..log import CommitFailedError, InvalidArgumentError, check_mode
@@ -85,6 +85,8 @@ class DeltaSparkSubmitOperator(DeltaTaskMixin, StopDriverOnKillMixin, LocalSpark
     :param transaction_id: a multi-table transaction of the delta connection's catalog (templated,
         e.g. ``{{ ti.xcom_pull(task_ids='begin') }}``): stage the commit into it instead of committing;
         the output must be a catalog-managed table of that catalog. Returns the proposed version.
+        Given, it must render to an id: ``"None"``/``""`` (a missing XCom) fails the task with
+        ``DeltaArgumentError`` before anything is submitted (no retry), never a plain commit
 
     Other keywords go to ``SparkSubmitOperator`` (``conf``, ``py_files``, ``driver_memory``...).
     Returns (XCom ``return_value``) the version holding this run's output; XCom ``commit`` holds
@@ -141,8 +143,7 @@ class DeltaSparkSubmitOperator(DeltaTaskMixin, StopDriverOnKillMixin, LocalSpark
         self.input_changes = input_changes     # a flag: parsed when the task runs (templated)
         self.initial_version = initial_version
         self.transaction_id = transaction_id
-        #: built with a transaction: a value rendering to nothing is refused, never read as "commit"
-        self.stages = transaction_id is not None
+        self.stages = transaction_id is not None     # then an id that renders to nothing is an error
 
     # DeltaTaskMixin works on ``table_uri``: here, the table the job commits to.
     @property
@@ -206,11 +207,9 @@ class DeltaSparkSubmitOperator(DeltaTaskMixin, StopDriverOnKillMixin, LocalSpark
         return spec, secrets
 
     def _transaction(self) -> str | None:
-        tx = given_value(self.transaction_id, self.stages, "transaction_id",
-                         "the task was built to stage into a multi-table transaction, but no transaction id "
-                         "came (the begin task's XCom is missing?); committing instead would publish outside "
-                         "the audit")
-        return None if tx is None else str(tx)
+        """The transaction to stage into; a task built with one whose id renders to nothing (a missing
+        XCom) is refused before anything is submitted, rather than turned into a plain commit."""
+        return parse_transaction_id(self.transaction_id, "transaction_id", required=self.stages)
 
     # --------------------------------------------------------------- execution
     def execute(self, context: "Context") -> int | None:

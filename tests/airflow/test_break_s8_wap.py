@@ -112,9 +112,15 @@ def test_a_transaction_id_that_renders_to_nothing_is_refused_before_submitting(t
     uri = DeltaTable.create(str(tmp_path / "out"), SCHEMA, catalog=catalog).uri
     op = DeltaSparkSubmitOperator(task_id="stage_out", output_table_uri=uri, transform="identity",
                                   delta_conn_id="delta_s8_spark", transaction_id="None")   # as rendered
+    """A task built to stage whose transaction_id renders 'None' (a missing XCom) is refused with
+    DeltaArgumentError (no retry) before anything is submitted, instead of turning into a plain
+    commit (was a strict xfail; fixed: parse_transaction_id(required=...) in operators/spark.py)."""
     with pytest.raises((InvalidArgumentError, DeltaArgumentError)):
         spec, _ = op.build_spec(make_context(task_id="stage_out"))
         assert spec.transaction_id is not None, "the task would commit instead of staging"
+    with pytest.raises(DeltaArgumentError, match="Nothing was changed"):
+        op.execute(make_context(task_id="stage_out"))
+    assert DeltaTable(uri, catalog=catalog).latest_version() == 0
     catalog.dispose()
 
 

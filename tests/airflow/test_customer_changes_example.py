@@ -7,17 +7,14 @@ versions 3..4. The output holds every change of the source exactly once.
 """
 from __future__ import annotations
 
-import shutil
-from pathlib import Path
-
 import pyarrow as pa
 import pytest
+from airflow_test_support import example_dag_folder
 
 from airflow_provider_delta.log import DeltaTable
 
 pytestmark = pytest.mark.airflow
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "dags_examples"
 APP_ID = "delta_customer_changes.apply"
 
 
@@ -27,17 +24,13 @@ def _keys(table: pa.Table) -> list[tuple]:
 
 def test_two_rounds_each_processed_once(run_dag, tmp_path):
     from deltalake import DeltaTable as DL, write_deltalake
-    dags = tmp_path / "dags"
-    dags.mkdir()
-    for name in ("delta_customer_changes.py", "example_settings.py"):
-        shutil.copy(EXAMPLES / name, dags / name)
     base = tmp_path / "base"
+    dags, env = example_dag_folder(tmp_path, "delta_customer_changes.py", base)
     customers = str(base / "customers")
     write_deltalake(customers, pa.table({"id": pa.array([1, 2], pa.int64()), "name": ["ann", "bob"]}),
                     configuration={"delta.enableChangeDataFeed": "true"})                      # v0
     write_deltalake(customers, pa.table({"id": pa.array([3], pa.int64()), "name": ["cid"]}), mode="append")  # v1
     write_deltalake(customers, pa.table({"id": pa.array([4], pa.int64()), "name": ["dee"]}), mode="append")  # v2
-    env = {"DELTA_EXAMPLE_BASE": str(base), "PYTHONPATH": str(dags)}   # the DAG imports example_settings
 
     def run() -> dict:
         report = run_dag("delta_customer_changes", env=env, dags_folder=dags)

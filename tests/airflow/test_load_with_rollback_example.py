@@ -8,30 +8,20 @@ and the rollback then has nothing to do and commits nothing.
 from __future__ import annotations
 
 import json
-import os
-import shutil
-from pathlib import Path
 
 import pytest
+from airflow_test_support import example_dag_folder
 
 from airflow_provider_delta.log import DeltaTable
 
 pytestmark = pytest.mark.airflow
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "dags_examples"
-
 
 def test_load_check_and_rollback_on_both_branches(run_dag, tmp_path):
-    dags = tmp_path / "dags"
-    dags.mkdir()
-    for name in ("delta_load_with_rollback.py", "example_settings.py"):
-        shutil.copy(EXAMPLES / name, dags / name)
     base = tmp_path / "base"
     landing = base / "landing"
     landing.mkdir(parents=True)
-    # the DAG imports example_settings; keep this process's path (the package under test) after it
-    env = {"DELTA_EXAMPLE_BASE": str(base),
-           "PYTHONPATH": os.pathsep.join(p for p in (str(dags), os.environ.get("PYTHONPATH")) if p)}
+    dags, env = example_dag_folder(tmp_path, "delta_load_with_rollback.py", base)
 
     def run(batch):
         (landing / "payments.json").write_text(json.dumps(batch))

@@ -10,16 +10,13 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-from pathlib import Path
 
 import pytest
+from airflow_test_support import example_dag_folder
 
 from airflow_provider_delta.log import DeltaTable, SqlCatalog
 
 pytestmark = pytest.mark.airflow
-
-EXAMPLES = Path(__file__).resolve().parents[2] / "dags_examples"
 
 
 def _files(root: str) -> set[str]:
@@ -27,16 +24,11 @@ def _files(root: str) -> set[str]:
 
 
 def test_publish_on_a_good_audit_and_nothing_on_a_failed_one(run_dag, tmp_path):
-    dags = tmp_path / "dags"
-    dags.mkdir()
-    for name in ("delta_write_audit_publish.py", "example_settings.py"):
-        shutil.copy(EXAMPLES / name, dags / name)
     base = tmp_path / "base"
-    # the DAG imports example_settings; the package comes from this checkout
-    env = {"DELTA_EXAMPLE_BASE": str(base), "PYTHONPATH": os.pathsep.join([str(dags), str(EXAMPLES.parent)]),
-           # the deployment defines the connection (scripts/airflow_deploy.py), never the DAG file
-           "AIRFLOW_CONN_DELTA_WAP": json.dumps({"conn_type": "delta",
-                                                 "extra": {"catalog": {"url": f"sqlite:///{base}/catalog.db"}}})}
+    dags, env = example_dag_folder(tmp_path, "delta_write_audit_publish.py", base)
+    # the deployment defines the connection (scripts/airflow_deploy.py), never the DAG file
+    env["AIRFLOW_CONN_DELTA_WAP"] = json.dumps({"conn_type": "delta",
+                                                "extra": {"catalog": {"url": f"sqlite:///{base}/catalog.db"}}})
 
     good = run_dag("delta_write_audit_publish", env=env, dags_folder=dags)
     assert good.state == "success", good.output[-5000:]

@@ -396,6 +396,30 @@ def test_participants_staged_by_different_processes_into_one_group(catalog, url,
     task_a.dispose(), task_b.dispose()
 
 
+def test_a_keyed_begin_returns_its_group_until_it_is_aborted(catalog, url, tmp_path):
+    """``begin(key)``: every process that begins with the same key gets the same recorded group
+    (with what was staged into it), even when two race to record it; after an abort, a new one."""
+    a, = make(catalog, tmp_path, "a")
+    first = catalog.begin("dag.begin@run1")
+    assert catalog.store.group(first.id).state == "open"               # recorded at once
+    again = SqlCatalog(url)
+    assert again.begin("dag.begin@run1").id == first.id                 # a retry in another process
+    assert not again.store.open_group(first.id)                         # the racing recorder: nothing changed
+    assert catalog.begin("dag.begin@run2").id != first.id
+    g = again.group(first.id)
+    g.write(a.uri, rows("x"))
+    g.stage()
+    retried = catalog.begin("dag.begin@run1")
+    assert (retried.id, [m.table_uri for m in retried.members]) == (first.id, [a.uri])
+    retried.abort()
+    fresh = catalog.begin("dag.begin@run1")
+    assert fresh.id != first.id and fresh.members == () and fresh.state == "open"
+    assert catalog.begin("dag.begin@run1").id == fresh.id
+    with pytest.raises(InvalidArgumentError):
+        catalog.begin("")
+    again.dispose()
+
+
 def test_vacuum_keeps_the_data_files_of_a_staged_group(catalog, tmp_path):
     a, b = make(catalog, tmp_path, "a", "b")
     a.write(rows("old"))

@@ -12,9 +12,12 @@ Where the pieces live: the database side (tables, ratification, groups) in
 """
 from __future__ import annotations
 
+import itertools
+import uuid
 from typing import Any, Iterable
 
 from ..base.catalog_store.pinned import PinnedTableSource
+from ..base.catalog_store.records import ABORTED
 from ..base.catalog_store.store import CatalogStore
 from ..base.catalog_store.table_source import PUBLISH_GRACE_MS, CatalogTableSource
 from ..base.commit_owner.sql_engine import public_url
@@ -27,6 +30,16 @@ from ..base.storage import Storage, canonical_uri
 from ..read.snapshot import Snapshot
 from ..read.table_log import TableLog
 from .group import CatalogTransaction
+
+
+#: the namespace of transaction ids derived from a caller's key (:meth:`SqlCatalog.begin`)
+KEYED_GROUP_NAMESPACE = uuid.UUID("6f1f3c1e-3d4b-5c7a-9e2d-8b0a4f6c2d19")
+
+
+def keyed_group_id(key: str, generation: int) -> str:
+    """The id of the ``generation``-th transaction begun with ``key`` (0 first; the next one after
+    an abort): a name-based UUID, so every process derives the same id without asking anyone."""
+    return str(uuid.uuid5(KEYED_GROUP_NAMESPACE, f"{key}#{generation}"))
 
 
 def require_unregistered_version_zero(uri: str, latest: int | None, protocol: Protocol) -> None:
@@ -167,9 +180,28 @@ class SqlCatalog:
         """A multi-table transaction for ``with``: group-ratified on a clean exit, aborted otherwise."""
         return CatalogTransaction(self)
 
-    def begin(self) -> CatalogTransaction:
-        """A multi-table transaction for the staged form: ``stage()``, audit, ``publish()`` or ``abort()``."""
-        return CatalogTransaction(self)
+    def begin(self, key: str | None = None) -> CatalogTransaction:
+        """A multi-table transaction for the staged form: ``stage()``, audit, ``publish()`` or ``abort()``.
+
+        ``key`` (a caller's name for "this unit of work", e.g. an Airflow task of one DAG run) makes
+        the begin idempotent: the transaction is recorded at once, and a later ``begin(key)`` with
+        the same key returns that same transaction (open, staged or ratified, with its members), so a
+        retried begin does not leave a second group behind. Once the keyed transaction is aborted,
+        the key begins a new one (a re-run after a failed audit starts afresh).
+        """
+        if key is None:
+            return CatalogTransaction(self)
+        if not isinstance(key, str) or not key:
+            raise InvalidArgumentError(f"a transaction key is a non-empty string, got {key!r}")
+        for generation in itertools.count():
+            group_id = keyed_group_id(key, generation)
+            record = self.store.group(group_id)
+            if record is None and self.store.open_group(group_id):
+                return CatalogTransaction(self, group_id)
+            record = record or self.store.group(group_id)      # a concurrent begin(key) recorded it
+            if record is not None and record.state != ABORTED:
+                return self._reopened(record)
+        raise AssertionError("unreachable")                    # pragma: no cover
 
     def group(self, transaction_id: str) -> CatalogTransaction:
         """Reopen a transaction by id (e.g. in the Airflow task after the one that staged it)."""
@@ -178,6 +210,9 @@ class SqlCatalog:
         record = self.store.group(transaction_id)
         if record is None:
             raise GroupCommitError(f"catalog {self.name} has no transaction {transaction_id}", transaction_id)
+        return self._reopened(record)
+
+    def _reopened(self, record: Any) -> CatalogTransaction:
         return CatalogTransaction(self, record.group_id, record.members, record.state)
 
     def group_snapshot(self, table: TableLog, transaction_id: str) -> Snapshot:

@@ -178,11 +178,18 @@ class CatalogStore:
         return True
 
     # ------------------------------------------------------------------ groups
-    def open_group(self, group_id: str) -> None:
-        """Record a new, empty group (``open``) so other processes can add members to it."""
-        with self.db.retry_safe(), self.db.tx(write=True) as conn:
-            conn.execute(sa.insert(groups).values(group_id=group_id, state=OPEN, members="[]",
-                                                  created_ms=now_ms(), updated_ms=now_ms()))
+    def open_group(self, group_id: str) -> bool:
+        """Record a new, empty group (``open``) so other processes can add members to it; False
+        (nothing changed) when a group with this id exists already (a keyed begin raced by another)."""
+        try:
+            with self.db.retry_safe(), self.db.tx(write=True) as conn:
+                if conn.execute(sa.select(groups.c.group_id).where(groups.c.group_id == group_id)).first():
+                    return False
+                conn.execute(sa.insert(groups).values(group_id=group_id, state=OPEN, members="[]",
+                                                      created_ms=now_ms(), updated_ms=now_ms()))
+        except sa.exc.IntegrityError:           # inserted by a concurrent begin between our read and insert
+            return False
+        return True
 
     def add_members(self, group_id: str, members: Sequence[GroupMember]) -> tuple[GroupMember, ...] | None:
         """Append members to an ``open`` group (participants staged by different tasks); the group's
