@@ -196,7 +196,7 @@ def plan_commit(table: TableLog, snap: Snapshot | None, changes: PendingChanges,
     _validate_adds(changes, metadata)
     conf = metadata.configuration
     check_append_only(old_metadata, removes)
-    adds = _spelled_like_live(list(changes.adds.values()), snap)
+    adds = _spelled_like_live(list(changes.adds.values()), snap, operation)
     check_domains(protocol, changes.domains.values())
     check_row_tracking_fields(protocol, adds)
     live = _live_logical_files(snap, adds)
@@ -352,10 +352,16 @@ def _remove_of(entry: RemoveFile | str, path: str, row: dict, now: int, data_cha
     return RemoveFile(path, now, data_change, True, out_pv, row.get("size"), None, tags, dv, row.get(LOG_PATH_COLUMN))
 
 
-def _spelled_like_live(adds: list[AddFile], snap: Snapshot | None) -> list[AddFile]:
+def _spelled_like_live(adds: list[AddFile], snap: Snapshot | None, operation: str) -> list[AddFile]:
     """Adds of files the log already names (a restored file, a new deletion vector for a live
-    file) spelled as the log spells them, so every reader matches them to the same file."""
-    paths = sorted({a.path for a in adds if a.log_path is None})
+    file) spelled as the log spells them, so every reader matches them to the same file.
+
+    Only adds that can name a live file are looked up - those with a deletion vector, and every add
+    of an operation that re-adds files (RESTORE) - so a plain append, whose files are new, never
+    pays for the table's file list.
+    """
+    reinstating = operation in FILE_REINSTATING_OPERATIONS
+    paths = sorted({a.path for a in adds if a.log_path is None and (a.deletion_vector or reinstating)})
     rows = _live_rows_by_path(snap, paths) if snap is not None and paths else {}
     return [replace(a, log_path=rows[a.path][0].get(LOG_PATH_COLUMN)) if a.log_path is None and a.path in rows
             else a for a in adds]
