@@ -168,11 +168,6 @@ def test_a_check_constraint_added_while_rows_are_appended_concurrently_is_refuse
 
 
 @pytest.mark.parametrize("change", ["check_constraint", "type_change"])
-@pytest.mark.xfail(strict=True, reason=(
-    "Transaction.set_metadata(of_restored_version=True) is public and unverified: any metadata given "
-    "with it skips the CHECK constraint rule (A4b), the new-column mapping rule (M3b) and the layout "
-    "check, so a constraint the rows violate or a type change over old files commits (RESTORE, its "
-    "only caller, could be the only one allowed, or the metadata checked against the restored version)"))
 def test_set_metadata_of_restored_version_cannot_smuggle_in_what_the_rules_refuse(tmp_path, change):
     from airflow_provider_delta.log import DeltaError
     schema = pa.schema([("id", pa.int64())])
@@ -188,7 +183,7 @@ def test_set_metadata_of_restored_version_cannot_smuggle_in_what_the_rules_refus
     version = t.latest_version()
     with pytest.raises(DeltaError):
         with t.transaction() as txn:
-            txn.set_metadata(new, of_restored_version=True)
+            txn.set_metadata(new, of_restored_version=version)
     assert DeltaTable(t.uri).latest_version() == version
 
 

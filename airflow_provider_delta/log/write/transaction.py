@@ -29,10 +29,12 @@ from ..base.commit_actions import AddFile, DomainMetadata, RemoveFile, Txn
 from .commit_info import CommitProvenance, is_own_commit
 from .commit_plan import CommitPlan, PendingChanges, dv_unique_id, plan_commit
 from .committer import Committer
+from .column_expressions import IDENTITY_HIGH_WATER_MARK
 from .conflicts import canonical_partition_value
 from .isolation import ISOLATION_LEVELS
 from ..base.errors import InvalidArgumentError, TableNotFoundError, VersionNotFoundError
-from ..base.features import FEATURE_PROPERTY_PREFIX, MIN_READER_VERSION_PROPERTY, MIN_WRITER_VERSION_PROPERTY
+from ..base.features import (CHECK_CONSTRAINT_PREFIX, FEATURE_PROPERTY_PREFIX, MIN_READER_VERSION_PROPERTY,
+                             MIN_WRITER_VERSION_PROPERTY)
 from ..base.names import LOG_DIR
 from ..base.schema import schema_to_arrow, serialize_partition_value
 from ..read.column_mapping import partition_keys
@@ -308,16 +310,20 @@ class Transaction:
         self._changes.domains[domain] = DomainMetadata(domain, configuration or "", removed)
         self._changes.read.domains.add(domain)
 
-    def set_metadata(self, metadata: Metadata, *, of_restored_version: bool = False) -> None:
+    def set_metadata(self, metadata: Metadata, *, of_restored_version: int | None = None) -> None:
         """Replace the table metadata (schema, partitioning, properties) in this commit.
 
-        ``of_restored_version``: the metadata is an earlier version's, committed together with
+        ``of_restored_version``: the version whose metadata this is, committed together with
         exactly that version's files (RESTORE). Every file it keeps was written under that
-        metadata, so the rule that a layout change needs all data rewritten does not apply.
+        metadata, so the rules for changing a schema over existing files (layout, new columns'
+        mapping, new CHECK constraints) do not apply - which is why the claim is verified: the
+        schema, partitioning and constraints must be that version's own.
         """
         self._check_open()
         if not isinstance(metadata, Metadata):
             raise InvalidArgumentError(f"set_metadata takes a Metadata, got {type(metadata).__name__}")
+        if of_restored_version is not None:
+            self._check_restored_metadata(metadata, of_restored_version)
         conf = dict(metadata.configuration)
         requests = {k: conf.pop(k) for k in list(conf)
                     if k in _PROTOCOL_REQUEST_PROPERTIES or k.startswith(FEATURE_PROPERTY_PREFIX)}
@@ -327,8 +333,24 @@ class Transaction:
                                 metadata.name, metadata.description, metadata.format_provider,
                                 dict(metadata.format_options), metadata.created_time)
         self._changes.metadata = metadata
-        self._changes.metadata_of_restored_version = bool(of_restored_version)
+        self._changes.metadata_of_restored_version = of_restored_version is not None
         self._changes.read.changes_metadata = True
+
+    def _check_restored_metadata(self, metadata: Metadata, version: Any) -> None:
+        """Refuse metadata claimed to be ``version``'s that is not: the rules it skips would be bypassed."""
+        if isinstance(version, bool) or not isinstance(version, int):
+            raise InvalidArgumentError(f"of_restored_version must be the version whose metadata this is, got "
+                                       f"{version!r}")
+        old = self.table.snapshot(version=version).metadata
+
+        def constraints(m: Metadata) -> dict[str, str]:
+            return {k: v for k, v in m.configuration.items() if k.lower().startswith(CHECK_CONSTRAINT_PREFIX)}
+        if (_without_high_water_marks(json.loads(metadata.schema_string))
+                != _without_high_water_marks(json.loads(old.schema_string))
+                or list(metadata.partition_columns) != list(old.partition_columns)
+                or constraints(metadata) != constraints(old)):
+            raise InvalidArgumentError(f"the metadata given as version {version}'s differs from it in schema, "
+                                       "partitioning or CHECK constraints; nothing was committed")
 
     def set_properties(self, properties: dict[str, Any]) -> None:
         """Set table properties (``None`` removes one); e.g. ``delta.enableInCommitTimestamps``."""
@@ -502,3 +524,13 @@ def enable_in_commit_timestamps(table: TableLog, **kwargs: Any) -> int:
     txn = Transaction(table, **kwargs)
     txn.set_properties({ict.ENABLE_PROPERTY: "true"})
     return txn.commit()
+
+
+def _without_high_water_marks(value: Any) -> Any:
+    """A parsed schema without identity high-water marks (a restore keeps today's: values handed out
+    after the restored version stay used), for comparing a restored schema with the version's own."""
+    if isinstance(value, dict):
+        return {k: _without_high_water_marks(v) for k, v in value.items() if k != IDENTITY_HIGH_WATER_MARK}
+    if isinstance(value, list):
+        return [_without_high_water_marks(v) for v in value]
+    return value
