@@ -15,6 +15,7 @@ from datetime import datetime
 from airflow.sdk import DAG, task
 
 from airflow_provider_delta.hooks import DeltaTableHook
+from airflow_provider_delta.hooks.arguments import flag
 from airflow_provider_delta.operators import (DeltaAbortTransactionOperator, DeltaBeginTransactionOperator,
                                               DeltaPublishTransactionOperator)
 from example_settings import WAP_CONN_ID, WAP_ORDERS, WAP_TOTALS, ensure_wap_tables
@@ -47,7 +48,8 @@ with DAG("delta_write_audit_publish", schedule=None, start_date=datetime(2026, 1
         ensure_wap_tables()
         day = run_day(context)
         totals = pa.table({"day": [day, day], "customer": ["ann", "bob"], "total": [15, 20]})
-        if (context["dag_run"].conf or {}).get("fail_audit"):
+        # "false" from the UI's conf form is no: the conf value is parsed, not read by truthiness
+        if flag((context["dag_run"].conf or {}).get("fail_audit", False), "fail_audit"):
             totals = pa.table({"day": [day], "customer": ["ann"], "total": [999]})   # wrong on purpose
         return DeltaTableHook(WAP_CONN_ID).stage_write(transaction_id, WAP_TOTALS, totals)
 
