@@ -188,11 +188,6 @@ def test_write_audit_publish_example_runs_when_triggered_without_a_logical_date(
 
 
 # ------------------------------------------------- table properties a rendered template leaves empty
-@pytest.mark.xfail(strict=True, reason="DeltaSparkSubmitOperator's table_properties (hooks/arguments.string_map) "
-                   "takes a value rendered to 'None'/'' and the log layer's create validates "
-                   "delta.deletedFileRetentionDuration and delta.appendOnly but not delta.logRetentionDuration "
-                   "or delta.checkpointInterval: the table is created, and every metadata cleanup afterwards fails "
-                   "with InvalidTableStateError (Delta Spark refuses both values when the table is created)")
 @pytest.mark.parametrize("props", [{"delta.logRetentionDuration": "None"}, {"delta.logRetentionDuration": ""},
                                    {"delta.checkpointInterval": "None"}])
 def test_a_table_property_rendered_to_none_is_refused_at_create(tmp_path, props):

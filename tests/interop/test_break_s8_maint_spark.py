@@ -73,10 +73,6 @@ def test_our_optimize_of_a_nested_column_mapped_table_matches_delta_spark(spark,
     assert len(spark.read.format("delta").load(ours).collect()) == 63
 
 
-@pytest.mark.xfail(strict=True, reason="OPTIMIZE of a column-mapped table with delta.dataSkippingStatsColumns "
-                   "writes files with only numRecords: the property names logical columns, the stats collector "
-                   "sees the physical ones, so no column matches (Delta Spark's OPTIMIZE keeps min/max/nullCount "
-                   "keyed by physical names); Delta Spark then skips nothing on those files")
 def test_our_optimize_keeps_the_statistics_delta_spark_keeps_under_column_mapping(spark, tmp_path):
     ours, theirs = str(tmp_path / "ours"), str(tmp_path / "theirs")
     _cm_table(spark, ours, "name")

@@ -130,9 +130,6 @@ CHECK_CONSTRAINT_PREFIX = "delta.constraints."
 MIN_READER_VERSION_PROPERTY = "delta.minReaderVersion"
 MIN_WRITER_VERSION_PROPERTY = "delta.minWriterVersion"
 FEATURE_PROPERTY_PREFIX = "delta.feature."
-#: Boolean properties that must be 'true' or 'false' when given.
-BOOLEAN_PROPERTIES = (ICT_ENABLE_PROPERTY, APPEND_ONLY_PROPERTY, CHANGE_DATA_FEED_PROPERTY,
-                      DELETION_VECTORS_PROPERTY)
 
 #: Reader features whose presence does not stop us from reading the log.
 #: (Data reads of deletion vectors / column mapping are checked separately.)
@@ -397,7 +394,8 @@ def check_can_add_data(protocol: Protocol, metadata: Metadata) -> None:
 
 
 def normalize_properties(properties: dict[str, Any] | None) -> dict[str, str]:
-    """Table properties as strings (booleans lower-case, as Spark writes them)."""
+    """Table properties as strings (booleans lower-case, as Spark writes them); their values are
+    checked by :func:`.property_values.checked_properties`."""
     out: dict[str, str] = {}
     for k, v in (properties or {}).items():
         if not isinstance(k, str) or not k:
@@ -405,9 +403,6 @@ def normalize_properties(properties: dict[str, Any] | None) -> dict[str, str]:
         if v is None:
             raise InvalidArgumentError(f"table property {k!r} has no value")
         out[k] = ("true" if v else "false") if isinstance(v, bool) else str(v)
-    for key in BOOLEAN_PROPERTIES:
-        if key in out and out[key].strip().lower() not in ("true", "false"):
-            raise InvalidArgumentError(f"table property {key} must be 'true' or 'false', got {out[key]!r}")
     return out
 
 

@@ -171,9 +171,15 @@ def _decimal_text(value: decimal.Decimal) -> str:
 
 
 # ---------------------------------------------------------- column selection
-def _parse_stats_columns(value: str) -> list[tuple[str, ...]]:
+def parse_stats_columns(value: str) -> list[tuple[str, ...]]:
     """``a, b.c, `x.y`.z`` -> [("a",), ("b","c"), ("x.y","z")] (backticks quote dots)."""
     return [column_path(item) for item in _split_outside_backticks(value, ",") if item.strip()]
+
+
+def format_stats_columns(paths: list[tuple[str, ...]]) -> str:
+    """The inverse of :func:`parse_stats_columns`: every name backtick-quoted, so dots inside a
+    name survive."""
+    return ",".join(".".join(f"`{p}`" for p in path) for path in paths)
 
 
 def column_path(name: str) -> tuple[str, ...]:
@@ -210,7 +216,7 @@ class _Selector:
     def __init__(self, configuration: dict[str, str] | None):
         conf = configuration or {}
         cols = conf.get(DATA_SKIPPING_STATS_COLUMNS_PROPERTY)
-        self.paths = _parse_stats_columns(cols) if cols and cols.strip() else None
+        self.paths = parse_stats_columns(cols) if cols and cols.strip() else None
         try:
             self.limit = int(conf.get(DATA_SKIPPING_NUM_INDEXED_COLS_PROPERTY, DATA_SKIPPING_NUM_INDEXED_COLS_DEFAULT))
         except ValueError:

@@ -28,8 +28,10 @@ import pyarrow as pa
 from ..base import arrow_build as ab
 from ..base import arrow_kernels as ak
 from ..base.errors import UnsupportedFeatureError
-from ..base.features import COLUMN_ID_KEY, PHYSICAL_NAME_KEY, column_mapping_mode
+from ..base.features import (COLUMN_ID_KEY, DATA_SKIPPING_STATS_COLUMNS_PROPERTY, PHYSICAL_NAME_KEY,
+                             column_mapping_mode)
 from ..base.schema import field_metadata, physical_name
+from ..base.stats import format_stats_columns, parse_stats_columns
 
 #: Where pyarrow keeps a Parquet field id in an Arrow field's metadata.
 PARQUET_FIELD_ID_KEY = b"PARQUET:field_id"
@@ -218,3 +220,28 @@ def as_stored(rows: pa.Table, schema: pa.Schema) -> pa.Table:
     columns = [pa.chunked_array([c.view(f.type) for c in rows.column(i).chunks], f.type)
                for i, f in enumerate(schema)]
     return pa.Table.from_arrays(columns, schema=schema)
+
+
+def stored_stats_configuration(fields: Iterable[pa.Field], configuration: dict[str, str],
+                               mode: str) -> dict[str, str]:
+    """``configuration`` for a statistics collector that sees stored columns: the logical column
+    paths ``delta.dataSkippingStatsColumns`` names turned into physical ones (as Delta Spark keys
+    statistics under column mapping). A path naming no column stays as written (it matches nothing
+    either way)."""
+    value = configuration.get(DATA_SKIPPING_STATS_COLUMNS_PROPERTY)
+    if mode == "none" or not value or not value.strip():
+        return configuration
+    stored = [_stored_path(list(fields), path) for path in parse_stats_columns(value)]
+    return {**configuration, DATA_SKIPPING_STATS_COLUMNS_PROPERTY: format_stats_columns(stored)}
+
+
+def _stored_path(fields: list[pa.Field], path: tuple[str, ...]) -> tuple[str, ...]:
+    out: list[str] = []
+    for i, name in enumerate(path):
+        match = next((f for f in fields if f.name.lower() == name.lower()), None)
+        if match is None:
+            return tuple(out) + path[i:]
+        out.append(physical_name(match))
+        t = match.type
+        fields = [t.field(j) for j in range(t.num_fields)] if pa.types.is_struct(t) else []
+    return tuple(out)

@@ -36,7 +36,6 @@ _STORE_OF_SCHEME = {
     "az": "az", "memory": "memory", "hdfs": "hdfs", "http": "http", "https": "https",
 }
 
-
 #: RFC 3986: ALPHA *( ALPHA / DIGIT / "+" / "-" / "." )
 _SCHEME_PATTERN = r"[A-Za-z][A-Za-z0-9+.-]*"
 _SCHEME = re.compile(_SCHEME_PATTERN)
@@ -44,14 +43,12 @@ _SCHEME = re.compile(_SCHEME_PATTERN)
 #: vectorized kernels that send only those through :func:`table_relative`.
 ABSOLUTE_PATH_REGEX = rf"^/|^{_SCHEME_PATTERN}:/"
 
-
 class SplitUri(NamedTuple):
     """An absolute log path split by hand: ``urlparse`` would cut a decoded name at ``#`` or ``?``."""
 
     scheme: str          # lower-case; "" for a scheme-less absolute path ("/t/x.parquet")
     authority: str       # bucket, container@account, host; "" for local paths
     path: str            # absolute, starting with "/"
-
 
 class Undecided(NamedTuple):
     """A path this package cannot place relative to the table root (a scheme that may alias it).
@@ -62,11 +59,9 @@ class Undecided(NamedTuple):
 
     path: str
 
-
 def is_uri(path: str) -> bool:
     """True for an absolute URI (``scheme://...`` or Hadoop's ``file:/...``), False for a table path."""
     return split_uri(path) is not None and not path.startswith("/")
-
 
 def split_uri(path: str) -> SplitUri | None:
     """``scheme``, ``authority`` and ``path`` of an absolute log path; None for a table-relative one.
@@ -87,10 +82,11 @@ def split_uri(path: str) -> SplitUri | None:
         return SplitUri(scheme.lower(), authority, "/" + tail if slash else "/")
     return SplitUri(scheme.lower(), "", rest if rest.startswith("/") else "/" + rest)
 
-
-def _store(scheme: str) -> str | None:
-    return _STORE_OF_SCHEME.get(scheme)
-
+def store_of_scheme(scheme: str) -> str | None:
+    """The store a scheme names (``s3a`` -> ``s3``): schemes of one store reach the same objects,
+    so locations are compared by store, never by scheme text. None for a scheme this package
+    does not know."""
+    return _STORE_OF_SCHEME.get(scheme.lower())
 
 def _under(root: str, path: str) -> str | None:
     """``path`` relative to ``root`` (both absolute, '/'-separated), None when outside."""
@@ -100,7 +96,6 @@ def _under(root: str, path: str) -> str | None:
         return None
     return norm[len(root) + 1:]
 
-
 def _resolved_dirs(path: str) -> str:
     """A local absolute path with the symlinks of its directories resolved (not of the file itself,
     which vacuum lists under its own name): the root and the log may reach one directory by
@@ -108,12 +103,10 @@ def _resolved_dirs(path: str) -> str:
     head, tail = os.path.split(os.path.abspath(path))
     return os.path.join(os.path.realpath(head), tail)
 
-
 def _relative_path(path: str) -> str | None:
     """A table-relative log path with ``.`` and ``..`` resolved (as Hadoop's Path does); None above the root."""
     norm = posixpath.normpath(path)
     return None if norm in (".", "..") or norm.startswith("../") or norm.startswith("/") else norm
-
 
 def table_relative(storage: Storage, path: str) -> str | Undecided | None:
     """Where a (decoded) log path points: a root-relative path, None (outside the table), or Undecided."""
@@ -125,18 +118,17 @@ def table_relative(storage: Storage, path: str) -> str | Undecided | None:
             if parts.authority not in ("", "localhost"):
                 return None                                   # a file on another host
             return _under(os.path.realpath(storage.root), _resolved_dirs(parts.path))
-        return None if _store(parts.scheme) is not None else Undecided(parts.path)
+        return None if store_of_scheme(parts.scheme) is not None else Undecided(parts.path)
     root = split_uri(storage.root)
     assert root is not None, "a non-local table root is a URL"
     if parts.scheme == "":                                    # absolute on the table's own store
         return _under(root.path, parts.path)
-    same_store = _store(parts.scheme) is not None and _store(parts.scheme) == _store(root.scheme)
+    same_store = store_of_scheme(parts.scheme) is not None and store_of_scheme(parts.scheme) == store_of_scheme(root.scheme)
     if same_store:
         return _under(root.path, parts.path) if parts.authority == root.authority else None
-    if _store(parts.scheme) is not None and _store(root.scheme) is not None:
+    if store_of_scheme(parts.scheme) is not None and store_of_scheme(root.scheme) is not None:
         return None                                           # another known store: not this table's file
     return Undecided(parts.path)
-
 
 def sidecar_location(path: str) -> str:
     """A ``sidecar`` action's path as a decoded log path: sidecar paths are percent-encoded and,
@@ -144,13 +136,11 @@ def sidecar_location(path: str) -> str:
     decoded = unquote(path)
     return decoded if split_uri(decoded) is not None else f"{SIDECARS_DIR}/{decoded}"
 
-
 def _local_path(parts: SplitUri) -> str:
     """The local path of a ``file:``/scheme-less URI (``file://host/x`` is the UNC path ``//host/x``)."""
     if parts.authority in ("", "localhost"):
         return parts.path
     return "//" + parts.authority + parts.path
-
 
 def filesystem_path(storage: Storage, path: str) -> str:
     """What ``storage``'s own file system opens for a (decoded) log path: the root-joined path of a
@@ -162,13 +152,11 @@ def filesystem_path(storage: Storage, path: str) -> str:
         return _local_path(parts)
     return path
 
-
 class FileLocation(NamedTuple):
     """Where the file a log path names is reached: a storage whose ``files`` open it, and its path there."""
 
     storage: Storage
     path: str           # in ``storage``'s own form (a local path for local files)
-
 
 def locate(storage: Storage, path: str) -> FileLocation:
     """The file system and path that reach the file at (decoded log path) ``path``, table-relative
@@ -186,7 +174,6 @@ def locate(storage: Storage, path: str) -> FileLocation:
         path = f"{root.scheme}://{root.authority}{parts.path}"
     other = Storage(path, storage.storage_options)          # rooted at the file itself
     return FileLocation(other, other.path())
-
 
 def table_root_of(storage: Storage, path: str) -> Storage:
     """The root of the table the file at (decoded log path) ``path`` belongs to.
@@ -218,12 +205,10 @@ def table_root_of(storage: Storage, path: str) -> Storage:
             return Storage(store + folder, storage.storage_options)
         here = parent
 
-
 def open_path(storage: Storage, path: str) -> str | IO[bytes]:
     """Something pyarrow can read: a local path, or an open binary file."""
     where = locate(storage, path)
     return where.path if where.storage.is_local else where.storage.files.open(where.path)
-
 
 def read_path_bytes(storage: Storage, path: str) -> bytes:
     """The whole content of the file at ``path`` (raises FileNotFoundError if it is gone)."""
@@ -233,7 +218,6 @@ def read_path_bytes(storage: Storage, path: str) -> bytes:
             return f.read()
     with src:
         return src.read()
-
 
 def path_exists(storage: Storage, path: str) -> bool:
     """Whether the file at (decoded log path) ``path``, table-relative or absolute, is there."""

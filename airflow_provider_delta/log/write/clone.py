@@ -46,7 +46,7 @@ from ..base.errors import InvalidArgumentError, TableAlreadyExistsError
 from ..base.features import (COMMIT_COORDINATION_FEATURES, COMMIT_COORDINATOR_PROPERTIES,
                              MANAGED_OWNER_CONF_PROPERTY, Operation)
 from ..base.storage import Storage
-from ..read.data_paths import is_uri, split_uri, table_root_of
+from ..read.data_paths import is_uri, split_uri, store_of_scheme, table_root_of
 from ..read.deletion_vectors import dv_file_path
 from ..read.snapshot import Snapshot
 from ..read.table_log import TableLog
@@ -111,14 +111,24 @@ def cloned_metadata(source: Metadata, extra_properties: dict[str, str]) -> Metad
 
 
 def _inside(a: Storage, b: Storage) -> bool:
-    """Whether location ``a`` is ``b`` or below it (local locations compared with symlinks resolved)."""
-    if a.protocol != b.protocol:
+    """Whether location ``a`` is ``b`` or below it (local locations compared with symlinks resolved;
+    remote ones by the store their scheme reaches, so ``s3a://b/t/x`` lies inside ``s3://b/t``)."""
+    if a.is_local != b.is_local:
         return False
-    root_a, root_b = a.root, b.root
     if a.is_local:
-        root_a, root_b = os.path.realpath(root_a), os.path.realpath(root_b)
+        root_a, root_b = os.path.realpath(a.root), os.path.realpath(b.root)
+    else:
+        root_a, root_b = _store_location(a.root), _store_location(b.root)
     root_a, root_b = root_a.rstrip("/") + "/", root_b.rstrip("/") + "/"
     return root_a.startswith(root_b)
+
+
+def _store_location(uri: str) -> str:
+    """``store://authority/path`` of a remote root, its scheme replaced by the store it reaches."""
+    parts = split_uri(uri)
+    if parts is None:
+        return uri
+    return f"{store_of_scheme(parts.scheme) or parts.scheme}://{parts.authority}{parts.path}"
 
 
 def referenced_roots(source: TableLog, adds: Iterable[AddFile]) -> list[Storage]:

@@ -34,8 +34,9 @@ from ..base.catalog_store.table_source import CatalogTableSource
 from ..base.commit_owner.base import CommitOwner
 from ..base.commit_owner.conf import dumps_owner_conf
 from ..base.errors import ConcurrentModificationError, InvalidArgumentError, TableAlreadyExistsError
+from ..base.property_values import checked_properties
 from ..base.features import (CATALOG_MANAGED_FEATURE, ICT_FEATURE, MANAGED_OWNER_CONF_PROPERTY,
-                             MANAGED_OWNER_PROPERTY, MULTI_TABLE_TRANSACTION_FEATURE, normalize_properties,
+                             MANAGED_OWNER_PROPERTY, MULTI_TABLE_TRANSACTION_FEATURE,
                              protocol_for_new_table, protocol_with_features)
 from ..base.names import LOG_DIR, parse_log_name
 from ..base.schema import arrow_to_schema, schema_string, schema_to_arrow, validate_partition_columns
@@ -132,7 +133,7 @@ def create_table(table: TableLog, schema: Any, partition_by: Iterable[str] = (),
     arrow_schema = _normalize_schema(schema)
     schema_json = arrow_to_schema(arrow_schema)       # validates column names and types
     cols = validate_partition_columns(arrow_schema, partition_by)
-    props = normalize_properties(properties)
+    props = checked_properties(properties)
     if catalog is not None:
         props[ict.ENABLE_PROPERTY] = "true"     # catalog-managed tables need in-commit timestamps
     elif commit_owner is not None:

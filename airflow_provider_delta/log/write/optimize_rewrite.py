@@ -35,7 +35,8 @@ from ..base.commit_actions import AddFile
 from ..base.schema import schema_to_arrow
 from ..base.stats import StatsCollector, column_path
 from ..base.storage import Storage
-from ..read.column_mapping import as_stored, mapping_mode, stored_field, stored_name
+from ..read.column_mapping import (as_stored, mapping_mode, stored_field, stored_name,
+                                   stored_stats_configuration)
 from ..read.reader import Readable, data_fields, file_batches
 from .optimize_plan import Bin, OptimizeSettings, num_records
 from .writer import partition_dir
@@ -127,7 +128,8 @@ class _OutputFile:
         self.rel = f"{directory}/{name}" if directory else name
         if directory:
             snap.storage.makedirs(directory)
-        self._stats = StatsCollector(snap.configuration)
+        self._stats = StatsCollector(stored_stats_configuration(
+            data_fields(snap), snap.configuration, mapping_mode(snap.configuration, snap.uri)))
         self._pending: list[pa.Table] = []
         self._pending_rows = 0
         self._pending_bytes = 0

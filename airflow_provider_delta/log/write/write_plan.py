@@ -29,7 +29,8 @@ from ..base.arrow_build import empty_table
 from ..base.actions import Metadata, Protocol
 from ..base.commit_actions import AddFile
 from ..base.errors import ConcurrentModificationError, InvalidArgumentError, UnsupportedFeatureError
-from ..base.features import (Operation, check_can_add_data, column_mapping_mode, normalize_properties,
+from ..base.property_values import checked_properties
+from ..base.features import (Operation, check_can_add_data, column_mapping_mode,
                        protocol_for_new_table)
 from ..base.commit_source import require_through
 from ..base.schema import arrow_to_schema, schema_string, schema_to_arrow, validate_partition_columns
@@ -95,7 +96,7 @@ def plan_write(uri: str, snap: Snapshot | None, data_schema: pa.Schema, mode: st
         cols = validate_partition_columns(schema, partition_by if partition_by is not None else keep)
         conform_to_schema(empty_table(data_schema), schema)
         if snap is None:
-            protocol, stored = protocol_for_new_table(arrow_to_schema(schema), normalize_properties(properties))
+            protocol, stored = protocol_for_new_table(arrow_to_schema(schema), checked_properties(properties))
             metadata = Metadata(str(uuid.uuid4()), schema_string(schema), cols, stored, name, description,
                                 created_time=int((clock or ict.system_clock)()))
             plan = WritePlan(uri, mode, schema, metadata.schema_string, cols, stored, -1, protocol, metadata)
