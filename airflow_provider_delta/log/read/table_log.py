@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from .commit_reader import parse_json_lines, read_listed_commit
-from ..base.commit_source import CommitSource, require_through
+from ..base.commit_source import CommitSource, require_through, serves_catalog
 from ..base.errors import CorruptLogError, InvalidArgumentError
 from ..base.features import Operation
 from .history import history, version_at
@@ -147,12 +147,14 @@ class TableLog:
         return latest
 
     def _check_listable(self, listing: LogListing) -> None:
-        """Without a commit source, the files are the whole truth only if the table is not
-        catalog-managed (:class:`CatalogRequiredError` otherwise). A poll of an unchanged table
-        reads nothing; new commits without a protocol action keep the answer (they are what a
-        poll reads anyway); otherwise the protocol of the latest version is read."""
+        """Unless the commit source is a catalog (it serves ``catalogManaged``), the listing is the
+        whole truth only if the table is not catalog-managed (:class:`CatalogRequiredError`
+        otherwise), the same gate :meth:`snapshot` applies: a commit owner that is not the table's
+        catalog knows nothing of its staged commits. A poll of an unchanged table reads nothing;
+        new commits without a protocol action keep the answer (they are what a poll reads anyway);
+        otherwise the protocol of the latest version is read."""
         latest = listing.latest
-        if self.commit_owner is not None or latest is None or latest == self._listable_version:
+        if serves_catalog(self.commit_owner) or latest is None or latest == self._listable_version:
             return
         known = self._listable_version
         if known is not None and known < latest and not self._protocol_changed(listing, known, latest):
@@ -167,7 +169,7 @@ class TableLog:
             except CorruptLogError:
                 return    # a gap before the latest version: the listing's answer stands, every read refuses
             protocol, _ = load_protocol_metadata(self.storage, segment)
-        require_through(None, protocol, Operation.LIST_VERSIONS, f"{self.uri} at version {latest}")
+        require_through(self.commit_owner, protocol, Operation.LIST_VERSIONS, f"{self.uri} at version {latest}")
         self._listable_version = latest
 
     def _protocol_changed(self, listing: LogListing, known: int, latest: int) -> bool:
