@@ -219,3 +219,23 @@ def test_a_creator_whose_table_another_client_registered_first_is_not_told_it_fa
     with pytest.raises(CommitFailedError) as refused:                      # another table's id: still refused
         catalog.source(str(tmp_path / "elsewhere")).register(other.snapshot().metadata.id)
     assert "already registered" in str(refused.value)
+
+
+def test_a_fresh_latest_version_refuses_a_catalog_table_whose_protocol_is_only_in_a_checkpoint(tmp_path):
+    """The cheap check (the checkpoint's protocol column alone) still sees catalogManaged; a plain
+    table with a checkpoint answers."""
+    catalog = SqlCatalog(f"sqlite:///{tmp_path}/c.db", publish_grace_ms=0)
+    uri = DeltaTable.create(str(tmp_path / "t"), SCHEMA, catalog=catalog).uri
+    for g in ("a", "b"):
+        DeltaTable(uri, catalog=catalog).write(rows(g))
+    DeltaTable(uri, catalog=catalog).checkpoint()
+    DeltaTable(uri, catalog=catalog).write(rows("c"))              # a commit without protocol after it
+    with pytest.raises(CatalogRequiredError):
+        DeltaTable(uri).latest_version()
+    with pytest.raises(CatalogRequiredError):
+        DeltaTable(uri).commits_since(-1)
+    plain = DeltaTable.create(str(tmp_path / "p"), SCHEMA)
+    plain.write(rows("a"))
+    plain.checkpoint()
+    plain.write(rows("b"))
+    assert DeltaTable(plain.uri).latest_version() == 2
