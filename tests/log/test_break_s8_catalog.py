@@ -38,11 +38,6 @@ def groups_in(table: DeltaTable) -> list[str]:
 
 
 # ------------------------------------------------------------------ register()
-@pytest.mark.xfail(strict=True, reason=(
-    "SqlCatalog.register takes over a live table that ANOTHER catalog holds (created through it, "
-    "version 0 only): nothing in the table names its catalog, so both catalogs ratify version 1 "
-    "and the table forks (readers through each catalog see different data; the second writer's "
-    "'successful' commit is never published to _delta_log)"))
 def test_register_refuses_a_table_another_catalog_holds(tmp_path):
     owner = SqlCatalog(f"sqlite:///{tmp_path}/a.db", publish_grace_ms=0)
     other = SqlCatalog(f"sqlite:///{tmp_path}/b.db", publish_grace_ms=0)
@@ -51,11 +46,44 @@ def test_register_refuses_a_table_another_catalog_holds(tmp_path):
         other.register(uri)
     except InvalidTableStateError:
         assert not other.manages(uri)                             # the fix: refused, nothing changed
+        assert owner.register(uri) == DeltaTable(uri, catalog=owner).snapshot().metadata.id   # its own: fine
+        DeltaTable(uri, catalog=owner).write(rows("through-a"))
+        with pytest.raises(InvalidTableStateError):
+            other.register(uri, adopt=True)                       # adopt never takes another catalog's table
+        assert not other.manages(uri)
         return
     DeltaTable(uri, catalog=owner).write(rows("through-a"))
     DeltaTable(uri, catalog=other).write(rows("through-b"))      # no error: b ratified its own version 1
     assert groups_in(DeltaTable(uri, catalog=owner)) == groups_in(DeltaTable(uri, catalog=other)), \
         "the table forked: each catalog serves a different version 1"
+
+
+def test_register_of_a_table_recording_no_catalog_needs_adopt(tmp_path):
+    """A catalog-managed version 0 without the catalog id (what code before the property wrote)
+    is refused, nothing registered, unless the caller adopts it explicitly."""
+    from airflow_provider_delta.log.base.catalog_store.identity import CATALOG_ID_PROPERTY
+    import json
+    creator = SqlCatalog(f"sqlite:///{tmp_path}/a.db", publish_grace_ms=0)
+    uri = DeltaTable.create(str(tmp_path / "t"), SCHEMA, catalog=creator).uri
+    v0 = tmp_path / "t" / "_delta_log" / f"{0:020d}.json"
+    lines = [json.loads(line) for line in v0.read_text().splitlines()]
+    for action in lines:
+        if "metaData" in action:
+            del action["metaData"]["configuration"][CATALOG_ID_PROPERTY]
+    v0.write_text("\n".join(json.dumps(a) for a in lines) + "\n")
+    fresh = SqlCatalog(f"sqlite:///{tmp_path}/b.db", publish_grace_ms=0)
+    with pytest.raises(InvalidTableStateError, match="adopt=True"):
+        fresh.register(uri)
+    assert not fresh.manages(uri)
+    fresh.register(uri, adopt=True)
+    DeltaTable(uri, catalog=fresh).write(rows("adopted"))
+    assert groups_in(DeltaTable(uri, catalog=fresh)) == ["adopted"]
+
+
+def test_catalog_id_is_stable_per_database(tmp_path):
+    a = SqlCatalog(f"sqlite:///{tmp_path}/a.db")
+    assert a.catalog_id == SqlCatalog(f"sqlite:///{tmp_path}/a.db").catalog_id
+    assert a.catalog_id != SqlCatalog(f"sqlite:///{tmp_path}/b.db").catalog_id
 
 
 # ----------------------------------------------------------- CatalogRequiredError
@@ -94,11 +122,6 @@ def test_every_entry_without_the_catalog_refuses_and_changes_nothing(tmp_path):
     assert not (tmp_path / "clone").exists()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "latest_version() of a catalog-managed table opened with a commit owner that is not its catalog "
-    "(any CommitOwner, e.g. an InMemoryCommitOwner or another SqlCommitOwner) answers from the "
-    "_delta_log listing instead of refusing: _check_listable skips every table with a commit_owner; "
-    "snapshot() of the same object refuses, so the two disagree"))
 @pytest.mark.parametrize("owner_kind", ["memory", "sql"])
 def test_latest_version_through_a_foreign_commit_owner_refuses(tmp_path, owner_kind):
     catalog = SqlCatalog(f"sqlite:///{tmp_path}/c.db", publish_grace_ms=0)
@@ -196,3 +219,23 @@ def test_a_creator_whose_table_another_client_registered_first_is_not_told_it_fa
     with pytest.raises(CommitFailedError) as refused:                      # another table's id: still refused
         catalog.source(str(tmp_path / "elsewhere")).register(other.snapshot().metadata.id)
     assert "already registered" in str(refused.value)
+
+
+def test_a_fresh_latest_version_refuses_a_catalog_table_whose_protocol_is_only_in_a_checkpoint(tmp_path):
+    """The cheap check (the checkpoint's protocol column alone) still sees catalogManaged; a plain
+    table with a checkpoint answers."""
+    catalog = SqlCatalog(f"sqlite:///{tmp_path}/c.db", publish_grace_ms=0)
+    uri = DeltaTable.create(str(tmp_path / "t"), SCHEMA, catalog=catalog).uri
+    for g in ("a", "b"):
+        DeltaTable(uri, catalog=catalog).write(rows(g))
+    DeltaTable(uri, catalog=catalog).checkpoint()
+    DeltaTable(uri, catalog=catalog).write(rows("c"))              # a commit without protocol after it
+    with pytest.raises(CatalogRequiredError):
+        DeltaTable(uri).latest_version()
+    with pytest.raises(CatalogRequiredError):
+        DeltaTable(uri).commits_since(-1)
+    plain = DeltaTable.create(str(tmp_path / "p"), SCHEMA)
+    plain.write(rows("a"))
+    plain.checkpoint()
+    plain.write(rows("b"))
+    assert DeltaTable(plain.uri).latest_version() == 2

@@ -13,11 +13,13 @@ import shutil
 
 import pyarrow as pa
 import pytest
+import sqlalchemy as sa
 
 from airflow_provider_delta.log import (
     ConcurrentModificationError, DeltaTable, GroupCommitError, InvalidArgumentError, InvalidTableStateError,
     SqlCatalog, UnsupportedFeatureError,
 )
+from airflow_provider_delta.log.base.catalog_store.schema import tables as catalog_tables
 from airflow_provider_delta.log.base.catalog_store.store import StaleMembers
 from airflow_provider_delta.log.base.catalog_store.table_source import write_staged
 from airflow_provider_delta.log.base.names import STAGED_COMMITS_DIR, commit_path
@@ -445,10 +447,18 @@ def test_tables_are_one_table_whatever_the_spelling_of_their_location(catalog, t
 
 
 # ------------------------------------------------- finishing a creation cut short
-def half_created(tmp_path, name: str) -> DeltaTable:
-    """A catalog-managed table whose version 0 is published but which the test's catalog never
-    registered: what a creator killed between publishing version 0 and registering leaves (the
-    version 0 file does not name its catalog, so one created through a throw-away catalog is the same)."""
+def half_created(catalog: SqlCatalog, tmp_path, name: str) -> DeltaTable:
+    """A catalog-managed table whose version 0 is published (naming ``catalog``) but which
+    ``catalog`` never registered: what a creator killed between publishing version 0 and
+    registering leaves (its registration row is deleted here, as if it had never been written)."""
+    table = DeltaTable.create(str(tmp_path / name), SCHEMA, catalog=catalog)
+    with catalog.store.db.engine.begin() as conn:
+        conn.execute(sa.delete(catalog_tables).where(catalog_tables.c.table_id == table.snapshot().metadata.id))
+    return table
+
+
+def created_elsewhere(tmp_path, name: str) -> DeltaTable:
+    """A catalog-managed version 0 created through another (throw-away) catalog."""
     elsewhere = SqlCatalog(f"sqlite:///{tmp_path}/{name}-creator.db")
     table = DeltaTable.create(str(tmp_path / name), SCHEMA, catalog=elsewhere)
     elsewhere.dispose()
@@ -456,7 +466,7 @@ def half_created(tmp_path, name: str) -> DeltaTable:
 
 
 def test_register_finishes_a_table_whose_creation_was_cut_short(catalog, tmp_path):
-    t = half_created(tmp_path, "a")
+    t = half_created(catalog, tmp_path, "a")
     with pytest.raises(InvalidTableStateError, match="not registered"):
         DeltaTable(t.uri, catalog=catalog).write(rows("x"))
     table_id = catalog.register(t.uri)
@@ -482,7 +492,7 @@ def test_register_refuses_anything_but_an_unregistered_version_zero_catalog_tabl
     elsewhere.dispose()
     (mine,) = make(catalog, tmp_path, "mine")
     shutil.rmtree(tmp_path / "mine")                            # dropped, and another table created there
-    half_created(tmp_path, "mine")
+    created_elsewhere(tmp_path, "mine")
     with pytest.raises(InvalidTableStateError, match="holds another table"):
         catalog.register(mine.uri)
     assert [catalog.manages(u) for u in (plain.uri, moved_on.uri)] == [False, False]    # nothing registered

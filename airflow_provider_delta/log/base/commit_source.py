@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol, Sequence, runtime_checkable
 
-from .features import Operation, require
+from .features import CATALOG_MANAGED_FEATURES, Operation, require
 
 if TYPE_CHECKING:
     from .actions import Protocol as DeltaProtocol
@@ -72,6 +72,12 @@ class CommitCoordinator(CommitSource, Protocol):
     def commit(self, storage: Any, table_id: str, version: int, actions: bytes,
                commit_timestamp: int) -> Any:
         """Commit ``actions`` as ``version`` of the table."""
+
+
+def serves_catalog(source: CommitSource | None) -> bool:
+    """Whether ``source`` is a catalog of catalog-managed tables (it serves every
+    ``catalogManaged`` reader feature), not merely a commit owner or nothing."""
+    return source is not None and CATALOG_MANAGED_FEATURES <= source.served_reader_features
 
 
 def require_through(source: CommitSource | None, protocol: "DeltaProtocol", operation: Operation,

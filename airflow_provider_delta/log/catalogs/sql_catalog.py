@@ -16,6 +16,7 @@ import itertools
 import uuid
 from typing import Any, Iterable
 
+from ..base.catalog_store.identity import require_this_catalog
 from ..base.catalog_store.pinned import PinnedTableSource
 from ..base.catalog_store.records import ABORTED
 from ..base.catalog_store.store import CatalogStore
@@ -105,7 +106,12 @@ class SqlCatalog:
             log_ = self._logs[key] = TableLog(uri, self.storage_options, commit_owner=self.source(uri))
         return log_
 
-    def register(self, uri: str) -> str:
+    @property
+    def catalog_id(self) -> str:
+        """This catalog's stable id (kept in its database), recorded by every table created through it."""
+        return self.store.catalog_id()
+
+    def register(self, uri: str, adopt: bool = False) -> str:
         """Finish creating the catalog-managed table at ``uri`` whose creator died between publishing
         version 0 and registering it (the table then exists in storage but no client can use it);
         returns its table id. Idempotent: a table already registered here under this URI is fine.
@@ -114,7 +120,10 @@ class SqlCatalog:
         its id and URI unknown to this catalog. Anything else is refused and nothing changes:
         :class:`TableNotFoundError` (no table), :class:`InvalidTableStateError` (not catalog-managed,
         versions after 0 whose ratification no catalog recorded, or an id or URI registered for
-        another table). To clean such a table up instead, delete its directory.
+        another table, or a table that records another catalog's id: taking that would fork it).
+        A table that records no catalog (created before tables recorded it) is refused unless
+        ``adopt=True``: pass it only when you know no other catalog holds the table. To clean such a
+        table up instead, delete its directory.
         """
         log_ = TableLog(uri, self.storage_options)
         listing = log_.listing()
@@ -132,6 +141,7 @@ class SqlCatalog:
         if other is not None:
             raise InvalidTableStateError(f"catalog {self.name} holds another table (id {other.table_id}) at "
                                          f"{log_.uri}; the table there now has id {metadata.id}")
+        require_this_catalog(log_.uri, metadata.configuration, self.catalog_id, adopt)
         if not self.store.register(metadata.id, table_uri, 0):     # another client registered it meanwhile
             now = self.store.table(metadata.id)
             if now is None or now.table_uri != table_uri:

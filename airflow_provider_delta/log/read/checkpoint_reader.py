@@ -181,6 +181,19 @@ def _stats_from_parsed(pf: ParquetFile, fa: pa.Table) -> pa.Table:
     return fa.set_column(fa.schema.get_field_index("stats"), "stats", pa.array(stats, pa.string()))
 
 
+def read_checkpoint_protocol(storage: "Storage", files: list[LogFile], version: int) -> Any:
+    """The raw ``protocol`` action of the checkpoint of ``version`` (None if it has none): of a
+    parquet checkpoint only the ``protocol`` column is read, from the row groups whose statistics
+    say it holds a value; what the catalog-managed check of a fresh ``latest_version()`` needs
+    (reading ``metaData`` too cost a sensor poke ten times the listing on a wide checkpoint)."""
+    if any(f.fmt == "json" for f in files):
+        return read_checkpoint(storage, files, version, with_files=False).protocol
+    protocol = None
+    for f in files:
+        protocol = _non_file_actions(_open_parquet(storage, f.path), ["protocol"]).protocol or protocol
+    return protocol
+
+
 def read_checkpoint(storage: "Storage", files: list[LogFile], version: int,
                     with_files: bool, partition_columns: tuple[str, ...] = (),
                     with_protocol_metadata: bool = True) -> CheckpointContent:

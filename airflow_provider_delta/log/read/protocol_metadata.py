@@ -13,7 +13,7 @@ import re
 from typing import Any
 
 from ..base.actions import Metadata, Protocol
-from .checkpoint_reader import read_checkpoint
+from .checkpoint_reader import read_checkpoint, read_checkpoint_protocol
 from .commit_reader import CommitBlobs, read_blobs
 from ..base.errors import CorruptLogError
 from .segment import LogSegment
@@ -95,6 +95,24 @@ def load_protocol_metadata(storage: Storage, segment: LogSegment,
         protocol = protocol if protocol is not None else cp.protocol
         metadata = metadata if metadata is not None else cp.metadata
     return parse_protocol_metadata(protocol, metadata, f"{storage.uri} at version {segment.version}")
+
+
+def load_protocol(storage: Storage, segment: LogSegment) -> Protocol:
+    """The protocol alone of the segment's version: the newest commit carrying one, else only the
+    checkpoint's ``protocol`` column (not ``metaData``). Cheaper than
+    :func:`load_protocol_metadata` when the metadata is not needed (a listing's feature check)."""
+    protocol, _ = newest_protocol_metadata(read_blobs(storage, segment.commits))
+    if protocol is None and segment.checkpoint_files:
+        protocol = read_checkpoint_protocol(storage, segment.checkpoint_files, segment.checkpoint_version or 0)
+    where = f"{storage.uri} at version {segment.version}"
+    if protocol is not None and not isinstance(protocol, dict):
+        raise CorruptLogError(f"{where}: the protocol action is not a JSON object")
+    if protocol is None:
+        raise CorruptLogError(f"{where}: No protocol found in the log (the table is corrupt)")
+    try:
+        return Protocol.from_json(protocol)
+    except (TypeError, ValueError, AttributeError) as e:
+        raise CorruptLogError(f"{where}: malformed protocol action ({e})") from None
 
 
 def parse_protocol_metadata(protocol: Any, metadata: Any, where: str) -> tuple[Protocol, Metadata]:

@@ -13,14 +13,14 @@ from __future__ import annotations
 from typing import Any
 
 from .commit_reader import parse_json_lines, read_listed_commit
-from ..base.commit_source import CommitSource, require_through
+from ..base.commit_source import CommitSource, require_through, serves_catalog
 from ..base.errors import CorruptLogError, InvalidArgumentError
 from ..base.features import Operation
 from .history import history, version_at
 from .listing import LogListing, list_log
 from ..base.names import commit_path
 from .new_commits import CommitsSince, read_commits_since
-from .protocol_metadata import PROTOCOL_LINE, last_line_match, load_protocol_metadata
+from .protocol_metadata import PROTOCOL_LINE, last_line_match, load_protocol, load_protocol_metadata
 from .segment import build_segment
 from .snapshot import Snapshot, load_snapshot
 from ..base.storage import Storage
@@ -135,24 +135,30 @@ class TableLog:
         return snap
 
     def latest_version(self) -> int:
-        """The newest version, from a directory listing (plus the commit source's tail): no file is read.
+        """The newest version, from a directory listing (plus the commit source's tail).
 
-        After the first call only the files from the newest version seen on are listed.
+        After the first call only the files from the newest version seen on are listed. Without
+        a catalog, the protocol is read once (the catalog-managed check) and again only after a
+        commit carrying a protocol action.
         """
+        full = self._known_backfilled is None     # a fresh object lists all of _delta_log
         listing = self.new_listing()
         if listing.latest is None:
             build_segment(self.storage, listing)  # raises the right TableNotFoundError
         latest = int(listing.latest)  # type: ignore[arg-type]
-        self._check_listable(listing)
+        self._check_listable(listing, full)
         return latest
 
-    def _check_listable(self, listing: LogListing) -> None:
-        """Without a commit source, the files are the whole truth only if the table is not
-        catalog-managed (:class:`CatalogRequiredError` otherwise). A poll of an unchanged table
-        reads nothing; new commits without a protocol action keep the answer (they are what a
-        poll reads anyway); otherwise the protocol of the latest version is read."""
+    def _check_listable(self, listing: LogListing, full: bool = False) -> None:
+        """Unless the commit source is a catalog (it serves ``catalogManaged``), the listing is the
+        whole truth only if the table is not catalog-managed (:class:`CatalogRequiredError`
+        otherwise), the same gate :meth:`snapshot` applies: a commit owner that is not the table's
+        catalog knows nothing of its staged commits. A poll of an unchanged table reads nothing;
+        new commits without a protocol action keep the answer (they are what a poll reads anyway);
+        otherwise the protocol of the latest version is read (only the protocol: of a checkpoint,
+        its ``protocol`` column), from ``listing`` when it is a ``full`` one, else a new full one."""
         latest = listing.latest
-        if self.commit_owner is not None or latest is None or latest == self._listable_version:
+        if serves_catalog(self.commit_owner) or latest is None or latest == self._listable_version:
             return
         known = self._listable_version
         if known is not None and known < latest and not self._protocol_changed(listing, known, latest):
@@ -163,11 +169,11 @@ class TableLog:
             protocol = cached.protocol
         else:
             try:
-                segment = build_segment(self.storage, self.listing(), latest)
+                segment = build_segment(self.storage, listing if full else self.listing(), latest)
             except CorruptLogError:
                 return    # a gap before the latest version: the listing's answer stands, every read refuses
-            protocol, _ = load_protocol_metadata(self.storage, segment)
-        require_through(None, protocol, Operation.LIST_VERSIONS, f"{self.uri} at version {latest}")
+            protocol = load_protocol(self.storage, segment)
+        require_through(self.commit_owner, protocol, Operation.LIST_VERSIONS, f"{self.uri} at version {latest}")
         self._listable_version = latest
 
     def _protocol_changed(self, listing: LogListing, known: int, latest: int) -> bool:
@@ -226,5 +232,5 @@ class TableLog:
         if version < -1:
             raise InvalidArgumentError(f"version must be -1 or more, got {version}")
         listing = self.new_listing(version) if version >= 0 else self.listing()
-        self._check_listable(listing)
+        self._check_listable(listing, full=version < 0)
         return read_commits_since(self.storage, listing, version)

@@ -31,6 +31,7 @@ import pyarrow as pa
 from ..base import ict
 from ..base.actions import Metadata, Protocol
 from ..base.catalog_store.table_source import CatalogTableSource
+from ..base.catalog_store.identity import CATALOG_ID_PROPERTY
 from ..base.commit_owner.base import CommitOwner
 from ..base.commit_owner.conf import dumps_owner_conf
 from ..base.errors import ConcurrentModificationError, InvalidArgumentError, TableAlreadyExistsError
@@ -136,6 +137,7 @@ def create_table(table: TableLog, schema: Any, partition_by: Iterable[str] = (),
     props = checked_properties(properties)
     if catalog is not None:
         props[ict.ENABLE_PROPERTY] = "true"     # catalog-managed tables need in-commit timestamps
+        props[CATALOG_ID_PROPERTY] = catalog.store.catalog_id()   # which catalog holds it (register checks)
     elif commit_owner is not None:
         props.update(owner_properties(commit_owner))
         props[ict.ENABLE_PROPERTY] = "true"

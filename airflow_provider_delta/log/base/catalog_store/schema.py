@@ -8,7 +8,8 @@ tell a ratified staged file from a rejected one. ``delta_catalog_groups``: multi
 transactions, their state (open, staged, ratified, aborted) and their members.
 ``delta_catalog_tombstones``: staged files that cleanup decided are abandoned; a
 ratification naming one is refused in the same database transaction, so a file is
-never deleted and ratified both.
+never deleted and ratified both. ``delta_catalog_identity``: the catalog's own id (one row,
+made once), which every table created through it records (:mod:`.identity`).
 """
 from __future__ import annotations
 
@@ -52,6 +53,12 @@ tombstones = schema.table(
     table_key(),
     sa.Column("file_name", sa.String(255), primary_key=True),
     number("deleted_ms"),
+)
+
+identity = schema.table(
+    "delta_catalog_identity",
+    sa.Column("name", sa.String(64), primary_key=True),
+    sa.Column("value", sa.String(64), nullable=False),
 )
 
 

@@ -15,6 +15,7 @@ tables cannot deadlock each other on PostgreSQL.
 """
 from __future__ import annotations
 
+import uuid
 from typing import Any, Iterable, Sequence
 
 import sqlalchemy as sa
@@ -25,7 +26,7 @@ from ..commit_owner.sql_engine import UNREACHABLE, SqlDatabase
 from ..errors import CatalogUnavailableError, CommitOutcomeUnknownError, InvalidArgumentError
 from .records import (ABORTED, OPEN, RATIFIED, STAGED, now_ms, GroupMember, GroupRecord, TableRecord, TableView,
                       dumps_members, loads_members)
-from .schema import commits, ensure_schema, groups, tables, tombstones
+from .schema import commits, ensure_schema, groups, identity, tables, tombstones
 
 
 class StaleMembers(Exception):
@@ -47,6 +48,29 @@ class CatalogStore:
             ensure_schema(self.db.engine)
         except UNREACHABLE as e:
             raise self.db.unavailable(e) from None
+
+    def catalog_id(self) -> str:
+        """This catalog's stable id, made (a random UUID) by the first client that asks and kept in
+        the database: the same for every client of the database, different for every database."""
+        cached = getattr(self, "_catalog_id", None)
+        if cached is None:
+            cached = self._catalog_id = self._read_or_make_id()
+        return cached
+
+    def _read_or_make_id(self) -> str:
+        query = sa.select(identity.c.value).where(identity.c.name == "catalog_id")
+        with self.db.retry_safe(), self.db.tx(write=False) as conn:
+            known = conn.execute(query).scalar()
+        if known is not None:
+            return known
+        try:
+            with self.db.retry_safe(), self.db.tx(write=True) as conn:
+                if conn.execute(query).scalar() is None:
+                    conn.execute(sa.insert(identity).values(name="catalog_id", value=str(uuid.uuid4())))
+        except sa.exc.IntegrityError:
+            pass                          # another client made it first: theirs is the id
+        with self.db.retry_safe(), self.db.tx(write=False) as conn:
+            return conn.execute(query).scalar_one()
 
     # ------------------------------------------------------------------ tables
     def register(self, table_id: str, table_uri: str, version: int) -> bool:
