@@ -160,3 +160,21 @@ def test_vacuum_keeps_a_live_link_to_outside_and_a_dangling_live_link(tmp_path):
     deleted = vacuum(DeltaTable(str(real)), dry_run=False, retention_hours=0, enforce_retention=False)["files_deleted"]
     assert "alias.parquet" not in deleted and (outside / "o.parquet").exists()
     assert os.path.exists(real / "alias.parquet")
+
+
+@pytest.mark.xfail(strict=True, reason="3afb63f: only DV adds and RESTORE/CLONE adds are spelled like the live file; "
+                   "a plain re-add of a live file (dataChange=false, e.g. recomputed stats, or commit_files of an "
+                   "existing path) of Delta Spark's raw non-ASCII file is written percent-encoded, so delta-rs (and "
+                   "Delta Spark) see two live files and the file's rows twice")
+def test_a_plain_re_add_of_a_spark_file_keeps_its_spelling(copy_table):
+    from deltalake import DeltaTable as RsTable
+    devil = ("letter=b/date=1970-01-01/data=😈/"
+             "part-00000-b300ccc0-7096-4f4f-acf9-3811211dca3e.c000.snappy.parquet")
+    path = copy_table("dat/multi_partitioned/delta")
+    table = DeltaTable(str(path))
+    rows_before = RsTable(str(path)).to_pyarrow_table().num_rows
+    [row] = [r for r in table.snapshot().files().to_pylist() if r["path"] == devil]
+    txn = table.transaction(operation="COMPUTE STATS")
+    txn.add_file(AddFile(devil, row["size"], dict(row["partition_values"]), row["modification_time"], False, row["stats"]))
+    txn.commit()
+    assert RsTable(str(path)).to_pyarrow_table().num_rows == rows_before
