@@ -162,10 +162,6 @@ def test_vacuum_keeps_a_live_link_to_outside_and_a_dangling_live_link(tmp_path):
     assert os.path.exists(real / "alias.parquet")
 
 
-@pytest.mark.xfail(strict=True, reason="3afb63f: only DV adds and RESTORE/CLONE adds are spelled like the live file; "
-                   "a plain re-add of a live file (dataChange=false, e.g. recomputed stats, or commit_files of an "
-                   "existing path) of Delta Spark's raw non-ASCII file is written percent-encoded, so delta-rs (and "
-                   "Delta Spark) see two live files and the file's rows twice")
 def test_a_plain_re_add_of_a_spark_file_keeps_its_spelling(copy_table):
     from deltalake import DeltaTable as RsTable
     devil = ("letter=b/date=1970-01-01/data=😈/"
