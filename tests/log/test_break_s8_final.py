@@ -131,9 +131,6 @@ def _table_with_a_live_link(tmp_path, make_links):
     return real
 
 
-@pytest.mark.xfail(strict=True, reason="9e2cd66: a live file that is a link to a link (alias.parquet -> "
-                   "mid.parquet -> realdir/x.parquet) keeps only the final target: vacuum deletes the "
-                   "unreferenced intermediate link and the live path dangles (the table no longer reads)")
 def test_vacuum_keeps_every_link_between_a_live_path_and_its_file(tmp_path):
     from airflow_provider_delta.log.maintenance.vacuum import vacuum
 
