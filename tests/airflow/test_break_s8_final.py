@@ -41,9 +41,6 @@ def test_a_retried_clone_of_another_version_is_not_taken_for_its_own(make_table,
     assert DeltaTable(target).latest_version() == 0
 
 
-@pytest.mark.xfail(strict=True, reason="437bb40: a mapped Spark task's default appId is 'dag.load[1]@<interval>', "
-                   "but the sensor/trigger app_id filter 'dag.load' (documented: 'match the per-interval ids of a "
-                   "task') matches only 'dag.load@...': a sensor waiting for a mapped load never sees its commits")
 def test_the_app_id_filter_of_a_task_matches_its_mapped_instances_commits(make_table):
     from airflow_provider_delta.hooks.commits import CommitWatch
     table = make_table(commits=0)
@@ -54,3 +51,6 @@ def test_the_app_id_filter_of_a_task_matches_its_mapped_instances_commits(make_t
     watch = CommitWatch(after_version=0, app_id="dag.load")
     watch.poll(table)
     assert [c["version"] for c in watch.commits] == [1]
+    from airflow_provider_delta.hooks.run_identity import app_id_matches
+    assert app_id_matches("dag.load", "dag.load[12]") and app_id_matches("dag.load", "dag.load@x")
+    assert not app_id_matches("dag.load", "dag.load[1]x@y") and not app_id_matches("dag.load", "dag.loader@x")
