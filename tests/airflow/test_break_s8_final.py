@@ -56,9 +56,6 @@ def test_the_app_id_filter_of_a_task_matches_its_mapped_instances_commits(make_t
     assert not app_id_matches("dag.load", "dag.load[1]x@y") and not app_id_matches("dag.load", "dag.loader@x")
 
 
-@pytest.mark.xfail(strict=True, reason="06d48ee: clipped() promises an item 'as a whole within MAX_ITEM_BYTES' but the "
-                   "fallback keeps every plain value: 64 texts of 1 KB (each within MAX_TEXT) stay ~66 KB; a list "
-                   "item is never checked against the bound at all")
 @pytest.mark.parametrize("item", [
     {f"param{i}": "p" * 1000 for i in range(64)},
     [{"k": "p" * 1000}] * 64,
@@ -68,8 +65,6 @@ def test_a_clipped_item_stays_within_its_byte_bound(item):
     assert json_size(clipped(item)) <= MAX_ITEM_BYTES + 512
 
 
-@pytest.mark.xfail(strict=True, reason="06d48ee: bytes are not texts to clipped(): a 100 KB bytes value passes whole "
-                   "(and is no JSON for Airflow's XCom either)")
 def test_a_clipped_item_with_bytes_stays_within_its_byte_bound():
     from airflow_provider_delta.hooks.payloads import MAX_ITEM_BYTES, clipped, json_size
     assert json_size(clipped({"blob": b"x" * 100_000})) <= MAX_ITEM_BYTES + 512
