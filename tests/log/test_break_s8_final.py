@@ -188,3 +188,16 @@ def test_restored_metadata_over_files_of_another_version_is_refused(tmp_path):
         with t.transaction(operation="RESTORE") as txn:
             txn.set_metadata(of_v1, of_restored_version=v1)
     assert DeltaTable(root).latest_version() == before
+
+
+@pytest.mark.xfail(strict=True, reason="008e6b6: known delta.* values are checked in create and set_properties but not "
+                   "in set_metadata: a configuration with delta.logRetentionDuration='None' commits, and every "
+                   "metadata cleanup of the table fails from then on")
+def test_set_metadata_checks_known_property_values(tmp_path):
+    from airflow_provider_delta.log import InvalidArgumentError
+    t = DeltaTable.create(str(tmp_path / "t"), pa.schema([("id", pa.int64())]))
+    m = t.snapshot().metadata
+    with pytest.raises(InvalidArgumentError):
+        with t.transaction(operation="SET TBLPROPERTIES") as txn:
+            txn.set_metadata(m.with_configuration({"delta.logRetentionDuration": "None"}))
+    assert DeltaTable(t.uri).latest_version() == 0
