@@ -190,9 +190,6 @@ def test_restored_metadata_over_files_of_another_version_is_refused(tmp_path):
     assert DeltaTable(root).latest_version() == before
 
 
-@pytest.mark.xfail(strict=True, reason="008e6b6: known delta.* values are checked in create and set_properties but not "
-                   "in set_metadata: a configuration with delta.logRetentionDuration='None' commits, and every "
-                   "metadata cleanup of the table fails from then on")
 def test_set_metadata_checks_known_property_values(tmp_path):
     from airflow_provider_delta.log import InvalidArgumentError
     t = DeltaTable.create(str(tmp_path / "t"), pa.schema([("id", pa.int64())]))
