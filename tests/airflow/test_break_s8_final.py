@@ -81,9 +81,6 @@ def _written_add(root: str, name: str, value: int) -> dict:
             "modification_time": 1, "data_change": True, "stats": json.dumps({"numRecords": 1})}
 
 
-@pytest.mark.xfail(strict=True, reason="2fe91c7: DeltaTableHook.commit_files documents app_id + txn_version as making "
-                   "the commit exactly once, but it only records the txn: a retried @task committing the same files "
-                   "under the same (app_id, txn_version) commits them again (Delta Spark's txnAppId/txnVersion skip)")
 def test_commit_files_with_a_recorded_txn_version_commits_nothing(make_table):
     from airflow_provider_delta.hooks.delta_table import DeltaTableHook
     table = make_table(commits=0)
