@@ -198,3 +198,18 @@ def test_set_metadata_checks_known_property_values(tmp_path):
         with t.transaction(operation="SET TBLPROPERTIES") as txn:
             txn.set_metadata(m.with_configuration({"delta.logRetentionDuration": "None"}))
     assert DeltaTable(t.uri).latest_version() == 0
+
+
+@pytest.mark.xfail(strict=True, reason="238fbba: az:// and abfs:// (one adlfs file system) map to two stores: a log path "
+                   "az://c/t/x in the table abfs://c/t is placed outside it (vacuum would delete it)")
+def test_az_and_abfs_are_one_store():
+    """adlfs serves abfs://, abfss:// and az:// as one file system (AzureBlobFileSystem.protocol): a log
+    path spelled az://c/t/x in the table abfs://c/t is the table's file (vacuum must keep it), and a
+    clone at az://c/t/clone lies inside the source abfs://c/t. They were mapped to two stores ('az' and
+    'abfs'), so the path was placed outside the table, where vacuum does not protect it."""
+    import adlfs
+    from airflow_provider_delta.log.base.storage import Storage
+    from airflow_provider_delta.log.read.data_paths import store_of_scheme, table_relative
+    assert len({store_of_scheme(p) for p in adlfs.AzureBlobFileSystem.protocol}) == 1
+    root = Storage("abfs://c/t", {"account_name": "devstoreaccount1", "anon": True})
+    assert table_relative(root, "az://c/t/a.parquet") == "a.parquet"
