@@ -200,8 +200,6 @@ def test_set_metadata_checks_known_property_values(tmp_path):
     assert DeltaTable(t.uri).latest_version() == 0
 
 
-@pytest.mark.xfail(strict=True, reason="238fbba: az:// and abfs:// (one adlfs file system) map to two stores: a log path "
-                   "az://c/t/x in the table abfs://c/t is placed outside it (vacuum would delete it)")
 def test_az_and_abfs_are_one_store():
     """adlfs serves abfs://, abfss:// and az:// as one file system (AzureBlobFileSystem.protocol): a log
     path spelled az://c/t/x in the table abfs://c/t is the table's file (vacuum must keep it), and a
