@@ -7,10 +7,6 @@ import pytest
 from airflow_provider_delta.log import DeltaTable, TableAlreadyExistsError
 
 
-@pytest.mark.xfail(strict=True, reason="06439fe: earlier_try_commit matches dag_id/task_id/run_id only, not the map "
-                   "index nor the source: a mapped clone whose instance [1] targets the table instance [0] cloned "
-                   "from another source takes [0]'s commit as its own and reports a clone of its source that never "
-                   "happened (instead of TableAlreadyExistsError)")
 def test_a_mapped_sibling_clone_into_the_same_target_is_not_taken_for_an_earlier_try(make_table, make_context, tmp_path):
     from airflow_provider_delta.operators import DeltaCloneOperator
     a = make_table("a", commits=1)
@@ -25,9 +21,6 @@ def test_a_mapped_sibling_clone_into_the_same_target_is_not_taken_for_an_earlier
         DeltaCloneOperator(task_id="clone", source_uri=b.storage.root, table_uri=target).execute(second)
 
 
-@pytest.mark.xfail(strict=True, reason="06439fe: a retried clone accepts the earlier try's clone without comparing "
-                   "the source version: a retry asked for version 2 (its template rendered anew) reports the "
-                   "earlier try's clone of version 1 as done")
 def test_a_retried_clone_of_another_version_is_not_taken_for_its_own(make_table, make_context, tmp_path):
     from airflow_provider_delta.operators import DeltaCloneOperator
     src = make_table("a", commits=2)
@@ -91,3 +84,18 @@ def test_commit_files_with_a_recorded_txn_version_commits_nothing(make_table):
     again = hook.commit_files(table.uri, add=[_written_add(root, "a-retry.parquet", 1)], app_id="loader", txn_version=5)
     assert again == first
     assert DeltaTable(table.uri).snapshot().to_pyarrow().num_rows == 1
+
+
+def test_a_mapped_spark_applications_run_marker_names_its_instance(make_context):
+    """The map index now in commitInfo.job (job_info) reaches the Delta Spark run marker too, so a
+    mapped DeltaSparkApplicationOperator retry still recognises its own commit, and only its own."""
+    from airflow_provider_delta.operators.base import job_info, same_task_run
+    from airflow_provider_delta.spark.delta_job import DeltaJobContext, parse_run_marker
+    mine = make_context("load")
+    mine["ti"].map_index = 1
+    sibling = make_context("load")
+    sibling["ti"].map_index = 0
+    ctx = DeltaJobContext(input_table_uri=None, input_version=None, output_table_uri="/tmp/out",
+                          txn_app_id="d.load[1]@x", txn_version=1, job=job_info(mine))
+    origin = parse_run_marker(ctx.run_marker)
+    assert same_task_run(origin, mine) and not same_task_run(origin, sibling)
