@@ -20,11 +20,9 @@ def _add(path: str) -> AddFile:
     return AddFile(path, 1, {}, 1, True, json.dumps({"numRecords": 1}))
 
 
-def _orphan_below_checkpoint(tmp_path):
-    """The state bafbf34 leaves on purpose: commits 0-3 written two hours ago, checkpoint 4, a
-    transaction pinned to version 0 whose put of version 1 raced the cleanup of 0-3 (the committer
-    raised InvalidCommittedVersionError) and whose commit file stays below checkpoint 4.
-    Returns the table's root and the epoch-ms time just after commit 4."""
+def _four_commits_and_checkpoint(tmp_path):
+    """Our writer's table: version 0 (create), four one-file commits (1-4), a checkpoint at 4;
+    returns the table, its root and its log directory."""
     root = str(tmp_path / "t")
     t = DeltaTable.create(root, pa.schema([("id", pa.int64())]))
     t.auto_checkpoint = False
@@ -33,6 +31,15 @@ def _orphan_below_checkpoint(tmp_path):
             txn.add_file(_add(f"f{i}.parquet"))
     t.checkpoint()
     log_dir = os.path.join(root, LOG)
+    return t, root, log_dir
+
+
+def _orphan_below_checkpoint(tmp_path):
+    """The state bafbf34 leaves on purpose: commits 0-3 written two hours ago, checkpoint 4, a
+    transaction pinned to version 0 whose put of version 1 raced the cleanup of 0-3 (the committer
+    raised InvalidCommittedVersionError) and whose commit file stays below checkpoint 4.
+    Returns the table's root and the epoch-ms time just after commit 4."""
+    t, root, log_dir = _four_commits_and_checkpoint(tmp_path)
     base = time.time() - 7200
     for name in os.listdir(log_dir):
         if name[:20].isdigit():
@@ -91,14 +98,7 @@ def test_deltalake_time_travel_breaks_on_a_refused_commit_below_the_checkpoint(t
                    "the committer reports success for a commit no reader lists (silent loss)")
 def test_a_hole_in_the_same_second_as_the_checkpoint_is_missed(tmp_path):
     from airflow_provider_delta.log.write.commit_successor import landed_below_newer_log
-    root = str(tmp_path / "t")
-    t = DeltaTable.create(root, pa.schema([("id", pa.int64())]))
-    t.auto_checkpoint = False
-    for i in range(4):
-        with t.transaction() as txn:
-            txn.add_file(_add(f"f{i}.parquet"))
-    t.checkpoint()
-    log_dir = os.path.join(root, LOG)
+    t, root, log_dir = _four_commits_and_checkpoint(tmp_path)
     for v in (0, 1, 2, 3):                      # cleanup below checkpoint 4, oldest first
         os.remove(os.path.join(log_dir, f"{v:020d}.json"))
     with open(os.path.join(log_dir, f"{1:020d}.json"), "w") as f:   # the racing put of version 1
