@@ -99,3 +99,36 @@ def test_a_mapped_spark_applications_run_marker_names_its_instance(make_context)
                           txn_app_id="d.load[1]@x", txn_version=1, job=job_info(mine))
     origin = parse_run_marker(ctx.run_marker)
     assert same_task_run(origin, mine) and not same_task_run(origin, sibling)
+
+
+_MAPPED_ROLLBACK_DAG = '''
+import datetime as dt
+import os
+
+from airflow.sdk import DAG, task
+
+from airflow_provider_delta.operators import DeltaRestoreOperator
+
+with DAG("mapped_rollback", schedule=None, start_date=dt.datetime(2026, 1, 1), catchup=False):
+    @task
+    def guards():
+        return [None]          # the load pushed no version: no guard to give
+
+    DeltaRestoreOperator.partial(task_id="rollback", table_uri=os.environ["TABLE"], version="1").expand(
+        expected_version=guards())
+'''
+
+
+@pytest.mark.airflow
+@pytest.mark.xfail(strict=True, reason="2fe91c7: expected_version defaults to None, so a mapped rollback whose guard "
+                   "resolves to None (the load pushed no version) is built as unguarded and restores, undoing later "
+                   "commits; input_manifest_uri got a NOT_GIVEN default for exactly this, expected_version did not")
+def test_a_mapped_rollback_whose_guard_resolves_to_none_is_refused(make_table, run_dag, tmp_path):
+    dags = tmp_path / "dags"
+    dags.mkdir()
+    (dags / "mapped_rollback.py").write_text(_MAPPED_ROLLBACK_DAG)
+    table = make_table(commits=2)
+    before = table.latest_version()
+    report = run_dag("mapped_rollback", env={"TABLE": table.uri}, dags_folder=dags)
+    assert DeltaTable(table.uri).latest_version() == before
+    assert report.tasks["rollback"] == "failed"
