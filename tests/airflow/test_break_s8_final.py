@@ -120,9 +120,6 @@ with DAG("mapped_rollback", schedule=None, start_date=dt.datetime(2026, 1, 1), c
 
 
 @pytest.mark.airflow
-@pytest.mark.xfail(strict=True, reason="2fe91c7: expected_version defaults to None, so a mapped rollback whose guard "
-                   "resolves to None (the load pushed no version) is built as unguarded and restores, undoing later "
-                   "commits; input_manifest_uri got a NOT_GIVEN default for exactly this, expected_version did not")
 def test_a_mapped_rollback_whose_guard_resolves_to_none_is_refused(make_table, run_dag, tmp_path):
     dags = tmp_path / "dags"
     dags.mkdir()
