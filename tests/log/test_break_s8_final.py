@@ -64,10 +64,7 @@ def _orphan_below_checkpoint(tmp_path):
     return root, int((base + 4 * 60 + 5) * 1000)
 
 
-@pytest.mark.xfail(strict=True, reason="bafbf34: the refused commit left below the checkpoint is not invisible: "
-                   "commits_since() (what sensors and triggers poll) delivers it, with the add the caller was "
-                   "told failed; a consumer ingests late.parquet and again when the caller redoes the append")
-def test_commits_since_delivers_the_refused_commit_left_below_the_checkpoint(tmp_path):
+def test_commits_since_does_not_deliver_the_refused_commit_left_below_the_checkpoint(tmp_path):
     root, _ = _orphan_below_checkpoint(tmp_path)
     t = DeltaTable(root)
     assert [c.version for c in t.commits_since(-1).commits] == [4]
