@@ -333,13 +333,22 @@ class DeltaTableHook(BaseHook):
 
         ``add`` holds :class:`AddFile` objects (or dicts of their fields), ``remove`` paths or
         files; ``app_id`` + ``txn_version`` record a ``txn`` action so the commit is done
-        exactly once; ``job`` lands in commitInfo; other keywords go to the transaction
+        exactly once: when the table already records ``app_id`` at ``txn_version`` or later,
+        nothing is committed and the table's current version is returned (Delta Spark's
+        txnAppId/txnVersion rule); ``job`` lands in commitInfo; other keywords go to the transaction
         (``operation_parameters``, ``user_metadata``, ``read_version``, ...).
         """
         table = self.get_table(table_uri)
         with table.transaction(operation=operation, job=job, **kwargs) as txn:
             if app_id is not None:
                 version = optional_int(txn_version, "txn_version")    # 2.9 or True is no txn version
+                recorded = txn.transaction_version(app_id) if version is not None else None
+                if recorded is not None and recorded >= version:     # a retry: this commit is in already
+                    txn.abort()
+                    now = txn.snapshot.version if txn.snapshot is not None else -1
+                    self.log.info("%s records %s at version %d (asked: %d): committing nothing, version %d",
+                                  table.uri, app_id, recorded, version, now)
+                    return int(now)
                 txn.set_txn(app_id, 0 if version is None else version)
             txn.add_files(f if isinstance(f, AddFile) else AddFile(**f) for f in add)
             txn.remove_files(remove)

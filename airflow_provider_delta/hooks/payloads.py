@@ -52,6 +52,8 @@ def _clipped_text(value: str) -> str:
 def _clipped(value: Any, depth: int) -> Any:
     if isinstance(value, str):
         return _clipped_text(value)
+    if isinstance(value, (bytes, bytearray)) and len(value) > MAX_TEXT // 4:
+        return f"[{len(value)} bytes, in the task log]"
     if isinstance(value, (dict, list, tuple)) and depth >= MAX_DEPTH:
         return f"[{type(value).__name__} of {len(value)} entries nested deeper than {MAX_DEPTH}, in the task log]"
     if isinstance(value, dict):
@@ -76,13 +78,25 @@ def _clipped(value: Any, depth: int) -> Any:
 def clipped(value: Any) -> Any:
     """``value`` with every long text, dict and list cut to its bound (the rest noted, not kept), no
     container deeper than :data:`MAX_DEPTH`, and as a whole within :data:`MAX_ITEM_BYTES` of JSON: a
-    dict still larger keeps only its plain (not nested) values, with a note."""
+    dict still larger keeps only the plain (not nested) values that fit, with a note; anything else
+    still larger becomes a note. Long bytes become a note too."""
     out = _clipped(value, 0)
-    if not isinstance(out, dict) or json_size(out) <= MAX_ITEM_BYTES:
+    size = json_size(out)
+    if size <= MAX_ITEM_BYTES:
         return out
-    flat = {k: v for k, v in out.items() if not isinstance(v, (dict, list))}
-    flat["..."] = (f"{len(out) - len(flat)} nested entries left out ({json_size(out)} bytes of JSON), "
-                   "in the task log")
+    if not isinstance(out, dict):
+        return f"[{type(out).__name__} of {size} bytes of JSON, in the task log]"
+    flat: dict[str, Any] = {}
+    room = MAX_ITEM_BYTES - 256                     # the note below takes the rest
+    for k, v in out.items():
+        if isinstance(v, (dict, list)):
+            continue
+        entry = json_size({k: v})
+        if entry > room:
+            continue
+        flat[k] = v
+        room -= entry
+    flat["..."] = (f"{len(out) - len(flat)} entries left out ({size} bytes of JSON), in the task log")
     return flat
 
 

@@ -28,6 +28,7 @@ an ``appId`` itself and every per-run ``appId`` derived from it (:func:`app_id_m
 from __future__ import annotations
 
 import datetime as dt
+import re
 from typing import Any, Mapping
 
 from airflow.sdk import get_current_context
@@ -79,8 +80,12 @@ def run_app_version(context: Mapping[str, Any]) -> int:
 
 
 def app_id_matches(wanted: str, app_id: Any) -> bool:
-    """Whether a commit's ``appId`` is ``wanted`` or one of the per-run ids derived from it."""
-    return isinstance(app_id, str) and (app_id == wanted or app_id.startswith(wanted + RUN_SEPARATOR))
+    """Whether a commit's ``appId`` is ``wanted`` or one of the per-run ids derived from it, those of
+    its mapped instances (``wanted[<map_index>]@<run key>``) included."""
+    if not isinstance(app_id, str) or not app_id.startswith(wanted):
+        return False
+    rest = app_id[len(wanted):]
+    return re.fullmatch(r"(\[\d+\])?(" + re.escape(RUN_SEPARATOR) + r".*)?", rest, re.DOTALL) is not None
 
 
 def task_key(context: Mapping[str, Any] | None, task: Any = None) -> str | None:
@@ -100,7 +105,7 @@ def task_key(context: Mapping[str, Any] | None, task: Any = None) -> str | None:
 
 
 def run_task_key(context: Mapping[str, Any], task: Any = None) -> str:
-    """``<dag_id>.<task_id>[.<map_index>]@<run_id>``: one task instance of one DAG run, the same in
+    """``<dag_id>.<task_id>[<map_index>]@<run_id>``: one task instance of one DAG run, the same in
     every try (what makes a retried write-audit-publish begin return the group it began)."""
     key, run_id = task_key(context, task), _from_run(context, "run_id")
     if key is None or not run_id:

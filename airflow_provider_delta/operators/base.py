@@ -24,20 +24,26 @@ def job_info(context: "Context") -> dict[str, Any]:
     """commitInfo ``job`` of a commit made by this task: which DAG run and try made it."""
     ti = context.get("ti") or context.get("task_instance")
     dag_run = context.get("dag_run")
-    return {
+    job = {
         "dag_id": getattr(ti, "dag_id", None) or getattr(dag_run, "dag_id", None),
         "task_id": getattr(ti, "task_id", None),
         "run_id": getattr(ti, "run_id", None) or context.get("run_id"),
         "try_number": getattr(ti, "try_number", None),
     }
+    map_index = getattr(ti, "map_index", -1)
+    if isinstance(map_index, int) and not isinstance(map_index, bool) and map_index >= 0:
+        job["map_index"] = map_index        # mapped instances share dag, task and run: this tells them apart
+    return job
 
 
 def same_task_run(origin: dict[str, Any] | None, context: "Context") -> bool:
-    """Whether a commit's recorded origin (its ``commitInfo.job``) is this task in this DAG run (any try)."""
+    """Whether a commit's recorded origin (its ``commitInfo.job``) is this task instance (its map index
+    too) in this DAG run (any try)."""
     if not origin:
         return False
     mine = job_info(context)
-    return all(origin.get(k) == mine[k] and mine[k] is not None for k in ("dag_id", "task_id", "run_id"))
+    return (all(origin.get(k) == mine[k] and mine[k] is not None for k in ("dag_id", "task_id", "run_id"))
+            and origin.get("map_index", -1) == mine.get("map_index", -1))
 
 
 def earlier_try_commit(table: Any, version: int, operation: str, context: "Context") -> dict[str, Any] | None:

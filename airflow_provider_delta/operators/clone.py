@@ -51,7 +51,7 @@ class DeltaCloneOperator(DeltaVersionAsOfOperator):
         try:
             result = clone_table(source, target, version, timestamp, job=job_info(context))
         except TableAlreadyExistsError:
-            result = self._earlier_try_clone(target, context)
+            result = self._earlier_try_clone(target, version, context)
             if result is None:
                 raise
         self.log.info("Cloned %s at version %d to %s (%d files, shallow)", source.uri, result.source_version,
@@ -62,7 +62,7 @@ class DeltaCloneOperator(DeltaVersionAsOfOperator):
         return {"table_uri": target.uri, "version": result.version, "source_uri": source.uri,
                 "source_version": result.source_version, "metrics": dict(result.metrics)}
 
-    def _earlier_try_clone(self, target: Any, context: "Context") -> CloneResult | None:
+    def _earlier_try_clone(self, target: Any, version: int | None, context: "Context") -> CloneResult | None:
         """The target exists: when its version 0 is this task run's CLONE (an earlier try committed it,
         then its worker died before reporting), the clone is done: its result; else None (refuse)."""
         info = earlier_try_commit(target, 0, "CLONE", context)
@@ -72,6 +72,8 @@ class DeltaCloneOperator(DeltaVersionAsOfOperator):
             source_version = int((info.get("operationParameters") or {}).get("sourceVersion"))
         except (TypeError, ValueError):
             return None
+        if version is not None and source_version != version:
+            return None                     # that try cloned another version than this one asks for
         self.log.info("%s is this task run's clone, committed by try %s, which did not report it: announcing it "
                       "now", target.uri, (info.get("job") or {}).get("try_number"))
         return CloneResult(version=0, source_version=source_version, metrics=metrics_of(info))

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from airflow.providers.common.compat.sdk import AirflowFailException
 
 from ..log import RestoreResult, UnexpectedVersionError, restore_table
-from ..hooks.arguments import check_flags, flag, given_value, optional_int
+from ..hooks.arguments import NOT_GIVEN, check_flags, flag, given_value, optional_int
 from .base import DeltaVersionAsOfOperator, earlier_try_commit, job_info, metrics_of
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -38,7 +38,9 @@ class DeltaRestoreOperator(DeltaVersionAsOfOperator):
     :param expected_version: the rollback guard (templated, e.g. the version the run's own load
         committed): restore only if this is still the table's latest version; otherwise the task
         fails with ``UnexpectedVersionError``, without retrying and with nothing written, so commits
-        made after the run's own (another run's published load) are never undone
+        made after the run's own (another run's published load) are never undone. Given, it must
+        render to a version: ``None``, ``""`` or ``"None"`` (an upstream that pushed none, also a
+        mapped guard resolving to None) fails the task; leave it out for an unguarded restore
     :param enforce_retention: refuse a version older than ``delta.deletedFileRetentionDuration``
         (default True, as Delta Spark)
     :param delta_conn_id: ``delta`` connection
@@ -55,11 +57,12 @@ class DeltaRestoreOperator(DeltaVersionAsOfOperator):
                                       "enforce_retention")
 
     def __init__(self, *, table_uri: str, version: int | str | None = None, timestamp: Any = None,
-                 expected_version: int | str | None = None, enforce_retention: bool = True, **kwargs: Any) -> None:
+                 expected_version: Any = NOT_GIVEN, enforce_retention: bool = True, **kwargs: Any) -> None:
         super().__init__(table_uri=table_uri, version=version, timestamp=timestamp, **kwargs)
-        self.expected_version = expected_version
-        #: built with a guard: a value rendering to nothing is refused, never read as "no guard"
-        self.guarded = expected_version is not None
+        #: built with a guard: a value rendering to nothing is refused, never read as "no guard"; a None
+        #: given (a mapped guard that resolved to None) is such a value too (see NOT_GIVEN)
+        self.guarded = expected_version is not NOT_GIVEN
+        self.expected_version = expected_version if self.guarded else None
         self.enforce_retention = enforce_retention
         check_flags(enforce_retention=enforce_retention)
 

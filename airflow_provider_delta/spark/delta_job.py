@@ -176,6 +176,8 @@ class DeltaJobContext:
         doc = {"dag_id": self.job.get("dag_id"), "task_id": self.job.get("task_id"),
                "run_id": self.job.get("run_id"), "try_number": self.job.get("try_number"),
                "input_table_uri": self.input_table_uri, "input_version": self.input_version}
+        if "map_index" in self.job:                 # a mapped instance: tells it from its siblings
+            doc["map_index"] = self.job["map_index"]
         if self.incremental:
             doc["input_starting_version"] = self.input_starting_version
         return json.dumps({RUN_MARKER_KEY: doc}, separators=(",", ":"), sort_keys=True, default=str)

@@ -28,6 +28,12 @@ def encode_path(path: str) -> str:
     return quote(path, safe="/=:@$&+,;~-_.!*'()")
 
 
+def spelling_may_differ(path: str) -> bool:
+    """Whether writers may spell ``path`` differently: it has characters our encoding escapes
+    (non-ASCII, ``%``, spaces ...). A path of only safe characters has one spelling for every writer."""
+    return encode_path(path) != path
+
+
 def log_spelling(path: str, log_path: str | None) -> str:
     """The path string an action writes: the existing action's own spelling when it names a
     file already in the log (``log_path``), else the encoding of the decoded ``path``."""

@@ -124,10 +124,27 @@ def _through_links(root: str, paths: pa.Array, links: set[str]) -> list[str]:
         parts = p.split("/")
         if not any("/".join(parts[:i]) in links for i in range(1, len(parts) + 1)):
             continue
-        real = os.path.realpath(os.path.join(root, p))
-        rel = os.path.relpath(real, real_root)
-        if rel != ".." and not rel.startswith("../"):
-            out.append(rel.replace(os.sep, "/"))
+        for hop in _link_chain(os.path.join(root, p)):
+            rel = os.path.relpath(hop, real_root)
+            if rel != ".." and not rel.startswith("../"):
+                out.append(rel.replace(os.sep, "/"))
+    return out
+
+
+def _link_chain(path: str, max_hops: int = 40) -> list[str]:
+    """Every file a path leads through, resolved: its target and, when the path is a link to a
+    link, each link on the way (an unreferenced link in a chain is as live as the target: deleting
+    it leaves the live path dangling). Stops at a loop or after ``max_hops``."""
+    out = [os.path.realpath(path)]
+    cur = path
+    for _ in range(max_hops):
+        if not os.path.islink(cur):
+            break
+        nxt = os.path.join(os.path.dirname(cur), os.readlink(cur))
+        if not os.path.islink(nxt):
+            break
+        cur = nxt
+        out.append(os.path.join(os.path.realpath(os.path.dirname(cur)), os.path.basename(cur)))
     return out
 
 

@@ -33,7 +33,7 @@ from ..base.storage import Storage
 _STORE_OF_SCHEME = {
     "file": "file", "s3": "s3", "s3a": "s3", "s3n": "s3", "gs": "gs", "gcs": "gs",
     "abfs": "abfs", "abfss": "abfs", "wasb": "wasb", "wasbs": "wasb", "adl": "adl",
-    "az": "az", "memory": "memory", "hdfs": "hdfs", "http": "http", "https": "https",
+    "az": "abfs", "memory": "memory", "hdfs": "hdfs", "http": "http", "https": "https",
 }
 
 #: RFC 3986: ALPHA *( ALPHA / DIGIT / "+" / "-" / "." )

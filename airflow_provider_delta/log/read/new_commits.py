@@ -43,12 +43,20 @@ class CommitsSince(Record):
 
 
 def read_commits_since(storage: Storage, listing: LogListing, version: int) -> CommitsSince:
-    """The commits of ``listing`` after ``version`` (exclusive)."""
+    """The commits of ``listing`` after ``version`` (exclusive): the unbroken run of commit files
+    that ends at the latest one. A commit file below a gap is no version of the table (a commit
+    refused after it landed below a newer checkpoint, :mod:`..write.commit_successor`): no reader
+    replays it, so none is handed out."""
     latest = listing.latest
     if latest is None:
         return CommitsSince(None)
     out: list[CommitRecord] = []
-    for v in sorted(v for v in listing.commits if v > version):   # the files that exist, never a range
+    run = []
+    v = latest
+    while v > version and v in listing.commits:     # the files that exist, never a range
+        run.append(v)
+        v -= 1
+    for v in reversed(run):
         try:
             actions = read_listed_commit(storage, listing, v)
         except VersionNotFoundError:

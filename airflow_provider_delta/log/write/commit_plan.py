@@ -36,7 +36,7 @@ from ..base import arrow_build as ab
 from ..base import ict
 from ..base.actions import Metadata, Protocol
 from ..base.commit_actions import AddFile, DomainMetadata, RemoveFile, Txn
-from ..base.path_spelling import LOG_PATH_COLUMN
+from ..base.path_spelling import LOG_PATH_COLUMN, spelling_may_differ
 from ..read.column_mapping import partition_keys
 from .conflicts import ReadSet
 from .isolation import check_isolation_property, isolation_level_to_use, table_isolation_level
@@ -356,12 +356,15 @@ def _spelled_like_live(adds: list[AddFile], snap: Snapshot | None, operation: st
     """Adds of files the log already names (a restored file, a new deletion vector for a live
     file) spelled as the log spells them, so every reader matches them to the same file.
 
-    Only adds that can name a live file are looked up - those with a deletion vector, and every add
-    of an operation that re-adds files (RESTORE) - so a plain append, whose files are new, never
-    pays for the table's file list.
+    Adds that can name a live file are looked up - those with a deletion vector, every add of an
+    operation that re-adds files (RESTORE), and any add whose path writers may spell differently
+    (a plain re-add of Delta Spark's raw non-ASCII file must not be written encoded: two live
+    files for other readers) - so a plain append of safely named new files never pays for the
+    table's file list.
     """
     reinstating = operation in FILE_REINSTATING_OPERATIONS
-    paths = sorted({a.path for a in adds if a.log_path is None and (a.deletion_vector or reinstating)})
+    paths = sorted({a.path for a in adds if a.log_path is None
+                    and (a.deletion_vector or reinstating or spelling_may_differ(a.path))})
     rows = _live_rows_by_path(snap, paths) if snap is not None and paths else {}
     return [replace(a, log_path=rows[a.path][0].get(LOG_PATH_COLUMN)) if a.log_path is None and a.path in rows
             else a for a in adds]

@@ -312,7 +312,9 @@ class Transaction:
         self._changes.read.domains.add(domain)
 
     def set_metadata(self, metadata: Metadata, *, of_restored_version: int | None = None) -> None:
-        """Replace the table metadata (schema, partitioning, properties) in this commit.
+        """Replace the table metadata (schema, partitioning, properties) in this commit. Known
+        ``delta.*`` values it changes are checked (:mod:`..base.property_values`); values the table
+        already has pass as they are.
 
         ``of_restored_version``: the version whose metadata this is, committed together with
         exactly that version's files (RESTORE). Every file it keeps was written under that
@@ -325,6 +327,9 @@ class Transaction:
             raise InvalidArgumentError(f"set_metadata takes a Metadata, got {type(metadata).__name__}")
         if of_restored_version is not None:
             self._check_restored_metadata(metadata, of_restored_version)
+        snap = self.snapshot
+        current = snap.metadata.configuration if snap is not None else {}
+        check_property_values({k: v for k, v in metadata.configuration.items() if current.get(k) != v})
         conf = dict(metadata.configuration)
         requests = {k: conf.pop(k) for k in list(conf)
                     if k in _PROTOCOL_REQUEST_PROPERTIES or k.startswith(FEATURE_PROPERTY_PREFIX)}
