@@ -37,7 +37,8 @@ def _four_commits_and_checkpoint(tmp_path):
 def _orphan_below_checkpoint(tmp_path):
     """The state bafbf34 leaves on purpose: commits 0-3 written two hours ago, checkpoint 4, a
     transaction pinned to version 0 whose put of version 1 raced the cleanup of 0-3 (the committer
-    raised InvalidCommittedVersionError) and whose commit file stays below checkpoint 4.
+    raised InvalidCommittedVersionError); its commit file is withdrawn (it stayed below checkpoint 4
+    after bafbf34, where it skewed time travel).
     Returns the table's root and the epoch-ms time just after commit 4."""
     t, root, log_dir = _four_commits_and_checkpoint(tmp_path)
     base = time.time() - 7200
@@ -60,7 +61,7 @@ def _orphan_below_checkpoint(tmp_path):
             loser.commit()
     finally:
         committer_module.check_commit_follows_log = real_check
-    assert f"{1:020d}.json" in os.listdir(log_dir)
+    assert f"{1:020d}.json" not in os.listdir(log_dir)
     return root, int((base + 4 * 60 + 5) * 1000)
 
 
@@ -70,17 +71,11 @@ def test_commits_since_does_not_deliver_the_refused_commit_left_below_the_checkp
     assert [c.version for c in t.commits_since(-1).commits] == [4]
 
 
-@pytest.mark.xfail(strict=True, reason="bafbf34: the refused commit left below the checkpoint is not invisible: "
-                   "its fresh mtime enters the monotonized file timestamps, so version_at() of a time after "
-                   "commit 4 says 'before the earliest version' (answers 4 without the orphan file)")
 def test_version_at_is_wrong_while_a_refused_commit_sits_below_the_checkpoint(tmp_path):
     root, after_4 = _orphan_below_checkpoint(tmp_path)
     assert DeltaTable(root).version_at(after_4, allow_after_latest=True) == 4
 
 
-@pytest.mark.xfail(strict=True, reason="bafbf34: deltalake's timestamp time travel fails (FileNotFoundError "
-                   "for 00000000000000000002.json) on the table with the refused commit left below the "
-                   "checkpoint; it answers 4 without that file")
 def test_deltalake_time_travel_breaks_on_a_refused_commit_below_the_checkpoint(tmp_path):
     import deltalake
     root, after_4 = _orphan_below_checkpoint(tmp_path)
@@ -89,10 +84,6 @@ def test_deltalake_time_travel_breaks_on_a_refused_commit_below_the_checkpoint(t
     assert dt.version() == 4
 
 
-@pytest.mark.xfail(strict=True, reason="bafbf34: a hole is recognised only when the checkpoint's mtime is strictly "
-                   "older than our commit's; stores with 1-second mtimes (S3 LastModified, Azure) give a checkpoint "
-                   "written and cleaned below in the same second as our put the same mtime, the hole is missed and "
-                   "the committer reports success for a commit no reader lists (silent loss)")
 def test_a_hole_in_the_same_second_as_the_checkpoint_is_missed(tmp_path):
     from airflow_provider_delta.log.write.commit_successor import landed_below_newer_log
     t, root, log_dir = _four_commits_and_checkpoint(tmp_path)

@@ -1,7 +1,7 @@
 """A commit lands only as the successor of the log it read (write/commit_successor.py): a transaction
 pinned to a version whose successors metadata cleanup removed is refused before its put, and one whose
-put raced the cleanup fails with its commit file left below the checkpoint, where no reader sees it
-(deleting a commit is never safe on doubt); in both cases InvalidCommittedVersionError."""
+put raced the cleanup (v - 1 gone and an older checkpoint above v) withdraws its commit file; in both
+cases InvalidCommittedVersionError."""
 from __future__ import annotations
 
 import json
@@ -53,10 +53,10 @@ def test_a_transaction_whose_successors_were_cleaned_up_is_refused_before_writin
     assert DeltaTable(t.uri).latest_version() == 4
 
 
-def test_a_put_that_raced_the_cleanup_into_a_hole_fails_and_stays_invisible(tmp_path):
+def test_a_put_that_raced_the_cleanup_into_a_hole_is_withdrawn(tmp_path):
     """The pre-check saw version 0 (still there), then cleanup removed versions 0-3 (oldest first) below
-    checkpoint 4, and the put found version 1 free: the commit fails, its file stays below the
-    checkpoint where no reader lists it, and the table reads as before."""
+    checkpoint 4, and the put found version 1 free: the commit fails, its file is withdrawn, and the
+    table reads as before."""
     t = _table_with_commits(tmp_path, 4)
     t.checkpoint()
     log_dir = os.path.join(t.uri.removeprefix("file://"), "_delta_log")
@@ -79,7 +79,7 @@ def test_a_put_that_raced_the_cleanup_into_a_hole_fails_and_stays_invisible(tmp_
     finally:
         committer_module.check_commit_follows_log = real_check
     assert e.value.version == 1 and e.value.current_version == 4
-    assert f"{1:020d}.json" in _log_names(t)                 # left in place, below the checkpoint
+    assert f"{1:020d}.json" not in _log_names(t)             # withdrawn
     fresh = DeltaTable(t.uri)
     assert fresh.latest_version() == 4
     assert "late.parquet" not in fresh.snapshot().files().column("path").to_pylist()

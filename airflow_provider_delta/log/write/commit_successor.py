@@ -12,12 +12,13 @@ before the put (nothing is written) and once more after it, for a cleanup racing
   newer in the log (:func:`check_commit_follows_log`);
 * after: our commit fell into a hole only if both hold (:func:`landed_below_newer_log`): version
   ``v - 1``'s commit file is gone now (cleanup deletes commits oldest first, so the one that freed
-  ``v`` removed ``v - 1`` before it), and a checkpoint at or above ``v`` is older than our commit
-  file (it was there before our put). Timestamps alone are not evidence enough: a writer on a
-  skewed clock builds on our commit with an older file time. The committer then fails with the
-  commit file left in place, below the checkpoint where no reader lists it (metadata cleanup
-  removes it later): anything that deletes must fail safe, and deleting a commit someone built on
-  would break the table.
+  ``v`` removed ``v - 1`` before it), and a checkpoint above ``v`` is not newer than our commit file
+  (it was there before our put; equal times count, for stores with whole-second times). Timestamps
+  alone are not evidence enough: a writer on a skewed clock builds on our commit with an older file
+  time, but ``v - 1`` is still there then. The committer then withdraws its commit file: below the
+  checkpoint no reader replays it, nobody built on it (the versions above existed before it), and
+  left in place its file time would enter the monotonized timestamps that time travel by timestamp
+  uses (ours, Delta Spark's and delta-rs', which then looks for the commits cleanup removed).
 
 Only file-system commits need this: a commit owner or catalog ratifies versions itself.
 """
@@ -50,7 +51,7 @@ def check_commit_follows_log(storage: Storage, version: int) -> None:
 
 
 def landed_below_newer_log(storage: Storage, version: int) -> int | None:
-    """After our put of ``version``: the version of a checkpoint at or above it written before our
+    """After our put of ``version``: the version of a checkpoint above it written no later than our
     commit file, when ``version - 1``'s commit is gone too (the state a racing cleanup leaves), or None.
 
     The common case costs one stat: ``v - 1``'s commit file is still there, so no cleanup freed ``v``.
@@ -64,5 +65,5 @@ def landed_below_newer_log(storage: Storage, version: int) -> int | None:
     if entries is None:
         entries = storage.list_dir(LOG_DIR)
     older = [f.version for f in (parse_log_name(e.name, e.path, e.size, e.mtime_ms) for e in entries)
-             if f is not None and f.kind == "checkpoint" and f.version >= version and f.mtime_ms < own.mtime_ms]
+             if f is not None and f.kind == "checkpoint" and f.version > version and f.mtime_ms <= own.mtime_ms]
     return max(older) if older else None

@@ -211,17 +211,23 @@ class Committer:
 
     def _refuse_if_in_hole(self, version: int) -> None:
         """After our put landed: if cleanup raced it and left our commit below a newer checkpoint
-        (:func:`.commit_successor.landed_below_newer_log`), raise :class:`InvalidCommittedVersionError`.
-        The commit file stays: no reader lists it below the checkpoint, metadata cleanup removes it,
-        and deleting a commit is never safe on doubt (a writer may have built on it)."""
+        (:func:`.commit_successor.landed_below_newer_log`: ``v - 1`` gone and an older checkpoint above
+        ``v``), withdraw the commit file - no reader replays it below the checkpoint and nobody built on
+        it, while left in place it would skew time travel by timestamp - and raise
+        :class:`InvalidCommittedVersionError`."""
         newer = landed_below_newer_log(self.table.storage, version)
         if newer is None:
             return
+        try:
+            self.table.storage.delete(commit_path(version))
+            withdrawn = "The commit file was withdrawn"
+        except Exception as e:  # still unread below the checkpoint; say so rather than hide the cause
+            withdrawn = (f"Withdrawing it failed ({type(e).__name__}: {e}): {commit_path(version)} stays below the "
+                         "checkpoint until metadata cleanup removes it")
         raise InvalidCommittedVersionError(
             f"version {version} of {self.table.uri} landed below checkpoint {newer}, written before it: "
             "metadata cleanup removed the commits after this transaction's read version while it "
-            f"committed. {commit_path(version)} stays below the checkpoint, where no reader sees it, until "
-            "metadata cleanup removes it; read the table again and redo the operation",
+            f"committed. {withdrawn}; read the table again and redo the operation",
             version=version, current_version=newer)
 
     def _commit_at(self, version: int) -> bool | None:
