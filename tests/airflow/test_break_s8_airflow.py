@@ -145,21 +145,21 @@ def test_hook_commit_files_refuses_a_fractional_txn_version(tmp_path):
 
 
 # ----------------------------------------------- a manifest that resolves to None in a mapped task
-def test_a_mapped_spark_task_whose_manifest_resolves_to_none_is_refused(tmp_path):
+def test_a_mapped_spark_task_whose_manifest_resolves_to_none_is_refused(tmp_path, make_context):
     from datetime import datetime, timezone
     from types import SimpleNamespace
 
     from airflow.sdk import DAG
 
     from airflow_provider_delta.operators import DeltaSparkSubmitOperator
-    from conftest import RecordingTaskInstance
 
     with DAG("mapped_manifest", schedule=None, start_date=datetime(2026, 1, 1)):
         mapped = DeltaSparkSubmitOperator.partial(
             task_id="job", output_table_uri=str(tmp_path / "out"), transform="identity", mode="overwrite",
         ).expand(input_manifest_uri=[None, str(tmp_path / "m.json")])
     task = mapped.unmap({"input_manifest_uri": None})     # what render_template_fields does for map index 0
-    ti = RecordingTaskInstance(dag_id="mapped_manifest", task_id="job", map_index=0)
+    ti = make_context("job")["ti"]           # the airflow conftest's recording task instance (by fixture:
+    ti.dag_id, ti.map_index = "mapped_manifest", 0   # a bare 'conftest' import depends on the test order)
     run = SimpleNamespace(run_id=ti.run_id, dag_id="mapped_manifest", start_date=datetime.now(timezone.utc),
                           logical_date=None, conf={})
     with pytest.raises(DeltaArgumentError):
