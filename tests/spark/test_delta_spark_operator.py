@@ -197,7 +197,8 @@ def test_context_defaults_timestamp_and_manifest(tmp_path, source, user_job):
     op = _operator(application=user_job, input_table_uri=source.uri, output_table_uri=str(tmp_path / "o"))
     ctx = op.build_context(_context(map_index=4))
     assert (ctx.input_version, ctx.txn_app_id, ctx.txn_version) == (3, "dag.delta_job[4]@" + RUN_KEY, APP_VERSION)
-    assert ctx.job == {"dag_id": "dag", "task_id": "delta_job", "run_id": "scheduled__2026-01-02", "try_number": 1}
+    assert ctx.job == {"dag_id": "dag", "task_id": "delta_job", "run_id": "scheduled__2026-01-02", "try_number": 1,
+                       "map_index": 4}
 
     v2_time = source.snapshot(2).timestamp
     after_latest = source.snapshot().timestamp + 5
