@@ -14,7 +14,7 @@ from ..assets import asset_uri_for_table
 from ..hooks.delta_table import DeltaTableHook
 from ..lineage import operator_lineage
 from ..hooks.arguments import optional_int, optional_value
-from ..log import DeltaError
+from ..spark.exactly_once import commit_info_at
 
 if TYPE_CHECKING:  # pragma: no cover
     from airflow.sdk import Context
@@ -53,16 +53,9 @@ def earlier_try_commit(table: Any, version: int, operation: str, context: "Conte
     A try can commit and then die before reporting (its worker lost): the retry must recognise the
     commit as its own and succeed (announcing it), not fail on the state its own commit created.
     """
-    try:
-        actions = table.read_commit(version)
-    except (DeltaError, FileNotFoundError):
-        return None
-    for a in actions:
-        info = a.get("commitInfo") if isinstance(a, dict) else None
-        if isinstance(info, dict):
-            if info.get("operation") == operation and same_task_run(info.get("job"), context):
-                return info
-            return None
+    info = commit_info_at(table, version)
+    if info is not None and info.get("operation") == operation and same_task_run(info.get("job"), context):
+        return info
     return None
 
 

@@ -72,13 +72,8 @@ def find_txn_commit(table: "DeltaTable", app_id: str, app_version: int,
     return None
 
 
-def commit_origin(table: "DeltaTable", version: int) -> dict[str, Any] | None:
-    """Which Airflow task run made commit ``version``: ``{"dag_id", "task_id", "run_id", ...}``, or None.
-
-    Read from the commit's ``commitInfo``: ``job`` (commits of :func:`~.commit.commit_dataframe`)
-    or the run marker in ``userMetadata`` (Delta Spark commits of ``DeltaSparkApplicationOperator``,
-    which also name the input they read). None when the commit says nothing, or cannot be read.
-    """
+def commit_info_at(table: "DeltaTable", version: int) -> dict[str, Any] | None:
+    """The ``commitInfo`` of commit ``version``, or None when it has none or cannot be read."""
     try:
         actions = table.read_commit(version)
     except (DeltaError, FileNotFoundError):
@@ -86,8 +81,21 @@ def commit_origin(table: "DeltaTable", version: int) -> dict[str, Any] | None:
     for a in actions:
         info = a.get("commitInfo") if isinstance(a, dict) else None
         if isinstance(info, dict):
-            job = info.get("job")
-            if isinstance(job, dict):
-                return job
-            return parse_run_marker(info.get("userMetadata"))
+            return info
     return None
+
+
+def commit_origin(table: "DeltaTable", version: int) -> dict[str, Any] | None:
+    """Which Airflow task run made commit ``version``: ``{"dag_id", "task_id", "run_id", ...}``, or None.
+
+    Read from the commit's ``commitInfo``: ``job`` (commits of :func:`~.commit.commit_dataframe`)
+    or the run marker in ``userMetadata`` (Delta Spark commits of ``DeltaSparkApplicationOperator``,
+    which also name the input they read). None when the commit says nothing, or cannot be read.
+    """
+    info = commit_info_at(table, version)
+    if info is None:
+        return None
+    job = info.get("job")
+    if isinstance(job, dict):
+        return job
+    return parse_run_marker(info.get("userMetadata"))
