@@ -46,7 +46,7 @@ servers: install
 test: install jars servers
 	$(PY) scripts/check_java.py
 	@if [ -n "$$CI" ]; then bash scripts/ci_postgres.sh; fi
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q tests -rfE --durations=30
 
 bench: install jars
 	$(PY) tests/benchmarks/run_all.py
