@@ -197,3 +197,34 @@ def test_the_index_lists_every_flag():
         flags |= {n for n, p in own_parameters(cls).items() if isinstance(p.default, bool)}
     flags -= {"deferrable"}
     assert listed == flags, f"listed but no flag: {sorted(listed - flags)}; flags not listed: {sorted(flags - listed)}"
+
+
+_REQUIRED = {"output_table_uri": "/tmp/out", "transform": "identity", "application": "app.py",
+             "source_uri": "/tmp/src", "table_uri": "/tmp/t"}
+
+
+def _flag_cases() -> list[tuple[str, type, str]]:
+    cases = []
+    for name, cls, _ in documented_classes():
+        if name in triggers.__all__ or name == "delta_snapshot_task":
+            continue
+        for p, param in own_parameters(cls).items():
+            if isinstance(param.default, bool) and p != "deferrable":
+                cases.append((name, cls, p))
+    return cases
+
+
+@pytest.mark.parametrize("name,cls,flag_name", _flag_cases(), ids=lambda v: v if isinstance(v, str) else "")
+def test_a_meaningless_plain_flag_is_refused_when_the_dag_is_parsed(name, cls, flag_name):
+    """The index page: a flag written as a plain value that means nothing is refused when the DAG
+    file is parsed, ``delta_sql_conf`` only when the task runs."""
+    from airflow_provider_delta.log import InvalidArgumentError
+
+    params = own_parameters(cls)
+    kwargs = {p: _REQUIRED[p] for p, v in params.items() if v.default is inspect.Parameter.empty}
+    kwargs[flag_name] = "maybe"
+    if flag_name == "delta_sql_conf":
+        cls(task_id="t", **kwargs)                     # accepted now, refused when the task runs
+        return
+    with pytest.raises(InvalidArgumentError, match=flag_name):
+        cls(task_id="t", **kwargs)
