@@ -148,7 +148,14 @@ class DeltaTaskMixin:
 
 
 class DeltaBaseOperator(DeltaTaskMixin, BaseOperator):
-    """Base of the Delta operators: ``table_uri`` and ``delta_conn_id`` are always templated."""
+    """Base of the Delta operators (subclass it for an operator of your own on one table; ``self.hook``
+    is its :class:`~airflow_provider_delta.hooks.DeltaTableHook`).
+
+    :param table_uri: table location (templated): absolute path or URL, or relative to the connection's
+        base URI
+    :param delta_conn_id: ``delta`` connection (templated); None: none for an absolute ``table_uri``,
+        ``delta_default`` for a relative one
+    """
 
     template_fields: tuple[str, ...] = ("table_uri", "delta_conn_id")
     ui_color = "#00add4"

@@ -69,19 +69,30 @@ class DeltaSparkSubmitOperator(DeltaTaskMixin, StopDriverOnKillMixin, LocalSpark
         renders to ``"None"``, a snapshot that wrote no manifest, fails the task: see
         :func:`~..hooks.arguments.input_manifest`)
     :param input_table_uri: or a table to read, at ``input_version`` (default: latest when the job runs)
+    :param input_version: the version of ``input_table_uri`` to read (templated; ``""``/``"None"``: the
+        latest when the job runs)
     :param mode: ``append`` or ``overwrite`` (spelled exactly)
     :param partition_by: partition columns when the job creates the output table (a list, ``"a,b"``
         a JSON list, or a list param rendered as Python text, ``"['a', 'b']"``; other bracketed text is refused)
     :param table_properties: table properties when the job creates the output table (a dict)
     :param transform_params: JSON-serializable keyword arguments of the transform (templated)
-    :param app_id: exactly-once id (default ``<dag_id>.<task_id>``, plus ``[<map_index>]`` when mapped)
-    :param app_version: exactly-once version (templated; default: the run's logical date, else
-        ``run_after``, in epoch seconds)
+    :param app_id: exactly-once id (default ``<dag_id>.<task_id>[<map_index>]@<run key>``: ``[<map_index>]``
+        only when mapped; the run key is the data interval, else the logical date, else the run id; see
+        :mod:`~airflow_provider_delta.hooks.run_identity`). One given is used as it is
+    :param app_version: exactly-once version (templated; default: the data interval's end, else the
+        logical date, else ``run_after``, in epoch seconds)
     :param delta_conn_id: ``delta`` connection for both tables (storage options, commit owner)
     :param master: Spark master; overrides the Spark connection's (default: the connection's,
         or ``local[*]`` when ``conn_id`` is not defined)
     :param conn_id: Spark connection (as for ``SparkSubmitOperator``)
     :param application: the PySpark program (default: this package's entry point)
+    :param name: the Spark application's name (default ``delta-<task_id>``)
+    :param input_changes: incremental mode: the input is the change feed of ``input_table_uri`` from the
+        version after the one this job last committed (the output's ``txn(app_id)``) to the pinned
+        ``input_version`` (default: the latest), which becomes ``app_version``, so neither ``app_version``
+        nor a manifest may be given; ``app_id`` is then the same for every run (default
+        ``<dag_id>.<task_id>[<map_index>]``, no run key). A bool or true/false/1/0/yes/no (default False)
+    :param initial_version: incremental mode: where the first run starts (default 0)
     :param transaction_id: a multi-table transaction of the delta connection's catalog (templated,
         e.g. ``{{ ti.xcom_pull(task_ids='begin') }}``): stage the commit into it instead of committing;
         the output must be a catalog-managed table of that catalog. Returns the proposed version.

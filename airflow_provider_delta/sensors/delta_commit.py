@@ -60,8 +60,8 @@ class DeltaCommitSensor(DeltaTaskMixin, BaseSensorOperator):
 
     :param table_uri: table location: absolute path/URL, or relative to the connection's base URI
     :param target_version: done when a (matching) commit at or above this version exists
-    :param after_version: only commits after this version count; default: see ``baseline``
-        (or ``target_version`` when that is given)
+    :param after_version: only commits after this version count; default: see ``baseline``, or, with
+        ``target_version`` given, commits from ``target_version`` on count
     :param baseline: without either version: ``"run_start"`` (default; commits made since the DAG
         run started count, so a sensor right after the writing task sees its commit) or
         ``"sensor_start"`` (commits made since the sensor started)
