@@ -77,11 +77,16 @@ def summarize_commit(version: int, actions: list[dict[str, Any]], timestamp: int
 
 
 def as_names(value: str | Iterable[str] | None) -> tuple[str, ...] | None:
-    """Operation names to match, upper-cased (a name, a list, or None for any operation)."""
+    """Operation names to match, upper-cased (a name, a list, or None for any operation).
+
+    A text with commas is a list (``"WRITE,MERGE"``, as a Jinja ``join(',')`` renders one): Delta's
+    operation names hold no comma, so read as one name it could never match and the wait would
+    only end at its timeout. ``partition_by`` and ``z_order_by`` read such texts the same way.
+    """
     if value is None or value == "" or value == []:
         return None
     if isinstance(value, str):
-        names = (value,)
+        names = tuple(value.split(","))
     elif isinstance(value, (list, tuple, set, frozenset)):
         names = tuple(value)
     else:

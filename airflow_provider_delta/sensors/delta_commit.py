@@ -66,7 +66,7 @@ class DeltaCommitSensor(DeltaTaskMixin, BaseSensorOperator):
         run started count, so a sensor right after the writing task sees its commit) or
         ``"sensor_start"`` (commits made since the sensor started)
     :param operation: only commits with this commitInfo.operation count (name or list of names,
-        e.g. ``"WRITE"``, ``["MERGE", "DELETE"]``; compared without regard to case)
+        e.g. ``"WRITE"``, ``["MERGE", "DELETE"]`` or ``"MERGE,DELETE"``; compared without regard to case)
     :param app_id: only commits with a ``txn`` action of this appId count (idempotent writers); a
         task's id (``"dag.task"``) also matches the per-interval ids its Spark commits carry
         (``"dag.task@<interval>"``, see :mod:`~airflow_provider_delta.hooks.run_identity`)
@@ -95,6 +95,7 @@ class DeltaCommitSensor(DeltaTaskMixin, BaseSensorOperator):
     template_fields: Sequence[str] = ("table_uri", "delta_conn_id", "target_version", "after_version",
                                       "operation", "app_id", "baseline")
     ui_color = "#00add4"
+    lineage_role = "input"      # waiting for a commit reads the log; the writer reports the table as output
 
     def __init__(self, *, table_uri: str, target_version: int | str | None = None,
                  after_version: int | str | None = None, operation: str | list[str] | None = None,

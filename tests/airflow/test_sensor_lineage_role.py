@@ -12,8 +12,6 @@ from airflow_provider_delta.sensors import DeltaCommitSensor
 pytest.importorskip("airflow.providers.openlineage", reason="the openlineage extra is part of the test extra")
 
 
-@pytest.mark.xfail(strict=True, reason="s9 docs review: DeltaCommitSensor's lineage_role is 'output' (the "
-                                       "DeltaTaskMixin default): its OpenLineage names the watched table as written")
 def test_the_commit_sensor_only_reads_the_table(make_table, make_context):
     table = make_table(commits=2)
     sensor = DeltaCommitSensor(task_id="wait", table_uri=table.storage.root, target_version=1, mode="poke",

@@ -12,8 +12,6 @@ from airflow_provider_delta.hooks.arguments import DeltaArgumentError
 from airflow_provider_delta.sensors import DeltaCommitSensor
 
 
-@pytest.mark.xfail(strict=True, reason="s9 docs review: operation='WRITE,MERGE' is one name no commit has; "
-                                       "the sensor times out instead of matching WRITE or refusing the text")
 def test_a_comma_separated_operation_text_matches_or_is_refused(make_table, make_context):
     table = make_table(commits=0)
     table.write(pa.table({"id": [1], "day": ["2026-01-01"]}))          # version 1: a WRITE
