@@ -45,6 +45,8 @@ def main() -> None:
     elif op == "version":
         n = DeltaTable(path).latest_version() if engine == "ours" else \
             deltalake.DeltaTable(path, without_files=True).version()
+    elif op == "open_version":      # deltalake's default open: the snapshot with its file list
+        n = DeltaTable(path).latest_version() if engine == "ours" else deltalake.DeltaTable(path).version()
     elif op == "checkpoint":
         if engine == "ours":
             n = DeltaTable(path).checkpoint()

@@ -12,7 +12,7 @@ is timed too, as an Airflow task pays it), runs one of
 * ``deltalake zorder``:   ``deltalake.DeltaTable(p).optimize.z_order(["x", "y"], target_size=T)``
 
 and reports wall time (import + work), CPU time and the process's peak RSS (``ru_maxrss``),
-the median of ``--repeat`` runs; each result is read back by deltalake to check the rows.
+the median (and min-max) of ``--repeat`` runs, the engines alternating run by run; each result is read back by deltalake to check the rows.
 
     python tests/benchmarks/bench_optimize.py
     python tests/benchmarks/bench_optimize.py --rows 4000000 --files 400 --target 32mb --repeat 3
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import shutil
 import statistics
@@ -32,6 +33,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve()
 ROOT = HERE.parents[2]
+sys.path.insert(0, str(HERE.parent))
+from bench_read import child_env, compile_imports  # noqa: E402  (children's bytecode cache)
 
 
 def _cpu() -> float:
@@ -83,13 +86,14 @@ def _rows(path: Path) -> int:
     return RsTable(str(path)).to_pyarrow_dataset().count_rows()
 
 
-def run(impl: str, op: str, source: Path, work: Path, target: int, expected_rows: int) -> dict:
+def run(impl: str, op: str, source: Path, work: Path, target: int, expected_rows: int,
+        env: dict[str, str] | None = None) -> dict:
     dst = work / f"{impl}-{op}"
     if dst.exists():
         shutil.rmtree(dst)
     shutil.copytree(source, dst)
     out = subprocess.run([sys.executable, str(HERE), "--child", impl, op, str(dst), str(target)],
-                         check=True, capture_output=True, text=True)
+                         check=True, capture_output=True, text=True, env=env)
     result = json.loads(out.stdout.strip().splitlines()[-1])
     rows = _rows(dst)
     if rows != expected_rows:
@@ -123,19 +127,26 @@ def main() -> None:
     target = _size(args.target)
     with tempfile.TemporaryDirectory(prefix="bench-optimize-") as d:
         work = Path(d)
+        env = child_env(work)
+        compile_imports(env)
         source = work / "source"
         make_source(source, args.rows, args.files)
         size = sum(p.stat().st_size for p in source.glob("*.parquet"))
         print(f"table: {args.rows:,} rows in {args.files} files, {size / 1e6:.1f} MB; target {target:,} bytes")
         for op in args.ops.split(","):
             results = {}
-            for impl in ("ours", "deltalake"):
-                runs = [run(impl, op, source, work, target, args.rows) for _ in range(args.repeat)]
+            all_runs: dict[str, list[dict]] = {"ours": [], "deltalake": []}
+            for _ in range(args.repeat):        # the engines alternate run by run
+                for impl in all_runs:
+                    all_runs[impl].append(run(impl, op, source, work, target, args.rows, env))
+            for impl, runs in all_runs.items():
                 med = {k: statistics.median(r[k] for r in runs) for k in ("total_s", "cpu_s", "peak_mb")}
                 med.update({"added": runs[0]["added"], "removed": runs[0]["removed"]})
                 results[impl] = med
-                print(f"  {op:8s} {impl:10s} total {med['total_s']:.2f}s  cpu {med['cpu_s']:.2f}s  "
-                      f"peak {med['peak_mb']:.0f} MB  files {med['removed']} -> {med['added']}", flush=True)
+                spread = {k: f"{min(r[k] for r in runs):.2f}-{max(r[k] for r in runs):.2f}" for k in ("total_s", "cpu_s")}
+                print(f"  {op:8s} {impl:10s} total {med['total_s']:.2f}s ({spread['total_s']})  "
+                      f"cpu {med['cpu_s']:.2f}s ({spread['cpu_s']})  peak {med['peak_mb']:.0f} MB  "
+                      f"files {med['removed']} -> {med['added']}  load {os.getloadavg()[0]:.1f}", flush=True)
             o, t = results["ours"], results["deltalake"]
             print(f"  {op:8s} ratio ours/deltalake: time {o['total_s'] / t['total_s']:.2f}, "
                   f"peak memory {o['peak_mb'] / t['peak_mb']:.2f}", flush=True)

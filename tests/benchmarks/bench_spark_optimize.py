@@ -10,9 +10,11 @@ and, in a fresh process, starts one local SparkSession with the Delta Spark jars
   per bin rewriting with pyarrow, one commit on the driver through the log layer);
 * ``delta-spark``: ``OPTIMIZE delta.`p``` with ``spark.databricks.delta.optimize.maxFileSize=T``
   (and ``minFileSize=T``, the same selection rule);
-* with ``--zorder``, both Z-order by ``(x, y)``.
+* ``deltalake``:   ``deltalake.DeltaTable(p).optimize.compact(target_size=T)`` (or ``z_order``),
+  no JVM (import and open timed, as for ours);
+* with ``--zorder``, all Z-order by ``(x, y)``.
 
-The JVM start is outside the timed part for both. Reported: the median of ``--repeat`` runs,
+The JVM start is outside the timed part for both Spark cases. Reported: the median of ``--repeat`` runs,
 and the ratio ours / Delta Spark per size (scaling with table size).
 
     python tests/benchmarks/bench_spark_optimize.py
@@ -57,6 +59,15 @@ def _spark(cores: int):
 
 def child(impl: str, path: str, target: int, zorder: bool, cores: int) -> None:
     sys.path.insert(0, str(ROOT))
+    if impl == "deltalake":
+        t0 = time.perf_counter()
+        from deltalake import DeltaTable as RsTable
+        table = RsTable(path)
+        m = table.optimize.z_order(["x", "y"], target_size=target) if zorder else \
+            table.optimize.compact(target_size=target)
+        print(json.dumps({"optimize_s": time.perf_counter() - t0, "added": m["numFilesAdded"],
+                          "removed": m["numFilesRemoved"]}))
+        return
     spark = _spark(cores)
     t0 = time.perf_counter()
     if impl == "ours":
@@ -101,6 +112,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--cores", type=int, default=2)
     ap.add_argument("--zorder", action="store_true")
+    ap.add_argument("--impls", default="ours,delta-spark,deltalake")
     args = ap.parse_args()
     if args.child:
         impl, path, target, zorder, cores = args.child
@@ -113,12 +125,17 @@ def main() -> None:
             make_source(source, size, args.files, partitioned=True)
             mb = sum(p.stat().st_size for p in source.rglob("*.parquet")) / 1e6
             res = {}
-            for impl in ("ours", "delta-spark"):
+            impls = args.impls.split(",")
+            for impl in impls:
                 runs = [run(impl, source, work, args.target, args.zorder, args.cores) for _ in range(args.repeat)]
                 res[impl] = (statistics.median(r["optimize_s"] for r in runs), runs[0]["removed"], runs[0]["added"])
+                spread = ", ".join(f"{r['optimize_s']:.2f}" for r in runs)
                 print(f"{size:>10,} rows {mb:7.1f} MB {'zorder' if args.zorder else 'compact'} {impl:12s} "
-                      f"{res[impl][0]:.2f}s  files {res[impl][1]} -> {res[impl][2]}", flush=True)
-            print(f"{size:>10,} rows ratio ours/Delta Spark: {res['ours'][0] / res['delta-spark'][0]:.2f}", flush=True)
+                      f"{res[impl][0]:.2f}s (runs {spread})  files {res[impl][1]} -> {res[impl][2]}  "
+                      f"load {os.getloadavg()[0]:.1f}", flush=True)
+            for other, label in (("delta-spark", "Delta Spark"), ("deltalake", "deltalake")):
+                if "ours" in res and other in res:
+                    print(f"{size:>10,} rows ratio ours/{label}: {res['ours'][0] / res[other][0]:.2f}", flush=True)
 
 
 if __name__ == "__main__":
