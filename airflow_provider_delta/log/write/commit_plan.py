@@ -54,6 +54,7 @@ from .column_expressions import check_new_columns_have_no_default, drop_unsuppor
 from .column_mapping_ids import (assign_column_mapping, check_change_feed_with_mapping_change,
                                  check_new_columns_bring_no_mapping)
 from .commit_route import is_catalog_managed, require_owner
+from .restored_version import check_restored_files
 from .schema_evolution import check_files_stay_readable
 from .type_changes import keep_type_changes
 from ..base.schema import schema_to_arrow, validate_partition_columns
@@ -75,8 +76,9 @@ class PendingChanges:
     txns: dict[str, Txn] = field(default_factory=dict)
     domains: dict[str, DomainMetadata] = field(default_factory=dict)
     metadata: Metadata | None = None
-    #: the metadata is an earlier version's, restored with exactly that version's files
-    metadata_of_restored_version: bool = False
+    #: the snapshot whose metadata ``metadata`` is, restored with exactly its files (RESTORE;
+    #: :mod:`.restored_version` checks both halves)
+    restored_version: Snapshot | None = None
     protocol: Protocol | None = None
     #: protocol requests found among the properties (``delta.minReaderVersion``, ``delta.feature.*``)
     protocol_requests: dict[str, str] = field(default_factory=dict)
@@ -135,18 +137,19 @@ def plan_commit(table: TableLog, snap: Snapshot | None, changes: PendingChanges,
         raise InvalidArgumentError("creating a table needs its metadata (use DeltaTable.create)")
     metadata = changes.metadata or old_metadata
     assert metadata is not None
+    restoring = snap is not None and changes.metadata is not None and changes.restored_version is not None
     if changes.metadata is not None:
         _validate_metadata(metadata, old_metadata)
         check_iceberg_enablement(old_metadata.configuration if old_metadata is not None else None,
                                  metadata.configuration, creating=snap is None)
-        if not changes.metadata_of_restored_version:     # a restore brings back rows and constraints together
+        if not restoring:     # a restore brings back rows and constraints together
             if check_new_constraints_hold(old_metadata, metadata, snap):
                 changes.read.read_all = True     # validated against the whole table: appends meanwhile conflict
         if old_protocol is not None and old_metadata is not None:
             metadata = drop_unsupported_expressions(old_protocol, metadata)
             check_new_columns_have_no_default(old_metadata, metadata)
             metadata = keep_type_changes(old_metadata, metadata)
-        if not changes.metadata_of_restored_version:      # RESTORE brings back that version's own columns
+        if not restoring:      # RESTORE brings back that version's own columns
             check_new_columns_bring_no_mapping(old_metadata, metadata)
         metadata = assign_column_mapping(old_metadata, metadata)
         check_change_feed_with_mapping_change(old_metadata, metadata, bool(changes.adds or changes.removes))
@@ -191,7 +194,10 @@ def plan_commit(table: TableLog, snap: Snapshot | None, changes: PendingChanges,
         raise InvalidArgumentError("a managed-commit table needs in-commit timestamps; they cannot be "
                                    "turned off while a commit owner manages the table")
     removes = _resolve_removes(changes, snap, clock)
-    if changes.metadata is not None and old_metadata is not None and not changes.metadata_of_restored_version:
+    if restoring:
+        assert snap is not None and changes.restored_version is not None
+        check_restored_files(snap, changes.restored_version, changes.adds.values(), removes)
+    if changes.metadata is not None and old_metadata is not None and not restoring:
         _check_layout_change(snap, old_metadata, metadata, removes)
     _validate_adds(changes, metadata)
     conf = metadata.configuration
