@@ -286,7 +286,16 @@ def _validate_adds(changes: PendingChanges, metadata: Metadata) -> None:
     # the partitionValues keys: physical names under column mapping
     cols = set(partition_keys(metadata.partition_columns, metadata.schema_string, metadata.configuration))
     mapped = "" if cols == set(metadata.partition_columns) else " (keyed by physical name under column mapping)"
+    added: dict[str, str | None] = {}
     for (path, dv), add in changes.adds.items():
+        if path in added:
+            # one add per path, whatever its DV (PROTOCOL.md "Action Reconciliation"; Delta Spark's
+            # checkNoDuplicateActions, DELTA_DUPLICATE_ACTIONS_FOUND): two would be two live logical
+            # files of one data file, its rows read twice
+            raise InvalidArgumentError(
+                f"file {path!r} is added twice in one transaction, with deletion vectors {added[path]!r} and "
+                f"{dv!r}: a commit adds a path once (a logical file is its path and its deletion vector)")
+        added[path] = dv
         keys = set(add.partition_values or {})
         if keys != cols:
             raise InvalidArgumentError(
@@ -377,12 +386,25 @@ def _spelled_like_live(adds: list[AddFile], snap: Snapshot | None, operation: st
 
 
 def _live_logical_files(snap: Snapshot | None, adds: list[AddFile]) -> set[FileKey]:
-    """(path, DV unique id) of the read snapshot's live files among the paths of adds with a DV."""
-    paths = sorted({a.path for a in adds if a.deletion_vector})
-    if snap is None or not paths:
+    """(path, DV unique id) of the read snapshot's live files among the paths the adds may share
+    with one under another DV (:func:`~..base.feature_actions.check_live_file_replaced`).
+
+    Adds with a DV are always looked up. An add without one can only hide a live file's DV, so its
+    path is looked up only when the snapshot may hold a DV at all (:meth:`Snapshot.may_hold_deletion_vectors`:
+    the protocol, the commits since the checkpoint and the checkpoint's footers, no replay): an append
+    of new files to a table without deletion vectors - the common case - never pays for the table's
+    file list. Where DVs exist every add's path is looked up: from the path alone no writer can tell
+    a new file from a live one.
+    """
+    if snap is None:
+        return set()
+    paths = {a.path for a in adds if a.deletion_vector}
+    if len(paths) < len(adds) and snap.may_hold_deletion_vectors():
+        paths = {a.path for a in adds}
+    if not paths:
         return set()
     files = snap.files()
-    live = files.filter(pc.is_in(files["path"], value_set=ab.array(paths, pa.string())))
+    live = files.filter(pc.is_in(files["path"], value_set=ab.array(sorted(paths), pa.string())))
     return {(r["path"], dv_unique_id(r["deletion_vector"]))
             for r in live.select(["path", "deletion_vector"]).to_pylist()}
 
