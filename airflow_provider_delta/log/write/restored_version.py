@@ -74,8 +74,8 @@ def check_restored_files(read: Snapshot, restored: Snapshot, adds: Iterable[AddF
 
 
 def _logical_files(snap: Snapshot) -> set[tuple[str, str | None]]:
-    """The snapshot's live logical files, (path, DV unique id), computed from two columns (no rows
-    are built): the unique id is PROTOCOL.md's ``<storageType><pathOrInlineDv>[@<offset>]``."""
+    """The snapshot's live logical files, (path, DV unique id), from two columns (no row dicts are
+    built): the unique id is PROTOCOL.md's ``<storageType><pathOrInlineDv>[@<offset>]``."""
     files = snap.files()
     paths = files.column("path").to_pylist()
     dv = files.column("deletion_vector").combine_chunks()

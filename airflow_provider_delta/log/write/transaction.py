@@ -349,7 +349,7 @@ class Transaction:
         """The snapshot of the version a restore brings back: loaded, or the caller's own of this table."""
         if isinstance(version, Snapshot):
             snap = self._require_snapshot("restore a version")
-            if version.uri != snap.uri or version.metadata.id != snap.metadata.id or version.version > snap.version:
+            if version.metadata.id != snap.metadata.id or version.version > snap.version:
                 raise InvalidArgumentError(f"of_restored_version must be a snapshot of this table ({snap.uri}) at "
                                            f"or before version {snap.version}, got {version!r}")
             return version
