@@ -161,9 +161,6 @@ def test_a_plain_re_add_of_a_spark_file_keeps_its_spelling(copy_table):
     assert RsTable(str(path)).to_pyarrow_table().num_rows == rows_before
 
 
-@pytest.mark.xfail(strict=True, reason="f2b9346: of_restored_version verifies the metadata is that version's but not "
-                   "that the commit leaves only that version's files: version 1's metadata (id string) set over "
-                   "version 2's files (id long) skips the layout rule, and every reader now casts the longs to text")
 def test_restored_metadata_over_files_of_another_version_is_refused(tmp_path):
     from airflow_provider_delta.log import InvalidArgumentError
     root = str(tmp_path / "t")

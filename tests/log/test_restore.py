@@ -400,3 +400,51 @@ def test_same_files_and_rows_as_deltalakes_restore(table, tmp_path):
     assert (metrics["numRestoredFile"], metrics["numRemovedFile"]) == (3, 1)
     ours = table.history(1)[0]["operationMetrics"]
     assert (ours["numRestoredFiles"], ours["numRemovedFiles"]) == ("3", "1")
+
+
+@pytest.mark.parametrize("target", [0, 1])
+def test_restore_of_metadata_over_deletion_vector_files_passes_the_restored_files_check(copy_table, target):
+    """The RESTORE exemption holds only when the commit leaves exactly the restored version's logical
+    files live (:mod:`log.write.restored_version`): keyed by (path, DV unique id), offsets included.
+    Delta Spark's table-with-dv-small: version 1 gives the one file a DV (storage 'u', with an offset);
+    version 2 changes a property, so the restore sets metadata and the check runs - over the same
+    files (target 1) and over the file without its DV (target 0: remove (p, dv), add (p, none))."""
+    path = copy_table("delta-rs/table-with-dv-small")
+    table = DeltaTable(str(path))
+    expected = sorted(table.snapshot(version=target).to_pyarrow().column("value").to_pylist())
+    with table.transaction(operation="SET TBLPROPERTIES") as txn:
+        txn.set_properties({"delta.logRetentionDuration": "interval 60 days"})
+    assert table.restore(version=target, enforce_retention=False) == 3
+    snap = DeltaTable(str(path)).snapshot()
+    assert snap.metadata.configuration.get("delta.logRetentionDuration") is None
+    assert sorted(snap.to_pyarrow().column("value").to_pylist()) == expected
+
+
+def test_restored_metadata_with_a_file_of_another_version_kept_is_refused(tmp_path):
+    """The metadata is version 1's and the commit removes version 2's file - but adds a file that
+    version 1 never had: not version 1's files, so no exemption (nothing written)."""
+    t = DeltaTable.create(str(tmp_path / "t"), pa.schema([("id", pa.string())]))
+    v1 = t.write(pa.table({"id": ["a"]}))
+    of_v1 = t.snapshot(version=v1)
+    t.write(pa.table({"id": pa.array([7], pa.int64())}), mode="overwrite", overwrite_schema=True)
+    [live] = t.snapshot().files().to_pylist()
+    before = t.latest_version()
+    from airflow_provider_delta.log import AddFile
+    with pytest.raises(InvalidArgumentError, match="exactly that version's files"):
+        with t.transaction(operation="RESTORE") as txn:
+            txn.set_metadata(of_v1.metadata, of_restored_version=of_v1)
+            for row in of_v1.files().to_pylist():
+                txn.add_file(AddFile(row["path"], row["size"], {}, row["modification_time"], True, row["stats"]))
+            txn.add_file(AddFile("stranger.parquet", 1, {}, 1, True))
+            txn.remove_file(live["path"])
+    assert DeltaTable(t.uri).latest_version() == before
+    assert DeltaTable(t.uri).snapshot().files().column("path").to_pylist() == [live["path"]]
+
+
+def test_of_restored_version_takes_only_a_snapshot_of_this_table(tmp_path):
+    t = DeltaTable.create(str(tmp_path / "t"), SCHEMA)
+    other = DeltaTable.create(str(tmp_path / "o"), SCHEMA)
+    with pytest.raises(InvalidArgumentError, match="snapshot of this table"):
+        with t.transaction(operation="RESTORE") as txn:
+            txn.set_metadata(other.snapshot().metadata, of_restored_version=other.snapshot())
+    assert DeltaTable(t.uri).latest_version() == 0

@@ -11,8 +11,9 @@ is Delta Spark's check of the same name or effect in ``OptimisticTransaction``:
   snapshot has) also needs ``delta.enableDeletionVectors=true`` and ``tightBounds:false``
   in its stats; every DV needs ``numRecords`` in its stats (PROTOCOL.md "Writer
   Requirement for Deletion Vectors").
-- an ``add`` giving a live path a new DV must come with the ``remove`` of the live logical
-  file (PROTOCOL.md "Action Reconciliation": a logical file is its path and its DV).
+- an ``add`` of a live path under another DV (a new one, another one, or none) must come with
+  the ``remove`` of the live logical file (PROTOCOL.md "Action Reconciliation": a logical file is
+  its path and its DV, and a path is live once).
 - ``domainMetadata`` actions (``DomainMetadataUtils.validateDomainMetadataSupportedAndNoDuplicate``):
   the ``domainMetadata`` feature; a system domain (``delta.*``) only where this package
   implements the feature that owns it, and it implements none of them (``delta.rowTracking``
@@ -125,27 +126,33 @@ def check_deletion_vectors(protocol: Protocol, metadata: Metadata, adds: Iterabl
 
 def check_live_file_replaced(adds: Iterable[AddFile], removes: Iterable[RemoveFile],
                              live: set[tuple[str, str | None]]) -> None:
-    """Refuse an add with a deletion vector over a live path unless the commit removes that live
-    logical file.
+    """Refuse an add of a live path under another deletion vector (a new one, another one, or none)
+    unless the commit removes that live logical file.
 
     A logical file is its path plus its DV's unique id (PROTOCOL.md "Add File and Remove File",
-    "Action Reconciliation"): giving a live data file a new DV makes a new logical file, so the
-    commit must also tombstone the old ``(path, dvId)`` - as Delta Spark's DELETE/UPDATE/MERGE do
-    with ``removeWithTimestamp`` beside the add. Without the remove, replay keeps two logical files
-    of one path and vacuum and append-only checks never see rows disappear. ``live``: the read
-    snapshot's logical files among the adds' paths (:func:`check_deletion_vectors` takes the same).
+    "Action Reconciliation": the reconciled ``add`` collection has *unique path keys*). Giving a
+    live data file a new DV, or taking its DV away, makes a new logical file, so the commit must
+    also tombstone the old ``(path, dvId)`` - as Delta Spark's DELETE/UPDATE/MERGE do with
+    ``removeWithTimestamp`` beside the add. Without the remove, replay keeps two logical files of
+    one path: with a DV added, vacuum and append-only checks never see rows disappear; with a DV
+    dropped, the deleted rows come back and every other row is read twice. Delta Spark refuses two
+    actions of one path within a commit (``checkNoDuplicateActions``, ``DELTA_DUPLICATE_ACTIONS_FOUND``)
+    and leaves this case to its commands; we check the commit against the read snapshot. ``live``:
+    the read snapshot's logical files among the adds' paths that may collide (:func:`check_deletion_vectors`
+    takes the same).
     """
     removed = {(r.path, dv_unique_id(r.deletion_vector)) for r in removes}
-    live_dv = {path: dv_id for path, dv_id in live}
+    live_ids: dict[str, set[str | None]] = {}
+    for path, dv_id in live:
+        live_ids.setdefault(path, set()).add(dv_id)
     for add in adds:
-        if not add.deletion_vector or add.path not in live_dv:
-            continue
-        key = (add.path, live_dv[add.path])
-        if key != (add.path, dv_unique_id(add.deletion_vector)) and key not in removed:
-            raise InvalidArgumentError(
-                f"file {add.path!r} is added with a new deletion vector, but the commit does not remove the "
-                f"live logical file ({add.path!r}, DV {key[1]!r}): remove it in the same commit (a logical "
-                "file is its path and its deletion vector)")
+        own = dv_unique_id(add.deletion_vector)
+        for other in sorted(live_ids.get(add.path, set()) - {own}, key=str):
+            if (add.path, other) not in removed:
+                raise InvalidArgumentError(
+                    f"file {add.path!r} is added with deletion vector {own!r}, but the commit does not remove the "
+                    f"live logical file ({add.path!r}, DV {other!r}): a path is live once, so remove it in the same "
+                    "commit (a logical file is its path and its deletion vector; nothing was committed)")
 
 
 def dv_unique_id(dv: dict | None) -> str | None:

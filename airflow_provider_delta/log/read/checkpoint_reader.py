@@ -194,6 +194,18 @@ def read_checkpoint_protocol(storage: "Storage", files: list[LogFile], version: 
     return protocol
 
 
+def checkpoint_may_hold_deletion_vectors(storage: "Storage", files: list[LogFile]) -> bool:
+    """Whether an ``add`` of this checkpoint may carry a deletion vector, from the parquet footers'
+    null counts alone (no row is read); conservative: True for a JSON checkpoint, or one with
+    sidecars (its adds are in other files), or a row group without statistics."""
+    for f in files:
+        if f.fmt == "json":
+            return True
+        if _open_parquet(storage, f.path).row_groups_with_values(["add.deletionVector", "sidecar"]):
+            return True
+    return False
+
+
 def read_checkpoint(storage: "Storage", files: list[LogFile], version: int,
                     with_files: bool, partition_columns: tuple[str, ...] = (),
                     with_protocol_metadata: bool = True) -> CheckpointContent:

@@ -24,13 +24,13 @@ from ..base import arrow_kernels as ak
 from ..base import ict
 from ..base.action_schemas import FILE_ACTION_SCHEMA, FILE_COLUMNS, TOMBSTONE_COLUMNS
 from ..base.actions import Metadata, Protocol
-from .checkpoint_reader import read_checkpoint
+from .checkpoint_reader import checkpoint_may_hold_deletion_vectors, read_checkpoint
 from .column_mapping import partition_keys, partition_keys_of
 from .commit_reader import CommitBlobs, read_blobs
 from ..base.commit_source import CommitSource, require_through
 from .commit_timestamps import commit_timestamp
 from ..base.errors import CorruptLogError, VersionNotFoundError
-from ..base.features import Operation, commits_are_coordinated
+from ..base.features import Operation, commits_are_coordinated, supported_features
 from ..base.intervals import deleted_file_retention_ms, set_transaction_retention_ms
 from .listing import LogListing
 from .managed_state import validate_managed_state
@@ -241,6 +241,27 @@ class Snapshot:
         files = select_rows(a, a.column("is_add")).select(FILE_COLUMNS)
         i = files.schema.get_field_index("partition_values")
         return files.set_column(i, "partition_values", only_keys(files.column(i), self._partition_keys()))
+
+    def may_hold_deletion_vectors(self) -> bool:
+        """Whether a live file of this snapshot may carry a deletion vector.
+
+        Exact once the file list is loaded; before that, answered without replaying it and on
+        the safe side: False only if the protocol does not support ``deletionVectors`` (no file
+        may carry one then), or no commit since the checkpoint mentions one and the checkpoint's
+        footers say no ``add`` has one. For checks that matter only where DVs exist, so a table
+        without them never pays for its file list.
+        """
+        if self._state is not None:
+            a = self._state.actions
+            return bool(a.num_rows) and ak.any_true(ak.and_(a.column("is_add"), ak.is_valid(a.column("deletion_vector"))))
+        reader, writer = supported_features(self.protocol)
+        if "deletionVectors" not in reader | writer:
+            return False
+        blobs = self._blobs if self._blobs is not None else read_blobs(self.storage, self.segment.commits)
+        if any(b'"deletionVector"' in data for _, data, _ in blobs):
+            return True
+        return bool(self.segment.checkpoint_files) and \
+            checkpoint_may_hold_deletion_vectors(self.storage, self.segment.checkpoint_files)
 
     def num_files(self) -> int:
         a = self._load_state().actions

@@ -54,6 +54,7 @@ from .column_expressions import check_new_columns_have_no_default, drop_unsuppor
 from .column_mapping_ids import (assign_column_mapping, check_change_feed_with_mapping_change,
                                  check_new_columns_bring_no_mapping)
 from .commit_route import is_catalog_managed, require_owner
+from .restored_version import check_restored_files
 from .schema_evolution import check_files_stay_readable
 from .type_changes import keep_type_changes
 from ..base.schema import schema_to_arrow, validate_partition_columns
@@ -75,8 +76,9 @@ class PendingChanges:
     txns: dict[str, Txn] = field(default_factory=dict)
     domains: dict[str, DomainMetadata] = field(default_factory=dict)
     metadata: Metadata | None = None
-    #: the metadata is an earlier version's, restored with exactly that version's files
-    metadata_of_restored_version: bool = False
+    #: the snapshot whose metadata ``metadata`` is, restored with exactly its files (RESTORE;
+    #: :mod:`.restored_version` checks both halves)
+    restored_version: Snapshot | None = None
     protocol: Protocol | None = None
     #: protocol requests found among the properties (``delta.minReaderVersion``, ``delta.feature.*``)
     protocol_requests: dict[str, str] = field(default_factory=dict)
@@ -135,18 +137,19 @@ def plan_commit(table: TableLog, snap: Snapshot | None, changes: PendingChanges,
         raise InvalidArgumentError("creating a table needs its metadata (use DeltaTable.create)")
     metadata = changes.metadata or old_metadata
     assert metadata is not None
+    restoring = snap is not None and changes.metadata is not None and changes.restored_version is not None
     if changes.metadata is not None:
         _validate_metadata(metadata, old_metadata)
         check_iceberg_enablement(old_metadata.configuration if old_metadata is not None else None,
                                  metadata.configuration, creating=snap is None)
-        if not changes.metadata_of_restored_version:     # a restore brings back rows and constraints together
+        if not restoring:     # a restore brings back rows and constraints together
             if check_new_constraints_hold(old_metadata, metadata, snap):
                 changes.read.read_all = True     # validated against the whole table: appends meanwhile conflict
         if old_protocol is not None and old_metadata is not None:
             metadata = drop_unsupported_expressions(old_protocol, metadata)
             check_new_columns_have_no_default(old_metadata, metadata)
             metadata = keep_type_changes(old_metadata, metadata)
-        if not changes.metadata_of_restored_version:      # RESTORE brings back that version's own columns
+        if not restoring:      # RESTORE brings back that version's own columns
             check_new_columns_bring_no_mapping(old_metadata, metadata)
         metadata = assign_column_mapping(old_metadata, metadata)
         check_change_feed_with_mapping_change(old_metadata, metadata, bool(changes.adds or changes.removes))
@@ -191,7 +194,10 @@ def plan_commit(table: TableLog, snap: Snapshot | None, changes: PendingChanges,
         raise InvalidArgumentError("a managed-commit table needs in-commit timestamps; they cannot be "
                                    "turned off while a commit owner manages the table")
     removes = _resolve_removes(changes, snap, clock)
-    if changes.metadata is not None and old_metadata is not None and not changes.metadata_of_restored_version:
+    if restoring:
+        assert snap is not None and changes.restored_version is not None
+        check_restored_files(snap, changes.restored_version, changes.adds.values(), removes)
+    if changes.metadata is not None and old_metadata is not None and not restoring:
         _check_layout_change(snap, old_metadata, metadata, removes)
     _validate_adds(changes, metadata)
     conf = metadata.configuration
@@ -280,7 +286,16 @@ def _validate_adds(changes: PendingChanges, metadata: Metadata) -> None:
     # the partitionValues keys: physical names under column mapping
     cols = set(partition_keys(metadata.partition_columns, metadata.schema_string, metadata.configuration))
     mapped = "" if cols == set(metadata.partition_columns) else " (keyed by physical name under column mapping)"
+    added: dict[str, str | None] = {}
     for (path, dv), add in changes.adds.items():
+        if path in added:
+            # one add per path, whatever its DV (PROTOCOL.md "Action Reconciliation"; Delta Spark's
+            # checkNoDuplicateActions, DELTA_DUPLICATE_ACTIONS_FOUND): two would be two live logical
+            # files of one data file, its rows read twice
+            raise InvalidArgumentError(
+                f"file {path!r} is added twice in one transaction, with deletion vectors {added[path]!r} and "
+                f"{dv!r}: a commit adds a path once (a logical file is its path and its deletion vector)")
+        added[path] = dv
         keys = set(add.partition_values or {})
         if keys != cols:
             raise InvalidArgumentError(
@@ -371,12 +386,25 @@ def _spelled_like_live(adds: list[AddFile], snap: Snapshot | None, operation: st
 
 
 def _live_logical_files(snap: Snapshot | None, adds: list[AddFile]) -> set[FileKey]:
-    """(path, DV unique id) of the read snapshot's live files among the paths of adds with a DV."""
-    paths = sorted({a.path for a in adds if a.deletion_vector})
-    if snap is None or not paths:
+    """(path, DV unique id) of the read snapshot's live files among the paths the adds may share
+    with one under another DV (:func:`~..base.feature_actions.check_live_file_replaced`).
+
+    Adds with a DV are always looked up. An add without one can only hide a live file's DV, so its
+    path is looked up only when the snapshot may hold a DV at all (:meth:`Snapshot.may_hold_deletion_vectors`:
+    the protocol, the commits since the checkpoint and the checkpoint's footers, no replay): an append
+    of new files to a table without deletion vectors - the common case - never pays for the table's
+    file list. Where DVs exist every add's path is looked up: from the path alone no writer can tell
+    a new file from a live one.
+    """
+    if snap is None:
+        return set()
+    paths = {a.path for a in adds if a.deletion_vector}
+    if len(paths) < len(adds) and snap.may_hold_deletion_vectors():
+        paths = {a.path for a in adds}
+    if not paths:
         return set()
     files = snap.files()
-    live = files.filter(pc.is_in(files["path"], value_set=ab.array(paths, pa.string())))
+    live = files.filter(pc.is_in(files["path"], value_set=ab.array(sorted(paths), pa.string())))
     return {(r["path"], dv_unique_id(r["deletion_vector"]))
             for r in live.select(["path", "deletion_vector"]).to_pylist()}
 

@@ -231,7 +231,7 @@ def restore_table(table: TableLog, version: Any = None, timestamp: Any = None, *
     txn.mark_read("all")
     metadata = restored_metadata(latest, old.metadata)
     if metadata.to_json() != latest.metadata.to_json():
-        txn.set_metadata(metadata, of_restored_version=target)
+        txn.set_metadata(metadata, of_restored_version=old)     # its files are loaded: the check reuses them
     protocol = merged_protocol(latest.protocol, old.protocol)
     if protocol != latest.protocol:
         txn.set_protocol(protocol)

@@ -29,11 +29,11 @@ from ..base.commit_actions import AddFile, DomainMetadata, RemoveFile, Txn
 from .commit_info import CommitProvenance, is_own_commit
 from .commit_plan import CommitPlan, PendingChanges, dv_unique_id, plan_commit
 from .committer import Committer
-from .column_expressions import IDENTITY_HIGH_WATER_MARK
 from .conflicts import canonical_partition_value
 from .isolation import ISOLATION_LEVELS
+from .restored_version import check_restored_metadata
 from ..base.errors import InvalidArgumentError, TableNotFoundError, VersionNotFoundError
-from ..base.features import (CHECK_CONSTRAINT_PREFIX, FEATURE_PROPERTY_PREFIX, MIN_READER_VERSION_PROPERTY,
+from ..base.features import (FEATURE_PROPERTY_PREFIX, MIN_READER_VERSION_PROPERTY,
                              MIN_WRITER_VERSION_PROPERTY)
 from ..base.names import LOG_DIR
 from ..base.property_values import check_property_values
@@ -311,22 +311,25 @@ class Transaction:
         self._changes.domains[domain] = DomainMetadata(domain, configuration or "", removed)
         self._changes.read.domains.add(domain)
 
-    def set_metadata(self, metadata: Metadata, *, of_restored_version: int | None = None) -> None:
+    def set_metadata(self, metadata: Metadata, *, of_restored_version: int | Snapshot | None = None) -> None:
         """Replace the table metadata (schema, partitioning, properties) in this commit. Known
         ``delta.*`` values it changes are checked (:mod:`..base.property_values`); values the table
         already has pass as they are.
 
-        ``of_restored_version``: the version whose metadata this is, committed together with
-        exactly that version's files (RESTORE). Every file it keeps was written under that
-        metadata, so the rules for changing a schema over existing files (layout, new columns'
-        mapping, new CHECK constraints) do not apply - which is why the claim is verified: the
-        schema, partitioning and constraints must be that version's own.
+        ``of_restored_version``: the version whose metadata this is (or its snapshot, already
+        loaded), committed together with exactly that version's files (RESTORE). Every file it
+        keeps was written under that metadata, so the rules for changing a schema over existing
+        files (layout, new columns' mapping, new CHECK constraints) do not apply - which is why the
+        claim is verified (:mod:`.restored_version`): the schema, partitioning and constraints must
+        be that version's own, and the commit must leave exactly that version's files live.
         """
         self._check_open()
         if not isinstance(metadata, Metadata):
             raise InvalidArgumentError(f"set_metadata takes a Metadata, got {type(metadata).__name__}")
+        restored = None
         if of_restored_version is not None:
-            self._check_restored_metadata(metadata, of_restored_version)
+            restored = self._restored_snapshot(of_restored_version)
+            check_restored_metadata(metadata, restored)
         snap = self.snapshot
         current = snap.metadata.configuration if snap is not None else {}
         check_property_values({k: v for k, v in metadata.configuration.items() if current.get(k) != v})
@@ -339,24 +342,21 @@ class Transaction:
                                 metadata.name, metadata.description, metadata.format_provider,
                                 dict(metadata.format_options), metadata.created_time)
         self._changes.metadata = metadata
-        self._changes.metadata_of_restored_version = of_restored_version is not None
+        self._changes.restored_version = restored
         self._changes.read.changes_metadata = True
 
-    def _check_restored_metadata(self, metadata: Metadata, version: Any) -> None:
-        """Refuse metadata claimed to be ``version``'s that is not: the rules it skips would be bypassed."""
+    def _restored_snapshot(self, version: Any) -> Snapshot:
+        """The snapshot of the version a restore brings back: loaded, or the caller's own of this table."""
+        if isinstance(version, Snapshot):
+            snap = self._require_snapshot("restore a version")
+            if version.metadata.id != snap.metadata.id or version.version > snap.version:
+                raise InvalidArgumentError(f"of_restored_version must be a snapshot of this table ({snap.uri}) at "
+                                           f"or before version {snap.version}, got {version!r}")
+            return version
         if isinstance(version, bool) or not isinstance(version, int):
             raise InvalidArgumentError(f"of_restored_version must be the version whose metadata this is, got "
                                        f"{version!r}")
-        old = self.table.snapshot(version=version).metadata
-
-        def constraints(m: Metadata) -> dict[str, str]:
-            return {k: v for k, v in m.configuration.items() if k.lower().startswith(CHECK_CONSTRAINT_PREFIX)}
-        if (_without_high_water_marks(json.loads(metadata.schema_string))
-                != _without_high_water_marks(json.loads(old.schema_string))
-                or list(metadata.partition_columns) != list(old.partition_columns)
-                or constraints(metadata) != constraints(old)):
-            raise InvalidArgumentError(f"the metadata given as version {version}'s differs from it in schema, "
-                                       "partitioning or CHECK constraints; nothing was committed")
+        return self.table.snapshot(version=version)
 
     def set_properties(self, properties: dict[str, Any]) -> None:
         """Set table properties (``None`` removes one); e.g. ``delta.enableInCommitTimestamps``."""
@@ -532,12 +532,3 @@ def enable_in_commit_timestamps(table: TableLog, **kwargs: Any) -> int:
     txn.set_properties({ict.ENABLE_PROPERTY: "true"})
     return txn.commit()
 
-
-def _without_high_water_marks(value: Any) -> Any:
-    """A parsed schema without identity high-water marks (a restore keeps today's: values handed out
-    after the restored version stay used), for comparing a restored schema with the version's own."""
-    if isinstance(value, dict):
-        return {k: _without_high_water_marks(v) for k, v in value.items() if k != IDENTITY_HIGH_WATER_MARK}
-    if isinstance(value, list):
-        return [_without_high_water_marks(v) for v in value]
-    return value
