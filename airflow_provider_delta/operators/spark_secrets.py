@@ -9,24 +9,24 @@ and whose masking in the logged "Spark-Submit cmd" stops at the first space of t
 secret takes the route that fits where the driver runs (the hook's own ``_is_yarn``,
 ``_is_kubernetes`` and deploy mode decide, as they decide what it does with ``env_vars``):
 
-======================  ==============  ======================================================
-master, deploy mode     driver runs     route of ``NAME``
-======================  ==============  ======================================================
-``local``, ``spark://``  this worker     ``env_vars``: the hook sets them on the spark-submit
-client                                  process (its environment, not its arguments)
-``k8s://`` client       this worker     the spark-submit process's environment, set directly
-                                        (the hook's ``driverEnv`` confs would not reach a
-                                        client-mode driver anyway)
-``yarn`` client         this worker     a file (mode 0600, in a 0700 directory) named by
-                                        ``NAME_FILE=<absolute path>``
-``yarn`` cluster        a YARN          the same file, shipped with ``--files`` (YARN puts it in
-                        container       the driver's working directory); ``NAME_FILE=<name>``
-``k8s://`` cluster      a pod           refused (:class:`DriverSecretsError`) unless ``conf``
-                                        names a Kubernetes secret for it:
-                                        ``spark.kubernetes.driver.secretKeyRef.NAME``
-``spark://`` cluster    a worker        refused: the hook passes no environment there and
-                                        ``--files`` are not shipped to the driver
-======================  ==============  ======================================================
+==========================  ==============  ==========================================================
+master, deploy mode         driver runs     route of ``NAME``
+==========================  ==============  ==========================================================
+``local``, ``spark://``     this worker     ``env_vars``: the hook sets them on the spark-submit
+client                                      process (its environment, not its arguments)
+``k8s://`` client           this worker     the spark-submit process's environment, set directly
+                                            (the hook's ``driverEnv`` confs would not reach a
+                                            client-mode driver anyway)
+``yarn`` client             this worker     a file (mode 0600, in a 0700 directory) named by
+                                            ``NAME_FILE=<absolute path>``
+``yarn`` cluster            a YARN          the same file, shipped with ``--files`` (YARN puts it in
+                            container       the driver's working directory); ``NAME_FILE=<name>``
+``k8s://`` cluster          a pod           refused (:class:`DriverSecretsError`) unless ``conf``
+                                            names a Kubernetes secret for it:
+                                            ``spark.kubernetes.driver.secretKeyRef.NAME``
+``spark://`` cluster        a worker        refused: the hook passes no environment there and
+                                            ``--files`` are not shipped to the driver
+==========================  ==============  ==========================================================
 
 The driver reads ``NAME``, else the file ``NAME_FILE`` names
 (:func:`~..spark.delta_job.env_json_object`). The files are removed when the submission ends
