@@ -23,6 +23,7 @@ from ..hooks.arguments import (check_flags, choice, flag, is_template, mapping, 
 from .base import DeltaBaseOperator
 from .maintenance import bounded_report
 from .spark_base import job_secrets, resolve_master
+from .spark_secrets import DriverSecrets
 
 if TYPE_CHECKING:  # pragma: no cover
     from airflow.sdk import Context
@@ -134,7 +135,9 @@ class DeltaCheckpointOperator(DeltaBaseOperator):
         hook = resolve_master(hook, optional_value(self.master), self.spark_conn_id, self.log)
         self.log.info("Submitting the Spark checkpoint job for %s at version %s (%d sources, %d parts planned)",
                       table.uri, version, len(plan.sources), plan.parts)
-        hook.submit(CHECKPOINT_APPLICATION)
+        with DriverSecrets(self.log) as driver_secrets:   # never on the command line
+            driver_secrets.route(hook)
+            hook.submit(CHECKPOINT_APPLICATION)
         files = table.snapshot(version=version).segment.checkpoint_files
         if not files or files[0].version != version:
             raise InvalidTableStateError(f"the Spark checkpoint job finished but {table.uri} has no complete "

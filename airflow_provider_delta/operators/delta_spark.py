@@ -292,7 +292,10 @@ class DeltaSparkApplicationOperator(DeltaTaskMixin, StopDriverOnKillMixin, Local
         self.conf = self.spark_conf(ctx)
         self._hook = None                     # built from the settings above
         before = _latest_version(table)
-        super().execute(context)
+        try:
+            super().execute(context)  # the secrets routed for the master by LocalSparkMixin._get_hook
+        finally:
+            self._close_driver_secrets()
         more = {"input_starting_version": ctx.input_starting_version} if ctx.incremental else {}
         if not exactly_once.already_committed(table, app_id, app_version):
             return self._no_commit(context, table, ctx, before, more)

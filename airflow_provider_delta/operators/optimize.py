@@ -23,6 +23,7 @@ from ..hooks.arguments import (check_flags, choice, column_names, flag, is_templ
                                optional_value, refused_without_retry)
 from .base import DeltaBaseOperator, job_info
 from .spark_base import job_secrets, resolve_master
+from .spark_secrets import DriverSecrets
 
 if TYPE_CHECKING:  # pragma: no cover
     from airflow.sdk import Context
@@ -151,7 +152,9 @@ class DeltaOptimizeOperator(DeltaBaseOperator):
                                env_vars=env, **kwargs)
         hook = resolve_master(hook, optional_value(self.master), self.spark_conn_id, self.log)
         self.log.info("Submitting the Spark OPTIMIZE job for %s", table.uri)
-        hook.submit(OPTIMIZE_APPLICATION)
+        with DriverSecrets(self.log) as driver_secrets:   # never on the command line
+            driver_secrets.route(hook)
+            hook.submit(OPTIMIZE_APPLICATION)
         return _committed_metrics(table, before, job)
 
 

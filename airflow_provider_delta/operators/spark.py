@@ -249,8 +249,11 @@ class DeltaSparkSubmitOperator(DeltaTaskMixin, StopDriverOnKillMixin, LocalSpark
         env = dict(self.env_vars or {})
         if secrets:
             env[SECRETS_ENV] = json.dumps(secrets)
-        self.env_vars = env
-        super().execute(context)
+        self.env_vars = env      # routed for the master by LocalSparkMixin._get_hook (.spark_secrets)
+        try:
+            super().execute(context)
+        finally:
+            self._close_driver_secrets()
 
     def _stage(self, context: "Context", spec: JobSpec, secrets: dict[str, Any]) -> int:
         """Write-audit-publish: the job stages into the group; this try submits only if its writer has

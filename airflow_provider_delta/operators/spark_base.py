@@ -6,7 +6,8 @@ both subclass the Spark provider's ``SparkSubmitOperator``, and both:
 
 * run in local mode (``--master local[*]``, pyspark's bundled ``spark-submit`` when
   none is on PATH, the worker's Python as the driver's) when no Spark connection
-  is defined (:class:`LocalSparkMixin`);
+  is defined, and hand the job its secrets by the route its master allows, never on the
+  command line (:class:`LocalSparkMixin`, :mod:`.spark_secrets`);
 * mark their commit with ``txn(app_id, app_version)``, defaulting to
   ``<dag_id>.<task_id>[<map_index>]@<data interval>`` and the interval's end (:func:`resolve_app`);
 * report the version of the commit holding that pair in XCom and in the asset
@@ -29,6 +30,7 @@ from ..spark.s3a import s3_bucket, s3a_bucket_conf
 from ..hooks.arguments import optional_int, optional_value
 from .base import same_task_run
 from .pyspark_pair import require_matching_pyspark
+from .spark_secrets import DriverSecrets
 
 if TYPE_CHECKING:  # pragma: no cover
     from airflow.sdk import Context
@@ -150,7 +152,8 @@ def _is_run_pair(app_id: str, app_version: int, context: "Context", task: Any) -
 def job_secrets(hook: Any, uri: str) -> dict[str, Any]:
     """Storage options, commit owner and catalog of the delta connection for ``uri``: a job's secrets.
 
-    They travel in the job's environment (``SECRETS_ENV``), never on its command line.
+    They travel in the job's environment (``SECRETS_ENV``), never on its command line: the operator
+    puts them in ``env_vars`` and :class:`~.spark_secrets.DriverSecrets` routes them for the master.
     """
     cfg = hook.get_config(uri)
     resolved = cfg.resolve(uri)
@@ -229,18 +232,30 @@ def stop_processes(processes: list[Any], log: Any, timeout_s: float = 10.0) -> N
 
 
 class LocalSparkMixin:
-    """``_get_hook`` of a ``SparkSubmitOperator`` that falls back to local mode.
+    """``_get_hook`` of a ``SparkSubmitOperator`` that falls back to local mode and routes the secrets.
 
     Expects ``master`` (an optional template field overriding the connection's) and the
-    operator's ``_conn_id``. Put it before ``SparkSubmitOperator`` in the bases.
+    operator's ``_conn_id``. The job's secrets in ``env_vars`` (:data:`~.spark_secrets.SECRET_ENV_NAMES`)
+    are moved to the route the master allows (:class:`~.spark_secrets.DriverSecrets`); the
+    operator calls :meth:`_close_driver_secrets` when the submission has ended. Put it before
+    ``SparkSubmitOperator`` in the bases.
     """
 
     master: str | None
     _conn_id: str
     log: Any
+    _driver_secrets: DriverSecrets | None = None
 
     def _get_hook(self) -> Any:
-        return resolve_master(super()._get_hook(), self.master, self._conn_id, self.log)  # type: ignore[misc]
+        hook = resolve_master(super()._get_hook(), self.master, self._conn_id, self.log)  # type: ignore[misc]
+        if self._driver_secrets is None:
+            self._driver_secrets = DriverSecrets(self.log)
+        return self._driver_secrets.route(hook)
+
+    def _close_driver_secrets(self) -> None:
+        """Remove the secrets files of this try's submission (if any)."""
+        if self._driver_secrets is not None:
+            self._driver_secrets.close()
 
 
 def resolve_master(hook: Any, master: Any, conn_id: str, log: Any) -> Any:

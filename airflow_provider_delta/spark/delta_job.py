@@ -361,13 +361,30 @@ def set_hadoop_conf(spark: Any, conf: Mapping[str, str]) -> list[str]:
     return sorted(conf)
 
 
+#: ``<NAME>`` + this: the variable naming a file that holds what ``<NAME>`` would (see :func:`env_json_object`)
+FILE_SUFFIX = "_FILE"
+
+
 def env_json_object(name: str, environ: Mapping[str, str] | None = None,
                     error: type[Exception] = DeltaJobContextError) -> dict[str, Any]:
     """The JSON object in environment variable ``name`` ({} when unset); ``error`` when it is not one.
 
-    How jobs receive what must stay off their command line (secrets, credentials).
+    How jobs receive what must stay off their command line (secrets, credentials). Where the
+    environment cannot carry it safely (YARN puts a driver's environment on the spark-submit
+    command line), ``<name>_FILE`` names a file holding the same JSON instead: an absolute path
+    (the driver runs on the submitting worker) or a name in the driver's working directory
+    (YARN cluster mode, where ``--files`` puts it); see ``operators/spark_secrets.py``.
     """
-    raw = (os.environ if environ is None else environ).get(name)
+    environ = os.environ if environ is None else environ
+    raw = environ.get(name)
+    if not raw and environ.get(name + FILE_SUFFIX):
+        path = environ[name + FILE_SUFFIX]
+        try:
+            with open(path, encoding="utf-8") as f:
+                raw = f.read()
+        except OSError as e:
+            raise error(f"{name}{FILE_SUFFIX} names {path!r}, which cannot be read "
+                        f"(working directory {os.getcwd()!r}): {e.strerror}") from None
     if not raw:
         return {}
     try:

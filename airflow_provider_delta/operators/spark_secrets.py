@@ -1,0 +1,144 @@
+"""How a Spark job's secrets reach its driver: per master and deploy mode, never on a command line.
+
+Our Spark operators hand their jobs secrets (storage credentials, the commit owner's and the
+catalog's database URLs) as JSON in environment variables (:data:`SECRET_ENV_NAMES`). The Spark
+provider's ``SparkSubmitHook`` is not safe for them as ``env_vars`` on YARN and Kubernetes: there it
+writes them on the spark-submit command line (``--conf spark.yarn.appMasterEnv.NAME=VALUE``,
+``--conf spark.kubernetes.driverEnv.NAME=VALUE``), which ``ps`` shows to every user of the worker
+and whose masking in the logged "Spark-Submit cmd" stops at the first space of the JSON. So each
+secret takes the route that fits where the driver runs (the hook's own ``_is_yarn``,
+``_is_kubernetes`` and deploy mode decide, as they decide what it does with ``env_vars``):
+
+==========================  ==============  ==========================================================
+master, deploy mode         driver runs     route of ``NAME``
+==========================  ==============  ==========================================================
+``local``, ``spark://``     this worker     ``env_vars``: the hook sets them on the spark-submit
+client                                      process (its environment, not its arguments)
+``k8s://`` client           this worker     the spark-submit process's environment, set directly
+                                            (the hook's ``driverEnv`` confs would not reach a
+                                            client-mode driver anyway)
+``yarn`` client             this worker     a file (mode 0600, in a 0700 directory) named by
+                                            ``NAME_FILE=<absolute path>``
+``yarn`` cluster            a YARN          the same file, shipped with ``--files`` (YARN puts it in
+                            container       the driver's working directory); ``NAME_FILE=<name>``
+``k8s://`` cluster          a pod           refused (:class:`DriverSecretsError`) unless ``conf``
+                                            names a Kubernetes secret for it:
+                                            ``spark.kubernetes.driver.secretKeyRef.NAME``
+``spark://`` cluster        a worker        refused: the hook passes no environment there and
+                                            ``--files`` are not shipped to the driver
+==========================  ==============  ==========================================================
+
+The driver reads ``NAME``, else the file ``NAME_FILE`` names
+(:func:`~..spark.delta_job.env_json_object`). The files are removed when the submission ends
+(:meth:`DriverSecrets.close`). Kubernetes cluster mode is refused rather than given a file:
+``--files`` would upload it to ``spark.kubernetes.file.upload.path``, a shared location nobody
+cleans.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import uuid
+from typing import Any
+
+from ..hooks.arguments import DeltaArgumentError
+from ..spark.delta_job import ENV_HADOOP_CONF, FILE_SUFFIX
+from ..spark.job_args import SECRETS_ENV
+
+#: the environment variables by which our operators hand a job secrets
+SECRET_ENV_NAMES = (SECRETS_ENV, ENV_HADOOP_CONF)
+#: ``conf`` prefix naming the Kubernetes secret (``<secret>:<key>``) a cluster-mode driver takes ``NAME`` from
+K8S_SECRET_REF = "spark.kubernetes.driver.secretKeyRef."
+
+
+class DriverSecretsError(DeltaArgumentError):
+    """The job's secrets cannot reach its driver without passing through a command line.
+
+    Raised before anything is submitted; fails the task without retry (the settings decide it).
+    """
+
+
+class DriverSecrets:
+    """The secret environment variables of one submission, routed for its hook; owns their files.
+
+    :meth:`route` moves the names of :data:`SECRET_ENV_NAMES` out of the hook's ``env_vars`` onto
+    the route of its master (module docstring); :meth:`close` removes the files it wrote.
+    """
+
+    def __init__(self, log: Any) -> None:
+        self.log = log
+        self._dir: str | None = None
+
+    def __enter__(self) -> "DriverSecrets":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def route(self, hook: Any) -> Any:
+        """Route the secrets in ``hook._env_vars`` for ``hook``'s master; returns ``hook``."""
+        env = dict(hook._env_vars or {})
+        secrets = {name: str(env.pop(name)) for name in SECRET_ENV_NAMES if env.get(name)}
+        if not secrets:
+            return hook
+        master, mode = hook._connection["master"], hook._connection.get("deploy_mode")
+        cluster = mode == "cluster"
+        if hook._is_kubernetes and cluster:
+            self._kubernetes_refs(hook, secrets)
+        elif hook._is_kubernetes:       # the driver is this process's grandchild: its environment
+            hook._env = {**{k: str(v) for k, v in env.items()}, **(hook._env or {}), **secrets}
+        elif hook._is_yarn:
+            env.update(self._files(hook, secrets, ship=cluster))
+        elif cluster:
+            raise DriverSecretsError(
+                f"the job's secrets ({', '.join(sorted(secrets))}: storage credentials or database URLs of the "
+                f"delta connection) cannot reach a driver in standalone cluster mode ({master}) without a "
+                "command line: spark-submit passes it no environment and ships it no local file. Run in "
+                "client mode (deploy_mode='client'), or give the cluster the credentials and the delta "
+                "connection none. Nothing was submitted")
+        else:                           # the hook sets env_vars on the spark-submit process, not its argv
+            env.update(secrets)
+        hook._env_vars = env
+        return hook
+
+    def _files(self, hook: Any, secrets: dict[str, str], ship: bool) -> dict[str, str]:
+        """Each secret in a 0600 file; ``NAME_FILE`` names it (its path, or with ``ship`` its base name,
+        the file going to the driver's working directory with ``--files``)."""
+        if self._dir is None:
+            self._dir = tempfile.mkdtemp(prefix="delta-spark-secrets-")   # mode 0700
+        env: dict[str, str] = {}
+        shipped: list[str] = []
+        for name, value in secrets.items():
+            path = os.path.join(self._dir, f"delta-secrets-{uuid.uuid4().hex}-{name.lower()}.json")
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(value)
+            env[name + FILE_SUFFIX] = os.path.basename(path) if ship else path
+            shipped.append(path)
+        if ship:
+            hook._files = ",".join([*([hook._files] if hook._files else []), *shipped])
+        self.log.info("The job's secrets (%s) go to the driver in a file readable only by this user%s",
+                      ", ".join(sorted(secrets)), ", shipped with --files" if ship else "")
+        return env
+
+    def _kubernetes_refs(self, hook: Any, secrets: dict[str, str]) -> None:
+        missing = [name for name in secrets if not hook._conf.get(K8S_SECRET_REF + name)]
+        if missing:
+            confs = ", ".join(f"{K8S_SECRET_REF}{name}='<secret>:<key>'" for name in sorted(missing))
+            raise DriverSecretsError(
+                f"the job's secrets ({', '.join(sorted(missing))}: storage credentials or database URLs of the "
+                f"delta connection) cannot reach a driver in Kubernetes cluster mode ({hook._connection['master']}) "
+                "without a command line or a shared upload location. Either run in client mode "
+                "(deploy_mode='client'; the driver takes them from the spark-submit process's environment), or "
+                "store each in a Kubernetes secret of the namespace (the JSON the variable would hold; see the "
+                f"operator docs) and name it in conf: {confs}. Nothing was submitted")
+        for name in secrets:
+            self.log.info("%s: the driver takes it from Kubernetes secret %s (conf %s%s), not from the delta "
+                          "connection", name, hook._conf[K8S_SECRET_REF + name], K8S_SECRET_REF, name)
+
+    def close(self) -> None:
+        """Remove the files this submission wrote (the job has ended, or YARN has its copy)."""
+        if self._dir is not None:
+            shutil.rmtree(self._dir, ignore_errors=True)
+            self._dir = None
