@@ -101,3 +101,34 @@ def test_a_commit_built_on_within_the_same_second_is_neither_withdrawn_nor_repor
     assert live == [1, 2, 3, 100]                               # our rows are live either way
     assert os.path.exists(os.path.join(_log_dir(t), f"{3:020d}.json"))   # the commit v4 built on stays
     assert outcome == "committed"                               # and the writer is told so
+
+
+# ------------------------------------------------------------------ vacuum and symlinks
+def _parquet(path: str, ids: list[int], age_s: float) -> int:
+    import pyarrow.parquet as pq
+    pq.write_table(pa.table({"id": ids}), path)
+    os.utime(path, (time.time() - age_s, time.time() - age_s))
+    return os.path.getsize(path)
+
+
+@pytest.mark.parametrize("spelling", ["relative", "absolute"])
+def test_vacuum_keeps_both_files_a_dotdot_path_through_a_link_may_name(tmp_path, spelling):
+    """``ln/../x.parquet`` with ``ln -> realdir/sub``: Hadoop resolves ``..`` lexically (x.parquet),
+    the operating system through the link (realdir/x.parquet, what our reader opened). Vacuum kept
+    only the lexical one and deleted the file the snapshot reads; and it removed the empty realdir/sub
+    (the link's target, on the live path's way), so the path no longer resolved at all."""
+    root = str(tmp_path / "t")
+    t = DeltaTable.create(root, SCHEMA)
+    os.makedirs(f"{root}/realdir/sub")
+    os.symlink(f"{root}/realdir/sub", f"{root}/ln")
+    size = _parquet(f"{root}/x.parquet", [1], 30 * DAY_S)
+    _parquet(f"{root}/realdir/x.parquet", [2], 30 * DAY_S)
+    path = "ln/../x.parquet" if spelling == "relative" else f"file:{root}/ln/../x.parquet"
+    with t.transaction() as txn:
+        txn.add_file(AddFile(path, size, {}, 1, True, json.dumps({"numRecords": 1})))
+    read = t.snapshot().to_pyarrow().column("id").to_pylist()
+    result = t.vacuum(retention_hours=0, dry_run=False, enforce_retention=False)
+    assert result["files_deleted"] == []
+    assert os.path.exists(f"{root}/x.parquet") and os.path.exists(f"{root}/realdir/x.parquet")
+    assert os.path.isdir(f"{root}/realdir/sub")
+    assert t.snapshot().to_pyarrow().column("id").to_pylist() == read
