@@ -176,6 +176,18 @@ def _check_target(source: TableLog, target: TableLog, roots: list[Storage]) -> N
                                    "or empty location")
 
 
+def cloned_source_version(operation_parameters: dict[str, Any] | None, source: TableLog) -> int | None:
+    """The source version a CLONE commit's ``operationParameters`` record when they name ``source``'s
+    location (as :func:`clone_table` writes it), else None: a clone of another table, or unreadable."""
+    params = operation_parameters or {}
+    if params.get("source") != f"delta.`{table_uri_text(source.storage)}`":
+        return None
+    try:
+        return int(params.get("sourceVersion"))
+    except (TypeError, ValueError):
+        return None
+
+
 def clone_table(source: TableLog, target: TableLog, version: Any = None, timestamp: Any = None,
                 **commit_kwargs: Any) -> CloneResult:
     """Shallow-clone ``source`` (at ``version`` / ``timestamp``, default the latest) to ``target``.
