@@ -211,3 +211,24 @@ def test_other_property_values_delta_spark_refuses_are_refused(tmp_path, propert
                          ids=["reader5", "writer8"])
 def test_protocol_versions_that_do_not_exist_are_refused(tmp_path, properties):
     _set_refused(tmp_path, properties)
+
+
+# ------------------------------------------------------------------ one Azure location, several spellings
+FULL, SHORT = "abfss://c@acct.dfs.core.windows.net/t", ("az://c/t", "abfs://c/t")
+BLOB = "wasbs://c@acct.blob.core.windows.net/t"
+AZURE_PAIRS = ([(FULL, s) for s in (*SHORT, BLOB)] + [("abfs://c@acct.dfs.core.windows.net/t", s) for s in SHORT]
+               + [(s, live) for s in SHORT for live in (FULL, "abfs://c@acct.dfs.core.windows.net/t", BLOB)])
+
+
+@pytest.mark.xfail(strict=True, reason="one ADLS location spelled with and without the account in the authority "
+                   "(abfss://c@acct.dfs.core.windows.net/t, az://c/t or abfs://c/t with account_name in the "
+                   "storage options, wasbs:// over the blob endpoint) counts as another store: a live absolute path "
+                   "(Delta Spark's fully qualified spelling, e.g. a table converted from Iceberg) is placed outside "
+                   "the table, so vacuum of the table opened the other way deletes it; it must be kept (or undecided)")
+@pytest.mark.parametrize("root,live", AZURE_PAIRS)
+def test_vacuum_places_a_live_azure_path_of_the_same_location_inside_the_table(root, live):
+    from airflow_provider_delta.log.base.storage import Storage
+    from airflow_provider_delta.log.read.data_paths import Undecided, table_relative
+    storage = Storage(root, {"account_name": "acct", "anon": True})
+    where = table_relative(storage, live + "/part-0.parquet")
+    assert where == "part-0.parquet" or isinstance(where, Undecided)
