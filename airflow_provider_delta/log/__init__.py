@@ -48,7 +48,7 @@ __all__ = [
     # for engines that read data files themselves (the Spark reader): deleted rows, physical names
     "read_deletion_vector", "physical_schema", "DeletionVectorError",
     # restore and shallow clone with what they did (DeltaTable.restore / .clone return less)
-    "RestoreResult", "restore_table", "CloneResult", "clone_table",
+    "RestoreResult", "restore_table", "restored_version_of", "CloneResult", "clone_table", "cloned_source_version",
     # the change feed consumed incrementally, exactly once (position = the output's txn record)
     "ChangeRange", "IncrementalStep", "pending_changes", "process_changes",
     "DeltaError", "TableNotFoundError", "TableAlreadyExistsError",
@@ -96,10 +96,10 @@ def __getattr__(name: str):
     elif name in ("ChangeRange", "IncrementalStep", "pending_changes", "process_changes"):
         from . import incremental as module
         value = getattr(module, name)
-    elif name in ("RestoreResult", "restore_table"):
+    elif name in ("RestoreResult", "restore_table", "restored_version_of"):
         from .write import restore as module
         value = getattr(module, name)
-    elif name in ("CloneResult", "clone_table"):
+    elif name in ("CloneResult", "clone_table", "cloned_source_version"):
         from .write import clone as module
         value = getattr(module, name)
     elif name in ("WritePlan", "PlannedWrite", "check_mode", "partition_arg", "plan_write", "write_transaction"):

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Sequence
 
 from ..hooks.delta_table import DeltaTableHook
-from ..log import CloneResult, TableAlreadyExistsError, clone_table
+from ..log import CloneResult, DeltaError, TableAlreadyExistsError, clone_table, cloned_source_version
 from .base import DeltaVersionAsOfOperator, earlier_try_commit, job_info, metrics_of
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -51,7 +51,7 @@ class DeltaCloneOperator(DeltaVersionAsOfOperator):
         try:
             result = clone_table(source, target, version, timestamp, job=job_info(context))
         except TableAlreadyExistsError:
-            result = self._earlier_try_clone(target, version, context)
+            result = self._earlier_try_clone(source, target, version, timestamp, context)
             if result is None:
                 raise
         self.log.info("Cloned %s at version %d to %s (%d files, shallow)", source.uri, result.source_version,
@@ -62,16 +62,22 @@ class DeltaCloneOperator(DeltaVersionAsOfOperator):
         return {"table_uri": target.uri, "version": result.version, "source_uri": source.uri,
                 "source_version": result.source_version, "metrics": dict(result.metrics)}
 
-    def _earlier_try_clone(self, target: Any, version: int | None, context: "Context") -> CloneResult | None:
-        """The target exists: when its version 0 is this task run's CLONE (an earlier try committed it,
-        then its worker died before reporting), the clone is done: its result; else None (refuse)."""
+    def _earlier_try_clone(self, source: Any, target: Any, version: int | None, timestamp: Any,
+                           context: "Context") -> CloneResult | None:
+        """The target exists: when its version 0 is this task run's CLONE of this source at the version
+        this try asks for (an earlier try committed it, then its worker died before reporting), the
+        clone is done: its result; else None (refuse)."""
         info = earlier_try_commit(target, 0, "CLONE", context)
         if info is None:
             return None
-        try:
-            source_version = int((info.get("operationParameters") or {}).get("sourceVersion"))
-        except (TypeError, ValueError):
-            return None
+        source_version = cloned_source_version(info.get("operationParameters"), source)
+        if source_version is None:
+            return None                     # that try cloned another table (the source rendered otherwise)
+        if version is None and timestamp is not None:
+            try:
+                version = source.version_at(timestamp)
+            except DeltaError:
+                return None                 # cannot tell which version this try asks for: refuse
         if version is not None and source_version != version:
             return None                     # that try cloned another version than this one asks for
         self.log.info("%s is this task run's clone, committed by try %s, which did not report it: announcing it "

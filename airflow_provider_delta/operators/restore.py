@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from airflow.providers.common.compat.sdk import AirflowFailException
 
-from ..log import RestoreResult, UnexpectedVersionError, restore_table
+from ..log import RestoreResult, UnexpectedVersionError, restore_table, restored_version_of
 from ..hooks.arguments import NOT_GIVEN, check_flags, flag, given_value, optional_int
 from .base import DeltaVersionAsOfOperator, earlier_try_commit, job_info, metrics_of
 
@@ -78,7 +78,7 @@ class DeltaRestoreOperator(DeltaVersionAsOfOperator):
             result = restore_table(table, version, timestamp, enforce_retention=enforce_retention,
                                    expected_version=expected_version, job=job_info(context))
         except UnexpectedVersionError as e:
-            done = self._earlier_try_restore(table, e.latest, version, context)
+            done = self._earlier_try_restore(table, e.latest, version, timestamp, context)
             if done is None:
                 raise DeltaRollbackRefusedError(str(e), expected=e.expected, latest=e.latest) from e
             result = done
@@ -95,22 +95,19 @@ class DeltaRestoreOperator(DeltaVersionAsOfOperator):
             self.drop_asset_events(f"version {result.version} is the latest already: nothing restored")
         return out
 
-    def _earlier_try_restore(self, table: Any, latest: Any, version: int | None, context: "Context") -> Any:
+    def _earlier_try_restore(self, table: Any, latest: Any, version: int | None, timestamp: Any,
+                             context: "Context") -> Any:
         """The guard found the table past ``expected_version``: when the commit there is this task
-        run's own RESTORE of the same version (an earlier try committed it, then its worker died before
+        run's own RESTORE of the same version or timestamp (an earlier try committed it, then its worker died before
         reporting), the rollback is done: its result, to report and announce; else None (refuse)."""
         if not isinstance(latest, int):
             return None
         info = earlier_try_commit(table, latest, "RESTORE", context)
         if info is None:
             return None
-        restored = (info.get("operationParameters") or {}).get("version")
-        try:
-            restored = int(restored)
-        except (TypeError, ValueError):
-            return None
-        if version is not None and restored != version:
-            return None
+        restored = restored_version_of(table, info.get("operationParameters"), version, timestamp)
+        if restored is None:
+            return None                     # that try restored another target than this one asks for
         self.log.info("Version %d of %s is this task run's RESTORE of version %d, committed by try %s, which did "
                       "not report it: the rollback is done, announcing it now", latest, table.uri, restored,
                       (info.get("job") or {}).get("try_number"))

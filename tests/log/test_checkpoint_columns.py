@@ -19,7 +19,8 @@ SCHEMA = pa.schema([("id", pa.int64()), ("p", pa.string())])
 
 def _table(path, with_removes: bool) -> str:
     t = DeltaTable.create(str(path), SCHEMA, partition_by=["p"],
-                          properties={"delta.deletedFileRetentionDuration": "interval 3650 days"})
+                          properties={"delta.deletedFileRetentionDuration": "interval 3650 days",
+                                      "delta.logRetentionDuration": "interval 3650 days"})
     for i in range(3):
         t.write(pa.table({"id": [i, i + 10], "p": ["a", "b"]}), mode="overwrite" if with_removes and i == 2 else "append")
     t.checkpoint()

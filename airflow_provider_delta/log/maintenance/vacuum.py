@@ -28,7 +28,7 @@ from urllib.parse import unquote
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..read.data_paths import ABSOLUTE_PATH_REGEX, Undecided, table_relative
+from ..read.data_paths import ABSOLUTE_PATH_REGEX, Undecided, split_uri, table_relative
 from ..read.deletion_vectors import dv_file_path
 from ..base.errors import DeltaError, InvalidArgumentError
 from ..base.features import Operation
@@ -171,19 +171,46 @@ class _Referenced:
 
     paths: pa.Array
     undecided: list[str]
+    #: a live local path walks through ``..``: the directories on its way (even an empty one, the target of
+    #: a link it goes through) are part of it, so no empty directory is removed
+    keep_dirs: bool = False
 
     def keeps(self, rel: str) -> bool:
         return any(p == "/" + rel or p.endswith("/" + rel) for p in self.undecided)
 
 
 def _place(storage, paths: list[str], out: list[str], undecided: list[str]) -> None:
-    """Add each path's root-relative form to ``out`` (outside the root: nothing), or to ``undecided``."""
+    """Add each path's root-relative form to ``out`` (outside the root: nothing), or to ``undecided``.
+
+    A local path with a ``..`` segment names two files when a directory before the ``..`` is a
+    symlink: the one Hadoop's lexical resolution names (Delta Spark reads it) and the one the
+    operating system reaches (``ln/../x`` is ``<ln's target>/../x``; our reader opens that one).
+    Both are kept.
+    """
     for p in paths:
         where = table_relative(storage, p)
         if isinstance(where, Undecided):
             undecided.append(where.path)
         elif where is not None:
             out.append(where)
+        if storage.is_local and ".." in p.split("/"):
+            physical = _physical(storage, p)
+            if physical is not None and physical != where:
+                out.append(physical)
+
+
+def _physical(storage, path: str) -> str | None:
+    """Where the operating system takes a local log path, root-relative (None: outside the root or not local)."""
+    parts = split_uri(path)
+    if parts is None:
+        full = os.path.join(storage.root, path)
+    elif parts.scheme in ("", "file") and parts.authority in ("", "localhost"):
+        full = parts.path
+    else:
+        return None
+    head, tail = os.path.split(full)
+    rel = os.path.relpath(os.path.join(os.path.realpath(head), tail), os.path.realpath(storage.root))
+    return None if rel == ".." or rel.startswith("../") else rel.replace(os.sep, "/")
 
 
 def _dv_paths(dv: pa.Array) -> list[str]:
@@ -223,19 +250,22 @@ def _valid_paths(table: TableLog, snapshot: Snapshot, delete_before: int) -> _Re
     parts: list[pa.Array] = []
     placed: list[str] = []
     undecided: list[str] = []
+    keep_dirs = False
     for t in (files, tomb):
         if t.num_rows == 0:
             continue
         paths = t.column("path").combine_chunks().cast(pa.string())
         odd = pc.fill_null(pc.match_substring_regex(paths, _NOT_PLAIN), False)
         if pc.any(odd).as_py():
-            _place(table.storage, paths.filter(odd).to_pylist(), placed, undecided)
+            odd_paths = paths.filter(odd).to_pylist()
+            keep_dirs = keep_dirs or any(".." in p.split("/") for p in odd_paths)
+            _place(table.storage, odd_paths, placed, undecided)
             paths = paths.filter(pc.invert(odd))
         parts.append(paths)
         if "deletion_vector" in t.column_names:
             _place(table.storage, _dv_paths(t.column("deletion_vector").combine_chunks()), placed, undecided)
     parts.append(pa.array(placed, pa.string()))
-    return _Referenced(pa.concat_arrays(parts), undecided)
+    return _Referenced(pa.concat_arrays(parts), undecided, keep_dirs)
 
 
 def _staged_data_paths(table: TableLog, snapshot: Snapshot) -> list[str] | None:
@@ -318,12 +348,14 @@ def vacuum(table: TableLog, retention_hours: float | None = None, dry_run: bool 
     valid = _valid_paths(table, snapshot, delete_before)
     linked = _through_links(storage.root, valid.paths, links) if links else []
     if linked:
-        valid = _Referenced(pa.concat_arrays([valid.paths, pa.array(linked, pa.string())]), valid.undecided)
+        valid = _Referenced(pa.concat_arrays([valid.paths, pa.array(linked, pa.string())]), valid.undecided,
+                            valid.keep_dirs)
     staged = _staged_data_paths(table, snapshot)
     if staged:
         extra: list[str] = []
         _place(table.storage, staged, extra, valid.undecided)
-        valid = _Referenced(pa.concat_arrays([valid.paths, pa.array(extra, pa.string())]), valid.undecided)
+        valid = _Referenced(pa.concat_arrays([valid.paths, pa.array(extra, pa.string())]), valid.undecided,
+                            valid.keep_dirs)
     candidates = [f for f in listed if f.mtime_ms < delete_before] if staged is not None else []
     to_delete: list[_Listed] = []
     if candidates:
@@ -335,7 +367,7 @@ def vacuum(table: TableLog, retention_hours: float | None = None, dry_run: bool 
     if not dry_run:
         for f in to_delete:
             storage.delete_with_crc_companion(f.rel)
-        if storage.is_local:
+        if storage.is_local and not valid.keep_dirs:
             for d in sorted(dirs, key=lambda d: d.count("/"), reverse=True):
                 try:
                     os.rmdir(os.path.join(storage.root, d))

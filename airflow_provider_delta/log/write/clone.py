@@ -19,7 +19,8 @@ The rules are Delta Spark's ``CloneTableBase`` / ``CloneTableCommand`` for a Del
   removed/copied counts and sizes, 0 for a shallow clone of a new table).
 
 Commit coordination is not copied (Delta Spark drops coordinated-commit properties and
-the catalog-owned feature): a clone of a managed-commit or catalog-managed source is a
+the catalog-owned feature), nor the multi-table transaction feature or the catalog id our
+SQL catalog records (the clone belongs to no catalog): a clone of a managed-commit or catalog-managed source is a
 plain filesystem table, unless the clone's table object has a commit owner of its own,
 which then manages it from version 0 on. In-commit timestamps, when the source has them,
 apply from the clone's version 0 (the source's enablement version means nothing there).
@@ -43,8 +44,9 @@ from ..base.actions import Metadata, Protocol
 from ..base.commit_actions import AddFile
 from ..base.path_spelling import encode_path
 from ..base.errors import InvalidArgumentError, TableAlreadyExistsError
+from ..base.catalog_store.identity import CATALOG_ID_PROPERTY
 from ..base.features import (COMMIT_COORDINATION_FEATURES, COMMIT_COORDINATOR_PROPERTIES,
-                             MANAGED_OWNER_CONF_PROPERTY, Operation)
+                             MANAGED_OWNER_CONF_PROPERTY, MULTI_TABLE_TRANSACTION_FEATURES, Operation)
 from ..base.storage import Storage
 from ..read.data_paths import is_uri, split_uri, store_of_scheme, table_root_of
 from ..read.deletion_vectors import dv_file_path
@@ -55,8 +57,10 @@ from .restore import file_actions
 from .transaction import Transaction
 
 CLONE_OPERATION = "CLONE"
-_NOT_COPIED_PROPERTIES = (*COMMIT_COORDINATOR_PROPERTIES, MANAGED_OWNER_CONF_PROPERTY,
+_NOT_COPIED_PROPERTIES = (*COMMIT_COORDINATOR_PROPERTIES, MANAGED_OWNER_CONF_PROPERTY, CATALOG_ID_PROPERTY,
                           ict.ENABLEMENT_VERSION_PROPERTY, ict.ENABLEMENT_TIMESTAMP_PROPERTY)
+#: writer features only a commit coordinator (a catalog) serves: a filesystem clone has none
+_NOT_COPIED_FEATURES = COMMIT_COORDINATION_FEATURES | MULTI_TABLE_TRANSACTION_FEATURES
 
 
 @dataclass(frozen=True)
@@ -93,10 +97,11 @@ def absolute_add(storage: Storage, add: AddFile) -> AddFile:
 
 
 def cloned_protocol(source: Protocol) -> Protocol:
-    """The source's protocol without commit coordination (the clone commits to its own filesystem)."""
+    """The source's protocol without commit coordination (the clone commits to its own filesystem) and
+    without the multi-table transaction feature, which only a catalog serves."""
     if not source.reader_features and not source.writer_features:
         return source
-    drop = COMMIT_COORDINATION_FEATURES
+    drop = _NOT_COPIED_FEATURES
     reader = None if source.reader_features is None else tuple(f for f in source.reader_features if f not in drop)
     writer = None if source.writer_features is None else tuple(f for f in source.writer_features if f not in drop)
     return Protocol(source.min_reader_version, source.min_writer_version, reader, writer)
@@ -169,6 +174,18 @@ def _check_target(source: TableLog, target: TableLog, roots: list[Storage]) -> N
     if busy:
         raise InvalidArgumentError(f"cannot clone to {target.uri}: the location is not empty; clone to a new "
                                    "or empty location")
+
+
+def cloned_source_version(operation_parameters: dict[str, Any] | None, source: TableLog) -> int | None:
+    """The source version a CLONE commit's ``operationParameters`` record when they name ``source``'s
+    location (as :func:`clone_table` writes it), else None: a clone of another table, or unreadable."""
+    params = operation_parameters or {}
+    if params.get("source") != f"delta.`{table_uri_text(source.storage)}`":
+        return None
+    try:
+        return int(params.get("sourceVersion"))
+    except (TypeError, ValueError):
+        return None
 
 
 def clone_table(source: TableLog, target: TableLog, version: Any = None, timestamp: Any = None,

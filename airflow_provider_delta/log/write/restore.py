@@ -68,7 +68,8 @@ from ..base import ict
 from ..base.actions import Metadata, Protocol
 from ..base.commit_actions import AddFile
 from ..base.path_spelling import LOG_PATH_COLUMN
-from ..base.errors import DataFileNotFoundError, InvalidArgumentError, UnexpectedVersionError, VersionNotFoundError
+from ..base.errors import (DataFileNotFoundError, DeltaError, InvalidArgumentError, UnexpectedVersionError,
+                           VersionNotFoundError)
 from ..base.features import (COMMIT_COORDINATOR_PROPERTIES, ISOLATION_LEVEL_PROPERTY, MANAGED_OWNER_CONF_PROPERTY, Operation,
                              protocol_with_features, supported_features)
 from ..base.intervals import deleted_file_retention_ms
@@ -169,6 +170,24 @@ def _target_version(table: TableLog, latest: Snapshot, version: Any, timestamp: 
                 version=target, latest=latest.version)
         return target
     return table.version_at(to_epoch_ms(timestamp))   # before the first / after the latest commit: errors
+
+
+def restored_version_of(table: TableLog, operation_parameters: dict[str, Any] | None, version: Any = None,
+                        timestamp: Any = None) -> int | None:
+    """The version a recorded RESTORE (its ``operationParameters``) restored when it was asked for the same
+    target as ``version`` / ``timestamp``, else None. A restore to a timestamp records no version (as
+    Delta Spark's), only the timestamp: its target is the version at that timestamp, which later
+    commits do not change."""
+    params = operation_parameters or {}
+    recorded, when = params.get("version"), params.get("timestamp")
+    try:
+        if version is not None:
+            return int(recorded) if recorded is not None and int(recorded) == version_arg(version) else None
+        if timestamp is None or recorded is not None or when != spark_timestamp_text(to_epoch_ms(timestamp)):
+            return None
+        return table.version_at(to_epoch_ms(timestamp))
+    except (TypeError, ValueError, DeltaError):
+        return None             # not readable or no longer resolvable: not known to be the same restore
 
 
 def check_expected_version(table: TableLog, latest: Snapshot, expected_version: Any) -> None:

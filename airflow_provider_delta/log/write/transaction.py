@@ -332,7 +332,9 @@ class Transaction:
             check_restored_metadata(metadata, restored)
         snap = self.snapshot
         current = snap.metadata.configuration if snap is not None else {}
-        check_property_values({k: v for k, v in metadata.configuration.items() if current.get(k) != v})
+        changed: dict[str, str | None] = {k: v for k, v in metadata.configuration.items() if current.get(k) != v}
+        changed.update({k: None for k in current if k not in metadata.configuration})
+        check_property_values(changed, metadata.configuration)
         conf = dict(metadata.configuration)
         requests = {k: conf.pop(k) for k in list(conf)
                     if k in _PROTOCOL_REQUEST_PROPERTIES or k.startswith(FEATURE_PROPERTY_PREFIX)}
@@ -371,8 +373,9 @@ class Transaction:
             if not isinstance(k, str) or not k:
                 raise InvalidArgumentError(f"property names must be non-empty strings, got {k!r}")
             updates[k] = None if v is None else (("true" if v else "false") if isinstance(v, bool) else str(v))
-        check_property_values(updates)
-        self.set_metadata(base.with_configuration(updates))
+        metadata = base.with_configuration(updates)
+        check_property_values(updates, metadata.configuration)
+        self.set_metadata(metadata)
 
     def set_protocol(self, protocol: Protocol) -> None:
         """Upgrade the protocol in this commit (downgrades are refused at commit)."""
