@@ -94,7 +94,10 @@ def test_a_hole_in_the_same_second_as_the_checkpoint_is_missed(tmp_path):
     second = float(int(time.time()))            # what a store with 1-second mtimes reports for all three
     for name in (f"{1:020d}.json", f"{4:020d}.checkpoint.parquet", f"{4:020d}.json"):
         os.utime(os.path.join(log_dir, name), (second, second))
-    assert landed_below_newer_log(t.storage, 1) == 4
+    newer = landed_below_newer_log(t.storage, 1, frozenset({"late.parquet"}))
+    assert (newer.version, newer.undecided) == (4, False)       # the checkpoint names none of our new files
+    newer = landed_below_newer_log(t.storage, 1)                # a commit without adds: cannot be told apart
+    assert (newer.version, newer.undecided) == (4, True)
 
 
 def _table_with_a_live_link(tmp_path, make_links):

@@ -130,7 +130,7 @@ def list_backfilled(storage: Storage) -> LogListing:
     entries = storage.list_dir(LOG_DIR)
     if not entries and not storage.isdir(LOG_DIR):
         return LogListing(log_dir_exists=False)
-    return _sorted_listing(entries)
+    return sorted_listing(entries)
 
 
 def list_backfilled_after(storage: Storage, version: int) -> LogListing | None:
@@ -151,7 +151,7 @@ def list_backfilled_after(storage: Storage, version: int) -> LogListing | None:
         entries = _probe_commits(storage, version)
         if entries is None:
             return None
-    listing = _sorted_listing(entries)
+    listing = sorted_listing(entries)
     if version not in listing.commits:
         return None
     listing.partial_from = version
@@ -169,7 +169,7 @@ def _probe_commits(storage: Storage, version: int) -> list[FileInfo] | None:
     return None
 
 
-def _sorted_listing(entries: list[FileInfo]) -> LogListing:
+def sorted_listing(entries: list[FileInfo]) -> LogListing:
     """Sort directory entries of ``_delta_log`` into commits, checkpoints and compactions."""
     listing = LogListing()
     for e in entries:

@@ -15,7 +15,13 @@ before the put (nothing is written) and once more after it, for a cleanup racing
   ``v`` removed ``v - 1`` before it), and a checkpoint above ``v`` is not newer than our commit file
   (it was there before our put; equal times count, for stores with whole-second times). Timestamps
   alone are not evidence enough: a writer on a skewed clock builds on our commit with an older file
-  time, but ``v - 1`` is still there then. The committer then withdraws its commit file: below the
+  time, but ``v - 1`` is still there then. A checkpoint with the very time of our commit file may
+  also have been written right after it, in the same second, by a writer that built on our commit
+  (and Delta Spark's cleanup after that checkpoint removes ``v - 1``): such a checkpoint holds the
+  new files our commit added (as adds, or as removes when it already replaced them), which a
+  checkpoint written before our put cannot, so a tie counts as a hole only when it holds none of
+  them; a tied commit that added no file cannot be told apart (:class:`CommitOutcomeUnknownError`,
+  nothing withdrawn). The committer then withdraws its commit file: below the
   checkpoint no reader replays it, nobody built on it (the versions above existed before it), and
   left in place its file time would enter the monotonized timestamps that time travel by timestamp
   uses (ours, Delta Spark's and delta-rs', which then looks for the commits cleanup removed).
@@ -24,10 +30,17 @@ Only file-system commits need this: a commit owner or catalog ratifies versions 
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..base.path_spelling import LOG_PATH_COLUMN
 from ..base.errors import InvalidCommittedVersionError
-from ..base.names import LOG_DIR, commit_path, parse_log_name
+from ..base.names import LOG_DIR, commit_path
 from ..base.storage import Storage
-from ..read.listing import list_backfilled
+from ..read.checkpoint_reader import read_checkpoint
+from ..read.listing import list_backfilled, sorted_listing
 
 
 def check_commit_follows_log(storage: Storage, version: int) -> None:
@@ -50,11 +63,25 @@ def check_commit_follows_log(storage: Storage, version: int) -> None:
         "Read the table again and redo the operation", version=version, current_version=latest)
 
 
-def landed_below_newer_log(storage: Storage, version: int) -> int | None:
-    """After our put of ``version``: the version of a checkpoint above it written no later than our
-    commit file, when ``version - 1``'s commit is gone too (the state a racing cleanup leaves), or None.
+@dataclass(frozen=True)
+class NewerCheckpoint:
+    """A checkpoint above our landed commit that points to a hole (see :func:`landed_below_newer_log`)."""
 
-    The common case costs one stat: ``v - 1``'s commit file is still there, so no cleanup freed ``v``.
+    version: int
+    #: True when its file time equals our commit file's and our commit added no file to check it by:
+    #: it may as well have been written right after our put by a writer that built on our commit
+    undecided: bool = False
+
+
+def landed_below_newer_log(storage: Storage, version: int,
+                           added_paths: frozenset[str] = frozenset()) -> NewerCheckpoint | None:
+    """After our put of ``version``: a checkpoint above it written before our commit file, when
+    ``version - 1``'s commit is gone too (the state a racing cleanup leaves), or None.
+
+    ``added_paths`` are the paths (as the log spells them) of the files our commit added; a
+    checkpoint with our commit file's very time is taken as written before it only if it names
+    none of them. The common case costs one stat: ``v - 1``'s commit file is still there, so no
+    cleanup freed ``v``.
     """
     if version == 0 or storage.file_info(commit_path(version - 1)) is not None:
         return None
@@ -64,6 +91,24 @@ def landed_below_newer_log(storage: Storage, version: int) -> int | None:
     entries = storage.list_dir_from(LOG_DIR, f"{version:020d}")
     if entries is None:
         entries = storage.list_dir(LOG_DIR)
-    older = [f.version for f in (parse_log_name(e.name, e.path, e.size, e.mtime_ms) for e in entries)
-             if f is not None and f.kind == "checkpoint" and f.version > version and f.mtime_ms <= own.mtime_ms]
-    return max(older) if older else None
+    listing = sorted_listing(entries)
+    older = {v: max(f.mtime_ms for f in files) for v, files in listing.checkpoints.items()
+             if v > version and min(f.mtime_ms for f in files) <= own.mtime_ms}
+    before = [v for v, mtime in older.items() if mtime < own.mtime_ms]
+    if before:
+        return NewerCheckpoint(max(before))
+    for v in sorted(older, reverse=True):       # ties: written in our commit file's second
+        if not added_paths:
+            return NewerCheckpoint(v, undecided=True)
+        files = listing.complete_checkpoint(v)
+        if files is not None and _names_any(storage, files, v, added_paths):
+            return None                          # built on our commit: not a hole
+    return NewerCheckpoint(max(older)) if older else None
+
+
+def _names_any(storage: Storage, files: list, version: int, paths: frozenset[str]) -> bool:
+    """Whether the checkpoint of ``version`` has an add or remove of one of ``paths``."""
+    actions = read_checkpoint(storage, files, version, with_files=True, with_protocol_metadata=False).file_actions
+    if actions is None or not actions.num_rows:
+        return False
+    return bool(pc.any(pc.is_in(actions.column(LOG_PATH_COLUMN), value_set=pa.array(sorted(paths)))).as_py())

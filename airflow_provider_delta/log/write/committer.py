@@ -177,8 +177,10 @@ class Committer:
             if landed:
                 self._refuse_if_in_hole(version)
                 return True
-        except DeltaError:
-            self.outcome_unknown = False  # refused before writing (no atomic put on this store)
+        except DeltaError as e:
+            # refused before writing (no atomic put on this store), or landed where it cannot be told
+            # whether anyone reads it (an undecided hole check: the commit file stays)
+            self.outcome_unknown = isinstance(e, CommitOutcomeUnknownError)
             raise
         except Exception as e:
             try:
@@ -214,10 +216,21 @@ class Committer:
         (:func:`.commit_successor.landed_below_newer_log`: ``v - 1`` gone and an older checkpoint above
         ``v``), withdraw the commit file - no reader replays it below the checkpoint and nobody built on
         it, while left in place it would skew time travel by timestamp - and raise
-        :class:`InvalidCommittedVersionError`."""
-        newer = landed_below_newer_log(self.table.storage, version)
+        :class:`InvalidCommittedVersionError`. A checkpoint of our commit file's very second that
+        cannot be told apart from one built on our commit leaves the file and reports
+        :class:`CommitOutcomeUnknownError`."""
+        replaced = {r.path for r in self.plan.removes}
+        added = frozenset(a.path for a in self.plan.adds if a.path not in replaced)
+        newer = landed_below_newer_log(self.table.storage, version, added)
         if newer is None:
             return
+        if newer.undecided:
+            raise CommitOutcomeUnknownError(
+                f"version {version} of {self.table.uri} landed, and checkpoint {newer.version} above it carries "
+                "the same file time while version {0} is gone: either metadata cleanup raced this commit (then "
+                "it lies below the checkpoint, unread) or another writer built on it within the same second. "
+                "The commit file was left in place; read the table to see whether the change is there before "
+                "redoing it".format(version - 1), version=version)
         try:
             self.table.storage.delete(commit_path(version))
             withdrawn = "The commit file was withdrawn"
@@ -225,10 +238,10 @@ class Committer:
             withdrawn = (f"Withdrawing it failed ({type(e).__name__}: {e}): {commit_path(version)} stays below the "
                          "checkpoint until metadata cleanup removes it")
         raise InvalidCommittedVersionError(
-            f"version {version} of {self.table.uri} landed below checkpoint {newer}, written before it: "
+            f"version {version} of {self.table.uri} landed below checkpoint {newer.version}, written before it: "
             "metadata cleanup removed the commits after this transaction's read version while it "
             f"committed. {withdrawn}; read the table again and redo the operation",
-            version=version, current_version=newer)
+            version=version, current_version=newer.version)
 
     def _commit_at(self, version: int) -> bool | None:
         """Whose commit file ``version`` holds: True this transaction's (its ``commitInfo.txnId``),
