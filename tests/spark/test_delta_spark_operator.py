@@ -166,7 +166,7 @@ def test_an_application_that_commits_nothing_succeeds_with_no_commit(tmp_path, s
 @pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_a_write_from_a_new_session_fails_the_application_and_a_retry_announces_the_first(
-        tmp_path, source, user_job, delta_jars, caplog):
+        tmp_path, source, user_job, delta_jars, capfd):
     """Through a real spark-submit: the entry arms the application's session only, so a write from
     spark.newSession() is refused (it used to be skipped, its rows lost, and the task succeeded). The
     task fails; the first write is in the table once; the retry does not submit and announces it."""
@@ -179,7 +179,8 @@ def test_a_write_from_a_new_session_fails_the_application_and_a_retry_announces_
                    env_vars={"SPARK_LOCAL_IP": "127.0.0.1"})
     with pytest.raises(AirflowException):
         op.execute(_context())
-    assert "DELTA-JOB-SECOND-WRITE-REFUSED" in caplog.text and "must be specified" in caplog.text
+    printed = capfd.readouterr().out                  # the task log (spark-submit's output)
+    assert "DELTA-JOB-SECOND-WRITE-REFUSED [DELTA_INVALID_IDEMPOTENT_WRITES_OPTIONS]" in printed
     assert op.application == user_job                 # the user's values are back after the submit
     table = DeltaTable(str(out))
     assert table.latest_version() == 0 and table.snapshot().transaction_version(APP_ID) == APP_VERSION
