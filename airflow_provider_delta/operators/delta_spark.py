@@ -14,7 +14,16 @@ what makes the run reproducible and exactly-once, and checks the outcome:
   commit holding it is the task's XCom ``return_value`` and goes into the asset events
   (unless another run committed the pair meanwhile: then Delta Spark skipped this run's
   write and nothing is announced). An application that made no commit at all (a DELETE
-  that matched nothing) succeeds with ``None``; one that committed without the pair fails.
+  that matched nothing) succeeds with ``None``. Any other data-changing commit to the output
+  while the application ran fails the task (:class:`CommitOutsidePairError`, no retry) unless
+  it names another origin (run marker or ``commitInfo.job``): one made without the pair, or
+  one whose origin the log cannot tell.
+
+spark-submit runs :func:`airflow_provider_delta.spark.delta_job.run_application`, which runs
+``application`` and sets ``txnVersion`` on the session it creates, so the pair is in the
+application's session only; ``SparkConf`` has the app id without a version, and a Delta write
+in any other session (``spark.newSession()``) fails instead of being skipped. In cluster deploy
+modes the application goes to the driver with ``files``.
 
 Incremental jobs (``input_changes=True``) read "what changed since the last run": the
 operator pins the input version, takes the last version this job processed from the
@@ -39,14 +48,17 @@ in ``conf`` unless you set them (or pass ``delta_sql_conf=False``).
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+from airflow.providers.common.compat.sdk import AirflowFailException
 
 from ..hooks.manifest import read_manifest
 from ..log import CommitFailedError, InvalidArgumentError, TableNotFoundError, UnsupportedFeatureError
 from ..spark import exactly_once
-from ..spark.delta_job import CONTEXT_ARG, ENV_HADOOP_CONF, ENV_VARS, USER_METADATA_CONF, DeltaJobContext
+from ..spark import delta_job
+from ..spark.delta_job import APPLICATION_ARG, CONTEXT_ARG, ENV_HADOOP_CONF, ENV_VARS, DeltaJobContext
 from ..spark.uris import spark_uri
 from ..hooks.arguments import NOT_GIVEN, flag, input_manifest, is_template, optional_int, optional_value
 from .base import DeltaTaskMixin, job_info
@@ -58,7 +70,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from ..log import DeltaTable, Snapshot
 
-__all__ = ["DeltaSparkApplicationOperator", "CoordinatedCommitsError", "DELTA_SQL_CONF"]
+__all__ = ["DeltaSparkApplicationOperator", "CoordinatedCommitsError", "CommitOutsidePairError", "DELTA_SQL_CONF"]
 
 #: Spark settings that turn Delta Spark on in a session (set unless the user set them)
 DELTA_SQL_CONF = {
@@ -71,10 +83,19 @@ class CoordinatedCommitsError(UnsupportedFeatureError):
     """The output table's commits go through a commit owner or catalog, which Delta Spark cannot use."""
 
 
+class CommitOutsidePairError(CommitFailedError, AirflowFailException):
+    """While the application ran, the output got data-changing commits the exactly-once pair does not
+    account for (this try's, or of unknown origin). Fails the task without retrying: a retry that
+    runs the application again would write that data twice if it was the application's."""
+
+
 class DeltaSparkApplicationOperator(DeltaTaskMixin, StopDriverOnKillMixin, LocalSparkMixin, SparkSubmitOperator):
     """Run a PySpark application that reads a pinned Delta version and appends exactly once with Delta Spark.
 
-    :param application: your PySpark program (``.py``); it calls ``delta_job_context()``
+    :param application: your PySpark program (``.py``); it calls ``delta_job_context()``. A path
+        where spark-submit runs: spark-submit runs the operator's entry
+        (:func:`~airflow_provider_delta.spark.delta_job.run_application`), which runs it (cluster
+        deploy modes: it is added to ``files``, and found in the driver's working directory)
     :param output_table_uri: the table the application writes (absolute, or relative to the delta
         connection's base URI); it must not use managed commits
     :param input_table_uri: table the application reads; pinned at ``input_version``, or at the version as
@@ -221,18 +242,38 @@ class DeltaSparkApplicationOperator(DeltaTaskMixin, StopDriverOnKillMixin, Local
 
     def spark_conf(self, ctx: DeltaJobContext | None = None) -> dict[str, Any]:
         """``conf`` with the Delta SQL extension and catalog where the user did not set them and, for
-        ``ctx``, the session's exactly-once settings (:attr:`DeltaJobContext.session_conf`: the txn
-        pair, which overrides the user's, and the run marker in ``userMetadata`` unless set)."""
+        ``ctx``, the exactly-once settings for ``SparkConf`` (:attr:`DeltaJobContext.submit_conf`:
+        the app id, which overrides the user's, without ``txnVersion``, and the run marker in
+        ``userMetadata`` unless set). A ``txnVersion`` of the user's is dropped: in ``SparkConf``
+        every new session would get it."""
         conf = dict(self.conf or {})
         if self.delta_sql_conf:
             for key, value in DELTA_SQL_CONF.items():
                 conf.setdefault(key, value)
         if ctx is not None:
-            session = ctx.session_conf
-            user_metadata = session.pop(USER_METADATA_CONF)
-            conf.update(session)
-            conf.setdefault(USER_METADATA_CONF, user_metadata)
+            submit = ctx.submit_conf
+            user_metadata = submit.pop(delta_job.USER_METADATA_CONF)
+            conf.pop(delta_job.TXN_VERSION_CONF, None)
+            conf.update(submit)
+            conf.setdefault(delta_job.USER_METADATA_CONF, user_metadata)
         return conf
+
+    @contextmanager
+    def _submitting_entry(self) -> Iterator[None]:
+        """For the spark-submit: the entry (:func:`~..spark.delta_job.run_application`) as the
+        application, the user's application as its first argument (and in ``files``, which ships
+        it in cluster deploy modes); the user's values are back afterwards."""
+        application, args, files = self.application, self.application_args, self.files
+        shipped = [f for f in str(files or "").split(",") if f]
+        if application not in shipped:
+            shipped.append(application)
+        self.application = delta_job.__file__
+        self.application_args = [f"{APPLICATION_ARG}={application}", *(args or [])]
+        self.files = ",".join(shipped)
+        try:
+            yield
+        finally:
+            self.application, self.application_args, self.files = application, args, files
 
     # --------------------------------------------------------------- execution
     def execute(self, context: "Context") -> int | None:
@@ -281,7 +322,8 @@ class DeltaSparkApplicationOperator(DeltaTaskMixin, StopDriverOnKillMixin, Local
         self.log.info("Submitting %s: input %s at version %s, output %s with txnAppId=%r txnVersion=%s",
                       self.application, ctx.input_table_uri, ctx.input_version, ctx.output_table_uri,
                       ctx.txn_app_id, ctx.txn_version)
-        user_args = [str(a) for a in (self.application_args or []) if not str(a).startswith(CONTEXT_ARG)]
+        user_args = [str(a) for a in (self.application_args or [])
+                     if not str(a).startswith((CONTEXT_ARG, APPLICATION_ARG))]
         self.application_args = user_args + [ctx.to_argument()]
         env = {k: v for k, v in (self.env_vars or {}).items() if k not in ENV_VARS and k != ENV_HADOOP_CONF}
         env.update(ctx.to_env())
@@ -292,13 +334,15 @@ class DeltaSparkApplicationOperator(DeltaTaskMixin, StopDriverOnKillMixin, Local
         self.conf = self.spark_conf(ctx)
         self._hook = None                     # built from the settings above
         before = _latest_version(table)
-        try:
-            super().execute(context)  # the secrets routed for the master by LocalSparkMixin._get_hook
-        finally:
-            self._close_driver_secrets()
+        with self._submitting_entry():
+            try:
+                super().execute(context)  # the secrets routed for the master by LocalSparkMixin._get_hook
+            finally:
+                self._close_driver_secrets()
+        self._check_commits_outside_pair(context, table, ctx, before)
         more = {"input_starting_version": ctx.input_starting_version} if ctx.incremental else {}
         if not exactly_once.already_committed(table, app_id, app_version):
-            return self._no_commit(context, table, ctx, before, more)
+            return self._no_commit(context, table, ctx, more)
         version = exactly_once.find_txn_commit(table, app_id, app_version)
         origin = exactly_once.commit_origin(table, version) if version is not None else None
         committed = not origin or _same_run_and_try(origin, job_info(context))
@@ -309,26 +353,51 @@ class DeltaSparkApplicationOperator(DeltaTaskMixin, StopDriverOnKillMixin, Local
         return report_commit(self, context, table, app_id, app_version, committed=committed,
                              input_table_uri=ctx.input_table_uri, input_version=ctx.input_version, **more)
 
-    def _no_commit(self, context: "Context", table: "DeltaTable", ctx: DeltaJobContext, before: int,
-                   more: dict[str, Any]) -> None:
-        """The application exited 0 and the output does not record the pair: decide with the log.
+    def _check_commits_outside_pair(self, context: "Context", table: "DeltaTable", ctx: DeltaJobContext,
+                                    before: int) -> None:
+        """After the application: every data-changing commit to the output since ``before`` must be
+        the one holding the pair, or name an origin that is not this try (another run, try or task).
 
-        A commit of this try after ``before`` (its run marker says so) that lacks the pair was
-        made outside the exactly-once guarantee: the task fails. Without any commit of this try
-        the application changed nothing (a DELETE or MERGE that matched no row commits nothing
-        in Delta Spark, so the pair is not recorded either): the task succeeds with "no commit"
-        (XCom ``commit`` has ``version`` None), announces nothing, and a retry or re-run runs the
-        application again, which is safe because nothing was written.
+        This try's commits are known by the run marker only while the application keeps it; a
+        write with its own ``userMetadata`` (and its own ``txnAppId``/``txnVersion``, which Delta
+        Spark lets a write pass) leaves a commit that names nobody. The log cannot tell it from a
+        concurrent writer that names nobody either, so both fail the task
+        (:class:`CommitOutsidePairError`, no retry: if it was the application's, running it again
+        would write it twice). The price is a false alarm when such a writer changes the output
+        while the application runs; docs/spark-failures.md says what to do then.
         """
         mine = job_info(context)
-        for version in range(before + 1, _latest_version(table) + 1):
-            origin = exactly_once.commit_origin(table, version)
-            if origin and _same_run_and_try(origin, mine):
-                raise CommitFailedError(
-                    f"the Spark application committed version {version} of {table.uri} without "
-                    f"txnAppId={ctx.txn_app_id!r} txnVersion={ctx.txn_version}: a retry would write it again. "
-                    "Write the output with the session's pair (no txnAppId/txnVersion options of your own, "
-                    "and in the session the operator armed: see DeltaJobContext.arm_session)")
+        found = exactly_once.commits_outside_pair(table, before, ctx.txn_app_id, ctx.txn_version,
+                                                  lambda origin: _same_run_and_try(origin, mine))
+        if not found:
+            return
+        ours = [v for v, marked in found if marked]
+        unknown = [v for v, marked in found if not marked]
+        parts = []
+        if ours:
+            parts.append(f"the Spark application committed version {', '.join(map(str, ours))} of {table.uri} "
+                         f"without txnAppId={ctx.txn_app_id!r} txnVersion={ctx.txn_version} (its run marker "
+                         "says this try made it)")
+        if unknown:
+            parts.append(f"version {', '.join(map(str, unknown))} of {table.uri} changed data while the "
+                         f"application ran, without txnAppId={ctx.txn_app_id!r} txnVersion={ctx.txn_version} "
+                         "and without a run marker: the application's own write (its own txnAppId/txnVersion "
+                         "or userMetadata options), or another writer's; the log cannot tell which")
+        raise CommitOutsidePairError(
+            "; ".join(parts) + ". Written outside the exactly-once pair: the task fails without retrying, "
+            "because running the application again would write it twice. Write the output once, from the "
+            "application's session, with no txnAppId/txnVersion/userMetadata options of your own. If the "
+            "commit is another writer's, clear the task to run it again (docs: spark-failures)")
+
+    def _no_commit(self, context: "Context", table: "DeltaTable", ctx: DeltaJobContext,
+                   more: dict[str, Any]) -> None:
+        """The application exited 0, the output does not record the pair and
+        :meth:`_check_commits_outside_pair` found no commit of this try: the application changed
+        nothing (a DELETE or MERGE that matched no row commits nothing in Delta Spark, so the pair
+        is not recorded either). The task succeeds with "no commit" (XCom ``commit`` has
+        ``version`` None), announces nothing, and a retry or re-run runs the application again,
+        which is safe because nothing was written.
+        """
         self.log.warning("the Spark application finished without committing to %s (no commit of this try, "
                          "txnAppId=%r txnVersion=%s not recorded): nothing changed, no asset event. If the "
                          "application should have written, check the spark-submit output above",

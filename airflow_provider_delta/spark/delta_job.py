@@ -25,14 +25,20 @@ variables (``DELTA_JOB_*``, below). In the application::
 
 What the application must do: write the output with Delta Spark once, and make no other
 Delta write (or DML) in the session. The operator sets the exactly-once pair for the
-session (:attr:`DeltaJobContext.session_conf`), so that one write is idempotent without any
-option; a second Delta write fails instead of appending twice on a retry or being skipped.
-Do not pass ``txnAppId``/``txnVersion`` yourself: Delta Spark silently skips a write whose
-pair is already recorded. Delta Spark uses the pair up when it prepares a write, even one that
-then loses a race (another run created the table first), so an application that writes again
-after such an error calls ``ctx.arm_session(spark)`` first. Write from the application's own
-session: the pair travels in ``SparkConf``, which every new session (``spark.newSession()``)
-copies, so a second write there is skipped instead of failing.
+application's session (:attr:`DeltaJobContext.session_conf`), so that one write is idempotent
+without any option; a second Delta write fails instead of appending twice on a retry or being
+skipped. Do not pass ``txnAppId``/``txnVersion`` yourself: Delta Spark silently skips a write
+whose pair is already recorded. Delta Spark uses the pair up when it prepares a write, even one
+that then loses a race (another run created the table first), so an application that writes
+again after such an error calls ``ctx.arm_session(spark)`` first.
+
+How the pair reaches the session: ``spark-submit`` runs this module (:func:`run_application`),
+which runs the application and sets the pair on the first session the application gets from
+``SparkSession.builder.getOrCreate()``, in that session's SQL conf only. ``SparkConf`` (what
+every new session, ``spark.newSession()`` or one a library makes, starts from) holds
+``txnAppId`` without ``txnVersion`` (:attr:`DeltaJobContext.submit_conf`): a Delta write in
+any other session fails with Delta's "Both ... txnAppId and ... txnVersion must be specified"
+instead of being skipped or appending outside the pair.
 
 The JSON document (``format_version`` 1; ``input`` is null for a job without input;
 ``input.starting_version`` only for an incremental job, whose range is
@@ -60,12 +66,15 @@ from __future__ import annotations
 
 import json
 import os
+import runpy
 import sys
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 #: the application argument: ``--delta-job-context=<JSON>`` (or the flag, then the JSON)
 CONTEXT_ARG = "--delta-job-context"
+#: the argument of :func:`run_application` (this module run by spark-submit) naming the user's application
+APPLICATION_ARG = "--delta-job-application"
 FORMAT = "delta-job-context"
 FORMAT_VERSION = 1
 
@@ -184,7 +193,7 @@ class DeltaJobContext:
 
     @property
     def session_conf(self) -> dict[str, str]:
-        """The Spark settings the operator passes (``--conf``) so that the output is written exactly once
+        """The settings of the application's session, so that the output is written exactly once
         without the application's help.
 
         Delta Spark reads the idempotent-write pair from the session when a write has no
@@ -194,8 +203,20 @@ class DeltaJobContext:
         (the app id is left without a version) instead of appending outside the pair or being
         skipped. ``userMetadata`` marks the commit with :attr:`run_marker`.
         """
-        return {TXN_APP_ID_CONF: self.txn_app_id, TXN_VERSION_CONF: str(self.txn_version),
-                TXN_AUTO_RESET_CONF: "true", USER_METADATA_CONF: self.run_marker}
+        return {**self.submit_conf, TXN_VERSION_CONF: str(self.txn_version)}
+
+    @property
+    def submit_conf(self) -> dict[str, str]:
+        """What the operator passes as ``spark-submit --conf`` (``SparkConf``): :attr:`session_conf`
+        without ``txnVersion``.
+
+        Every session starts from ``SparkConf``: the application's own (armed by
+        :func:`run_application` with the version) and any new one (``spark.newSession()``, or a
+        library's). With the app id and no version, Delta Spark refuses a write in a new
+        session ("Both ... must be specified") where a version would have let it skip the write
+        silently (the pair is recorded by then) or commit outside this try's one write.
+        """
+        return {TXN_APP_ID_CONF: self.txn_app_id, TXN_AUTO_RESET_CONF: "true", USER_METADATA_CONF: self.run_marker}
 
     def arm_session(self, spark: Any) -> None:
         """Set this run's exactly-once pair on ``spark``'s session, for the next Delta write in it.
@@ -207,7 +228,7 @@ class DeltaJobContext:
         must be specified". An application that retries such a write calls this first: the
         retry then carries the same pair, so it appends once or, if the pair is in the table
         by now, is skipped. It changes only this session's SQL conf (not ``SparkConf``, which
-        new sessions copy).
+        new sessions copy). :func:`run_application` calls it for the application's first session.
         """
         for key, value in self.session_conf.items():
             if key != USER_METADATA_CONF:      # the run marker stays whatever the operator (or the job) set
@@ -399,3 +420,57 @@ def env_json_object(name: str, environ: Mapping[str, str] | None = None,
 def apply_hadoop_conf(spark: Any, environ: Mapping[str, str] | None = None) -> list[str]:
     """Apply the Hadoop settings the operator passed in ``DELTA_JOB_HADOOP_CONF`` (if any); returns the keys."""
     return set_hadoop_conf(spark, env_json_object(ENV_HADOOP_CONF, environ))
+
+
+def application_path(name: str) -> str:
+    """The user's application file: ``name`` where it is, else its file name in the working directory
+    (cluster deploy modes, where spark-submit shipped it with ``--files``)."""
+    for path in (name, os.path.basename(name)):
+        if path and os.path.isfile(path):
+            return path
+    raise DeltaJobContextError(f"the application {name!r} is not a file here (working directory "
+                               f"{os.getcwd()}): give DeltaSparkApplicationOperator a local path, or one "
+                               "spark-submit ships with --files")
+
+
+def arm_first_session(ctx: DeltaJobContext) -> None:
+    """Arm (:meth:`DeltaJobContext.arm_session`) the first session ``SparkSession.builder.getOrCreate()``
+    returns in this process, once: later calls return the same session (by then its write may have
+    used the pair up) or, after ``stop()``, a new one that gets only ``SparkConf``'s app id."""
+    from pyspark.sql import SparkSession        # only where the application runs (spark-submit's driver)
+
+    original = SparkSession.Builder.getOrCreate
+    armed: list[Any] = []
+
+    def get_or_create(builder: Any) -> Any:
+        session = original(builder)
+        if not armed:
+            armed.append(session)
+            ctx.arm_session(session)
+        return session
+    SparkSession.Builder.getOrCreate = get_or_create  # type: ignore[method-assign]
+
+
+def run_application(argv: Sequence[str] | None = None) -> None:
+    """What spark-submit runs for ``DeltaSparkApplicationOperator``: ``delta_job.py
+    --delta-job-application=<app.py> [app args] --delta-job-context=<JSON>``.
+
+    Runs ``app.py`` as ``__main__`` (``sys.argv`` and ``sys.path[0]`` as ``python app.py`` would set
+    them, without the application argument) after :func:`arm_first_session`: the exactly-once pair
+    goes into the application's session only, never into ``SparkConf`` (see the module doc).
+    """
+    argv = list(sys.argv[1:] if argv is None else argv)
+    apps = [a[len(APPLICATION_ARG) + 1:] for a in argv if a.startswith(APPLICATION_ARG + "=")]
+    if len(apps) != 1:
+        raise DeltaJobContextError(f"run_application needs {APPLICATION_ARG}=<application> once, got {apps}")
+    rest = [a for a in argv if not a.startswith(APPLICATION_ARG + "=")]
+    ctx = delta_job_context(rest)
+    path = application_path(apps[0])
+    arm_first_session(ctx)
+    sys.argv = [path, *rest]
+    sys.path[0] = os.path.dirname(os.path.abspath(path))    # not this module's folder: its names would shadow
+    runpy.run_path(path, run_name="__main__")
+
+
+if __name__ == "__main__":
+    run_application()

@@ -10,7 +10,7 @@ Spark submit, and afterwards finds the version that holds the data).
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..log import DeltaError, InvalidArgumentError, TableNotFoundError, VersionNotFoundError
 from .delta_job import parse_run_marker
@@ -65,10 +65,8 @@ def find_txn_commit(table: "DeltaTable", app_id: str, app_version: int,
             actions = table.read_commit(v)
         except (VersionNotFoundError, FileNotFoundError):
             return None
-        for a in actions:
-            t = a.get("txn") if isinstance(a, dict) else None
-            if isinstance(t, dict) and t.get("appId") == app_id and t.get("version") == app_version:
-                return v
+        if _holds_txn(actions, app_id, app_version):
+            return v
     return None
 
 
@@ -78,11 +76,24 @@ def commit_info_at(table: "DeltaTable", version: int) -> dict[str, Any] | None:
         actions = table.read_commit(version)
     except (DeltaError, FileNotFoundError):
         return None
+    return _commit_info(actions)
+
+
+def _commit_info(actions: Any) -> dict[str, Any] | None:
     for a in actions:
         info = a.get("commitInfo") if isinstance(a, dict) else None
         if isinstance(info, dict):
             return info
     return None
+
+
+def _origin(info: dict[str, Any] | None) -> dict[str, Any] | None:
+    if info is None:
+        return None
+    job = info.get("job")
+    if isinstance(job, dict):
+        return job
+    return parse_run_marker(info.get("userMetadata"))
 
 
 def commit_origin(table: "DeltaTable", version: int) -> dict[str, Any] | None:
@@ -92,10 +103,54 @@ def commit_origin(table: "DeltaTable", version: int) -> dict[str, Any] | None:
     or the run marker in ``userMetadata`` (Delta Spark commits of ``DeltaSparkApplicationOperator``,
     which also name the input they read). None when the commit says nothing, or cannot be read.
     """
-    info = commit_info_at(table, version)
-    if info is None:
-        return None
-    job = info.get("job")
-    if isinstance(job, dict):
-        return job
-    return parse_run_marker(info.get("userMetadata"))
+    return _origin(commit_info_at(table, version))
+
+
+def _changes_data(actions: Any) -> bool:
+    """Whether a commit adds or removes rows: an ``add`` or ``remove`` with ``dataChange`` (OPTIMIZE,
+    a metadata or protocol change, VACUUM's commits do not)."""
+    for a in actions:
+        for kind in ("add", "remove"):
+            f = a.get(kind) if isinstance(a, dict) else None
+            if isinstance(f, dict) and f.get("dataChange", True) is not False:
+                return True
+    return False
+
+
+def _holds_txn(actions: Any, app_id: str, app_version: int) -> bool:
+    for a in actions:
+        t = a.get("txn") if isinstance(a, dict) else None
+        if isinstance(t, dict) and t.get("appId") == app_id and t.get("version") == app_version:
+            return True
+    return False
+
+
+def commits_outside_pair(table: "DeltaTable", after: int, app_id: str, app_version: int,
+                         is_this_try: Callable[[dict[str, Any]], bool]) -> list[tuple[int, bool]]:
+    """The commits after version ``after`` that changed data and that the pair does not account for.
+
+    A data-changing commit is accounted for when it holds ``txn(app_id, app_version)`` (the one
+    exactly-once write), or when its ``commitInfo`` names its origin (``job``, or the run marker
+    in ``userMetadata``) and that origin is not this try (``is_this_try(origin)`` False): another
+    run, another try, another task. Every other one is returned as ``(version, marked)``:
+    ``marked`` True for this try's own commit without the pair, False for a commit that names no
+    origin, which may be this try's (an application that set its own ``txnAppId``/``userMetadata``
+    options) or a concurrent writer's; nothing in the log tells them apart, so the caller treats
+    it as possibly this try's. Commits that cannot be read (cleaned up) are skipped.
+    """
+    found: list[tuple[int, bool]] = []
+    try:
+        latest = table.latest_version()
+    except TableNotFoundError:
+        return found
+    for version in range(after + 1, latest + 1):
+        try:
+            actions = table.read_commit(version)
+        except (VersionNotFoundError, FileNotFoundError):
+            continue
+        if not _changes_data(actions) or _holds_txn(actions, app_id, app_version):
+            continue
+        origin = _origin(_commit_info(actions))
+        if origin is None or is_this_try(origin):
+            found.append((version, origin is not None))
+    return found

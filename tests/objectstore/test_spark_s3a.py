@@ -38,6 +38,7 @@ from objectstore_servers import S3_KEY, S3_REGION, S3_SECRET
 from test_stores_end_to_end import cloud_connection
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "spark"))
+from submitted_application import submitted_session  # noqa: E402  (tests/spark's stand-in for spark-submit)
 from task_context import task_context  # noqa: E402  (tests/spark's task context with a recording ti)
 
 pytestmark = pytest.mark.spark
@@ -242,7 +243,7 @@ def test_delta_spark_application_gets_the_connection_s3_settings(spark, s3, s3_l
     from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
     from airflow_provider_delta.operators.delta_spark import DeltaSparkApplicationOperator
-    from airflow_provider_delta.spark.delta_job import apply_hadoop_conf, delta_job_context
+    from airflow_provider_delta.spark.delta_job import apply_hadoop_conf
 
     conn_id = s3_lake(APP_BUCKET)
     suffix = uuid.uuid4().hex[:8]
@@ -253,18 +254,10 @@ def test_delta_spark_application_gets_the_connection_s3_settings(spark, s3, s3_l
         env = dict(self.env_vars)
         submitted.append({"args": list(self.application_args), "conf": dict(self.conf), "env": env})
         assert apply_hadoop_conf(spark, env)           # before the first touch of the bucket
-        ctx = delta_job_context(self.application_args, env)
-        source = spark.read.format("delta").options(**ctx.read_options).load(ctx.input_table_uri)
-        # the operator hands the exactly-once pair over as --conf session settings: set them as
-        # spark-submit would for this in-process run, and take them away afterwards
-        session_conf = {k: v for k, v in self.conf.items() if k.startswith("spark.databricks.delta.")}
-        for k, v in session_conf.items():
-            spark.conf.set(k, v)
-        try:
+        # the operator's --conf and the entry's pair, as spark-submit would give them, taken away afterwards
+        with submitted_session(self, spark, env) as ctx:
+            source = spark.read.format("delta").options(**ctx.read_options).load(ctx.input_table_uri)
             source.write.format("delta").options(**ctx.write_options).mode("append").save(ctx.output_table_uri)
-        finally:
-            for k in session_conf:
-                spark.conf.unset(k)
 
     monkeypatch.setattr(SparkSubmitOperator, "execute", run_application_here)
     op = DeltaSparkApplicationOperator(task_id="copy", application="copy.py", delta_conn_id=conn_id,

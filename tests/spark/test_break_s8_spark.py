@@ -2,6 +2,7 @@
 Delta Spark application operator deciding outcomes from the log."""
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pyarrow as pa
@@ -9,7 +10,7 @@ import pytest
 
 from airflow_provider_delta.log import CommitFailedError, DeltaTable
 from task_context import task_context
-from test_spark_retry_events import _app_operator, _in_session, source  # noqa: F401 (fixture)
+from test_spark_retry_events import SCHEMA, _app_operator, _in_session, source  # noqa: F401 (fixture)
 
 IDS = pa.schema([("id", pa.int64())])
 
@@ -69,12 +70,13 @@ def test_write_keeps_its_files_when_the_commit_landed_but_could_not_be_read_back
 
 
 @pytest.mark.spark
-@pytest.mark.xfail(strict=True, reason="DeltaSparkApplicationOperator._no_commit finds 'a commit of this try' only "
-                   "by the run marker in userMetadata; an application that writes with its own txn options and its "
-                   "own userMetadata commits data and the task succeeds as 'no commit' (XCom version None, no asset "
-                   "event) instead of failing as the marked case does")
 def test_application_that_commits_outside_the_pair_with_its_own_user_metadata_fails_the_task(
         monkeypatch, spark, tmp_path, source):  # noqa: F811
+    """Its own txnAppId/txnVersion and userMetadata leave a commit that names nobody: it may be this
+    try's, so the task fails, without retrying (a retry would run the application and write again)."""
+    from airflow.providers.common.compat.sdk import AirflowFailException
+
+    from airflow_provider_delta.operators.delta_spark import CommitOutsidePairError
     out = tmp_path / "out"
 
     def own_pair_and_metadata(job):
@@ -82,12 +84,56 @@ def test_application_that_commits_outside_the_pair_with_its_own_user_metadata_fa
         df.write.format("delta").options(txnAppId="mine", txnVersion="1", userMetadata="nightly load") \
             .mode("append").save(job.output_table_uri)
     _in_session(monkeypatch, spark, own_pair_and_metadata)
+    op, asset = _app_operator(out, source)
+    ctx = task_context(task_id="delta_job")
+    with pytest.raises(CommitOutsidePairError, match=r"version 0 of .* without txnAppId=.*without a run marker") as e:
+        op.execute(ctx)
+    assert isinstance(e.value, CommitFailedError) and isinstance(e.value, AirflowFailException)   # no retry
+    assert "commit" not in ctx["ti"].xcoms
+    assert asset not in ctx["outlet_events"] or not ctx["outlet_events"][asset].extra
+    table = DeltaTable(str(out))
+    assert table.latest_version() == 0 and sorted(r["id"] for r in table.snapshot().to_pyarrow().to_pylist()) == [1, 2]
+
+
+@pytest.mark.spark
+def test_a_commit_that_names_another_run_is_not_this_try(monkeypatch, spark, tmp_path, source):  # noqa: F811
+    """A concurrent writer that names its run (another task's marker) while this application changes
+    nothing: the task succeeds with "no commit"."""
+    out = tmp_path / "out"
+    spark.createDataFrame([(1, "a")], "id long, name string").write.format("delta").save(str(out))
+    other = json.dumps({"airflow_run": {"dag_id": "other", "task_id": "t", "run_id": "r", "try_number": 1}})
+
+    def other_run_writes_then_delete_nothing(job):
+        spark.createDataFrame([(7, "x")], "id long, name string").write.format("delta") \
+            .options(txnAppId="other.t", txnVersion="3", userMetadata=other).mode("append").save(job.output_table_uri)
+        spark.conf.unset("spark.databricks.delta.write.txnVersion")    # as if the pair went to a DELETE
+    _in_session(monkeypatch, spark, other_run_writes_then_delete_nothing)
     op, _ = _app_operator(out, source)
     ctx = task_context(task_id="delta_job")
-    try:
-        result = op.execute(ctx)
-    except CommitFailedError:
-        return
-    assert DeltaTable(str(out)).latest_version() == 0          # the data was committed
-    pytest.fail(f"the task succeeded with {result!r} / XCom {ctx['ti'].xcoms.get('commit')} although the "
-                "application committed version 0 outside the exactly-once pair")
+    assert op.execute(ctx) is None
+    assert ctx["ti"].xcoms["commit"]["version"] is None
+
+
+@pytest.mark.spark
+def test_an_anonymous_concurrent_write_fails_the_task_and_a_cleared_run_announces_the_pair(
+        monkeypatch, spark, tmp_path, source):  # noqa: F811
+    """The price of the rule: a writer that names nobody (here this library's plain DeltaTable.write)
+    commits to the output while the application writes its pair. The log cannot tell it from the
+    application's own write outside the pair, so the try fails; clearing the task (try 2) finds the
+    pair committed, does not run the application, and announces its commit."""
+    from airflow_provider_delta.operators.delta_spark import CommitOutsidePairError
+    out = tmp_path / "out"
+
+    def copy_while_another_writer_appends(job):
+        df = spark.read.format("delta").options(**job.read_options).load(job.input_table_uri)
+        df.write.format("delta").mode("append").save(job.output_table_uri)
+        DeltaTable(str(out)).write(pa.table({"id": [9], "name": ["z"]}, schema=SCHEMA))
+    _in_session(monkeypatch, spark, copy_while_another_writer_appends)
+    op, _ = _app_operator(out, source)
+    with pytest.raises(CommitOutsidePairError, match=r"version 1 of .*the log cannot tell which"):
+        op.execute(task_context(task_id="delta_job"))
+    retry, asset = _app_operator(out, source)
+    ctx = task_context(task_id="delta_job", try_number=2)
+    assert retry.execute(ctx) == 0
+    assert ctx["outlet_events"][asset].extra["version"] == 0
+    assert sorted(r["id"] for r in DeltaTable(str(out)).snapshot().to_pyarrow().to_pylist()) == [1, 2, 9]

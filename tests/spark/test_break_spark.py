@@ -107,27 +107,42 @@ def test_an_anonymous_commit_of_a_given_shared_pair_is_not_announced(monkeypatch
     assert ctx["outlet_events"][asset].extra == {}
 
 
-TXN_KEYS = ("spark.databricks.delta.write.txnAppId", "spark.databricks.delta.write.txnVersion",
-            "spark.databricks.delta.write.txnVersion.autoReset.enabled")
-
-
 @pytest.mark.spark
-@pytest.mark.xfail(strict=True, reason="DeltaSparkApplicationOperator passes the txn pair as --conf (SparkConf): "
-                   "autoReset only unsets it in the session that wrote, and every new session "
-                   "(spark.newSession(), or one a library makes) starts from SparkConf with the pair again, so a "
-                   "second Delta write there is silently skipped (its rows lost) instead of failing as the docs say")
-def test_a_second_write_from_a_new_session_fails_instead_of_being_skipped(spark, tmp_path):
+def test_a_second_write_from_a_new_session_fails_instead_of_being_skipped(monkeypatch, spark, tmp_path):
+    """What spark-submit gives the application: the operator's ``conf`` in SparkConf, and the entry
+    (``delta_job.run_application``) arming the session the application gets from the builder. A
+    second write in that session, and any write in a new session, fails: SparkConf has the app id
+    without a version (it used to carry the version, and a new session skipped its write silently)."""
+    from pyspark.sql import SparkSession
+
+    from airflow_provider_delta.operators import DeltaSparkApplicationOperator
+    from airflow_provider_delta.spark.delta_job import DeltaJobContext, arm_first_session
     out = str(tmp_path / "out")
+    op = DeltaSparkApplicationOperator(task_id="delta_job", conn_id="spark_not_defined", application="app.py",
+                                       output_table_uri=out)
+    job = DeltaJobContext(input_table_uri=None, input_version=None, output_table_uri=out,
+                          txn_app_id="dag.task@run", txn_version=7, job={"dag_id": "dag", "task_id": "task",
+                                                                          "run_id": "run", "try_number": 1})
+    submitted = {k: v for k, v in op.spark_conf(job).items() if k.startswith("spark.databricks.delta.")}
+    assert "spark.databricks.delta.write.txnVersion" not in submitted     # never in SparkConf
     live = spark.sparkContext._jsc.sc().conf()       # the SparkConf that spark-submit --conf fills
-    for key, value in zip(TXN_KEYS, ("dag.task@run", "7", "true")):
+    monkeypatch.setattr(SparkSession.Builder, "getOrCreate", SparkSession.Builder.getOrCreate)  # undone after
+    for key, value in submitted.items():
         live.set(key, value)
     try:
-        first = spark.newSession()                     # the application's session, built from SparkConf
+        arm_first_session(job)                          # what the entry does before running the application
+        first = SparkSession.builder.getOrCreate()      # the application's session
         first.range(2).write.format("delta").mode("append").save(out)
         with pytest.raises(Exception, match="(?i)txnVersion|txnAppId|idempotent"):
             first.range(2, 4).write.format("delta").mode("append").save(out)   # refused, as documented
         with pytest.raises(Exception, match="(?i)txnVersion|txnAppId|idempotent"):
-            first.newSession().range(4, 6).write.format("delta").mode("append").save(out)   # today: skipped
+            first.newSession().range(4, 6).write.format("delta").mode("append").save(out)   # was: skipped
+        assert SparkSession.builder.getOrCreate().conf.get("spark.databricks.delta.write.txnVersion", None) is None
     finally:
-        for key in TXN_KEYS:
+        for key in submitted:
             live.remove(key)
+        for key in job.session_conf:
+            spark.conf.unset(key)
+    table = DeltaTable(out)
+    assert table.latest_version() == 0 and table.snapshot().transaction_version("dag.task@run") == 7
+    assert sorted(r["id"] for r in table.snapshot().to_pyarrow().to_pylist()) == [0, 1]

@@ -40,6 +40,7 @@ def test_round_trip_through_the_argument_keeps_the_other_arguments():
     conf = ctx.session_conf
     assert conf[TXN_APP_ID_CONF] == "dag.task" and conf[TXN_VERSION_CONF] == "1767225600"
     assert conf[TXN_AUTO_RESET_CONF] == "true"
+    assert ctx.submit_conf == {k: v for k, v in conf.items() if k != TXN_VERSION_CONF}   # SparkConf: no version
     marker = parse_run_marker(conf[USER_METADATA_CONF])
     assert (marker["dag_id"], marker["task_id"]) == ("dag", "task")
     assert parse_run_marker("not json airflow_run") is None and parse_run_marker(None) is None
@@ -81,7 +82,8 @@ def test_reads_sys_argv_and_os_environ_by_default():
 
 
 def test_the_module_is_standard_library_only():
-    """It can be shipped alone (py_files) to a cluster without this package."""
+    """It can be shipped alone (py_files) to a cluster without this package; pyspark only where the
+    entry (run_application) arms the application's session, in spark-submit's driver."""
     import ast
     from pathlib import Path
 
@@ -90,7 +92,46 @@ def test_the_module_is_standard_library_only():
     names = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     names |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
     assert all(not isinstance(n, ast.ImportFrom) or n.level == 0 for n in ast.walk(tree))
-    assert names <= set(sys.stdlib_module_names) | {"__future__"}, names
+    assert names <= set(sys.stdlib_module_names) | {"__future__", "pyspark"}, names
+    top = {n.module for n in tree.body if isinstance(n, ast.ImportFrom)} | {
+        a.name for n in tree.body if isinstance(n, ast.Import) for a in n.names}
+    assert not any(name.startswith("pyspark") for name in top)
+
+
+APP = """
+import json, sys
+from pyspark.sql import SparkSession
+json.dump({"argv": sys.argv, "path0": sys.path[0], "name": __name__,
+           "builder_is_patched": SparkSession.Builder.getOrCreate.__name__}, open(sys.argv[1], "w"))
+"""
+
+
+def test_the_entry_runs_the_application_as_main_with_its_own_arguments(monkeypatch, tmp_path):
+    """spark-submit runs delta_job.py; the application sees what ``python app.py ...`` would give it."""
+    from pyspark.sql import SparkSession
+
+    from airflow_provider_delta.spark.delta_job import APPLICATION_ARG, run_application
+    monkeypatch.setattr(SparkSession.Builder, "getOrCreate", SparkSession.Builder.getOrCreate)   # undone after
+    monkeypatch.setattr(sys, "argv", list(sys.argv))
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    app = tmp_path / "jobs" / "app.py"
+    app.parent.mkdir()
+    app.write_text(APP)
+    seen = tmp_path / "seen.json"
+    run_application([f"{APPLICATION_ARG}={app}", str(seen), CTX.to_argument()])
+    got = json.loads(seen.read_text())
+    assert got["argv"] == [str(app), str(seen), CTX.to_argument()]       # no application argument
+    assert got["path0"] == str(app.parent) and got["name"] == "__main__"
+    assert got["builder_is_patched"] == "get_or_create"                  # arms the first session it returns
+
+
+def test_the_entry_refuses_a_missing_application(monkeypatch, tmp_path):
+    from airflow_provider_delta.spark.delta_job import APPLICATION_ARG, run_application
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(DeltaJobContextError, match="the application '/nowhere/app.py' is not a file here"):
+        run_application([f"{APPLICATION_ARG}=/nowhere/app.py", CTX.to_argument()])
+    with pytest.raises(DeltaJobContextError, match="needs --delta-job-application=<application> once"):
+        run_application([CTX.to_argument()])
 
 
 @pytest.mark.parametrize("argv, environ, message", [

@@ -39,6 +39,17 @@ if ctx.args == ("copy",):
     df = spark.read.format("delta").option("versionAsOf", ctx.input_version).load(ctx.input_table_uri)
     df.write.format("delta").options(**ctx.write_options).mode("append").save(ctx.output_table_uri)
     spark.stop()
+elif ctx.args == ("copy", "again-from-a-new-session"):
+    from pyspark.sql import SparkSession
+    spark = SparkSession.builder.getOrCreate()
+    df = spark.read.format("delta").option("versionAsOf", ctx.input_version).load(ctx.input_table_uri)
+    df.write.format("delta").mode("append").save(ctx.output_table_uri)
+    other = spark.newSession()        # e.g. a library's: SparkConf has the app id, no txnVersion
+    try:
+        other.range(10, 12).write.format("delta").mode("append").save(ctx.output_table_uri)
+    except Exception as e:
+        print("DELTA-JOB-SECOND-WRITE-REFUSED", str(e)[:300])
+        raise
 '''
 
 #: small local Spark for the real submits
@@ -149,6 +160,40 @@ def test_an_application_that_commits_nothing_succeeds_with_no_commit(tmp_path, s
     assert not out.exists()
     # the latest input version was pinned and handed over
     assert DeltaJobContext.parse(op.application_args[-1][len(CONTEXT_ARG) + 1:]).input_version == 3
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_a_write_from_a_new_session_fails_the_application_and_a_retry_announces_the_first(
+        tmp_path, source, user_job, delta_jars, capfd):
+    """Through a real spark-submit: the entry arms the application's session only, so a write from
+    spark.newSession() is refused (it used to be skipped, its rows lost, and the task succeeded). The
+    task fails; the first write is in the table once; the retry does not submit and announces it."""
+    from airflow.exceptions import AirflowException
+
+    from airflow_provider_delta.assets import to_asset
+    out = tmp_path / "out"
+    op = _operator(application=user_job, application_args=["copy", "again-from-a-new-session"],
+                   input_table_uri=source.uri, output_table_uri=str(out), jars=delta_jars, conf=SPARK_CONF,
+                   env_vars={"SPARK_LOCAL_IP": "127.0.0.1"})
+    with pytest.raises(AirflowException):
+        op.execute(_context())
+    printed = capfd.readouterr().out                  # the task log (spark-submit's output)
+    assert "DELTA-JOB-SECOND-WRITE-REFUSED [DELTA_INVALID_IDEMPOTENT_WRITES_OPTIONS]" in printed
+    assert op.application == user_job                 # the user's values are back after the submit
+    table = DeltaTable(str(out))
+    assert table.latest_version() == 0 and table.snapshot().transaction_version(APP_ID) == APP_VERSION
+    assert sorted(r["id"] for r in table.snapshot().to_pyarrow().to_pylist()) == [1, 2, 3, 4, 5]
+
+    asset = to_asset(table_uri=str(out))
+    retry = _operator(application=user_job, application_args=["copy", "again-from-a-new-session"],
+                      input_table_uri=source.uri, output_table_uri=str(out), outlets=[asset],
+                      spark_binary=_refusing_spark_submit(tmp_path))
+    ctx = _context(try_number=2)
+    assert retry.execute(ctx) == 0
+    assert not (tmp_path / "spark-submit-was-called").exists()
+    assert ctx["outlet_events"][asset].extra["version"] == 0
 
 
 # --------------------------------------------------------------- no Spark job

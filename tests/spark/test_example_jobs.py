@@ -21,7 +21,8 @@ import pyarrow as pa
 import pytest
 
 from airflow_provider_delta.log import DeltaTable
-from airflow_provider_delta.spark.delta_job import DeltaJobContext, delta_job_context
+from airflow_provider_delta.spark.delta_job import DeltaJobContext
+from submitted_application import submitted_session
 from task_context import task_context
 
 pytestmark = [pytest.mark.spark]
@@ -120,12 +121,9 @@ def _applications_in_own_sessions(monkeypatch, spark, application: Callable[[Any
     from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
     def execute(self, context):
-        job = delta_job_context(self.application_args, environ={})
         session = spark.newSession()
-        for key, value in self.conf.items():
-            if key.startswith("spark.databricks.delta."):
-                session.conf.set(key, value)
-        application(session, job)
+        with submitted_session(self, session) as job:
+            application(session, job)
     monkeypatch.setattr(SparkSubmitOperator, "execute", execute)
 
 

@@ -17,6 +17,7 @@ import pytest
 from airflow_provider_delta.log import DeltaTable, InvalidArgumentError
 from airflow_provider_delta.spark.job import run
 from airflow_provider_delta.spark.job_args import JobSpec
+from submitted_application import submitted_session
 from task_context import task_context
 
 pytestmark = pytest.mark.spark
@@ -153,7 +154,6 @@ def test_delta_spark_application_incremental_input_pinned_by_a_manifest(spark, t
     from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
     from airflow_provider_delta.hooks import DeltaTableHook
     from airflow_provider_delta.operators import DeltaSparkApplicationOperator, DeltaTimeTravelSnapshotOperator
-    from airflow_provider_delta.spark.delta_job import delta_job_context
     source, out = _source(tmp_path), tmp_path / "out"
     source.write(pa.table({"id": [9], "name": ["z"]}, schema=SCHEMA), mode="overwrite")     # v2: 2 deletes
     pin = DeltaTimeTravelSnapshotOperator(task_id="pin", table_uri=source.uri,
@@ -162,16 +162,9 @@ def test_delta_spark_application_incremental_input_pinned_by_a_manifest(spark, t
     source.write(pa.table({"id": [3], "name": ["c"]}, schema=SCHEMA))                       # v3, after the pin
 
     def application(self, context):   # CHANGES_JOB, given the arguments and settings spark-submit would pass
-        job = delta_job_context(self.application_args, environ={})
-        delta_conf = {k: v for k, v in self.conf.items() if k.startswith("spark.databricks.delta.")}
-        try:
-            for key, value in delta_conf.items():
-                spark.conf.set(key, value)
+        with submitted_session(self, spark) as job:
             changes = spark.read.format("delta").options(**job.read_options).load(job.input_table_uri)
             changes.write.format("delta").options(**job.write_options).mode("append").save(job.output_table_uri)
-        finally:
-            for key in delta_conf:
-                spark.conf.unset(key)
     monkeypatch.setattr(SparkSubmitOperator, "execute", application)
     ctx = task_context(task_id="apply")
     op = DeltaSparkApplicationOperator(task_id="apply", conn_id="spark_not_defined", application="changes_job.py",

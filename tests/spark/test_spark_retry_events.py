@@ -13,7 +13,7 @@ import pytest
 
 from airflow_provider_delta.log import DeltaTable
 from airflow_provider_delta.spark import commit_dataframe
-from airflow_provider_delta.spark.delta_job import delta_job_context
+from submitted_application import submitted_session
 from task_context import LOGICAL, RUN_KEY, task_context
 
 pytestmark = pytest.mark.spark
@@ -31,15 +31,8 @@ def _in_session(monkeypatch, spark, application):
     from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
     def execute(self, context):
-        job = delta_job_context(self.application_args, environ={})
-        delta_conf = {k: v for k, v in self.conf.items() if k.startswith("spark.databricks.delta.")}
-        try:
-            for key, value in delta_conf.items():
-                spark.conf.set(key, value)
+        with submitted_session(self, spark) as job:
             application(job)
-        finally:
-            for key in delta_conf:
-                spark.conf.unset(key)
     monkeypatch.setattr(SparkSubmitOperator, "execute", execute)
 
 
