@@ -127,6 +127,17 @@ def input_manifest(value: Any, given: bool, name: str = "input_manifest_uri") ->
     return None if uri is None else str(uri)
 
 
+def manifest_argument(input_manifest_uri: Any, input_table_uri: Any) -> tuple[Any, bool]:
+    """A Spark operator's ``input_manifest_uri`` as built: (the value, or None when not given; whether the
+    task reads a manifest). A None given (a mapped value resolved to None) counts as given, so
+    :func:`input_manifest` refuses it when the task runs; a manifest with ``input_table_uri`` is refused now."""
+    reads_manifest = input_manifest_uri is not NOT_GIVEN
+    uri = input_manifest_uri if reads_manifest else None
+    if uri is not None and input_table_uri is not None:
+        raise InvalidArgumentError("pass input_manifest_uri or input_table_uri, not both")
+    return uri, reads_manifest
+
+
 def given_value(value: Any, given: bool, name: str, missing: str, then: str = "Nothing was done.",
                 said: str = "rendered to") -> Any:
     """An optional argument's value, refused when the task was built with one that rendered to nothing.
