@@ -28,7 +28,7 @@ import pyarrow as pa
 from ..base import arrow_build as ab
 from ..base import arrow_kernels as ak
 from ..base.errors import UnsupportedFeatureError
-from ..base.features import (COLUMN_ID_KEY, DATA_SKIPPING_STATS_COLUMNS_PROPERTY, PHYSICAL_NAME_KEY,
+from ..base.features import (COLUMN_ID_KEY, DATA_SKIPPING_STATS_COLUMNS_PROPERTY,
                              column_mapping_mode)
 from ..base.schema import field_metadata, physical_name, physical_name_in
 from ..base.stats import format_stats_columns, parse_stats_columns
@@ -104,7 +104,7 @@ def physical_schema(schema: dict[str, Any], configuration: dict[str, str] | None
 
 def _physical_field(f: dict[str, Any], id_key: str | None) -> dict[str, Any]:
     meta = f.get("metadata") or {}
-    out = {**f, "name": meta.get(PHYSICAL_NAME_KEY) or f["name"], "type": _physical_type(f.get("type"), id_key)}
+    out = {**f, "name": physical_name_in(meta, f["name"]), "type": _physical_type(f.get("type"), id_key)}
     cid = meta.get(COLUMN_ID_KEY)
     if id_key is not None and isinstance(cid, int) and not isinstance(cid, bool):
         out["metadata"] = {**meta, id_key: cid}
