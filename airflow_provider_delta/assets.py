@@ -110,7 +110,7 @@ def table_uri_for_asset(asset_uri: str) -> str:
 def to_asset(*, table_uri: str, extra: dict[str, Any] | None = None, name: str | None = None) -> Any:
     """Airflow asset factory: the :class:`~airflow.sdk.Asset` of the table at ``table_uri`` (absolute;
     a relative path is refused, see :func:`asset_uri_for_table`)."""
-    from airflow.sdk import Asset
+    from airflow.sdk import Asset   # assets.py stays free of Airflow: config and get_provider_info import it
     uri = asset_uri_for_table(table_uri)
     kwargs: dict[str, Any] = {"uri": uri}
     if name:

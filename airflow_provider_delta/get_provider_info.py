@@ -10,12 +10,12 @@ from __future__ import annotations
 from typing import Any
 
 from . import __version__
+from .assets import SCHEMES
 
 INTEGRATION = "Delta Lake"
 
 
 def get_provider_info() -> dict[str, Any]:
-    from .assets import SCHEMES
     return {
         "package-name": "airflow-provider-delta",
         "name": "Delta Lake",

@@ -96,17 +96,16 @@ def parse_transaction_id(value: Any, name: str, required: bool) -> str | None:
     no such XCom (a wrong task id, a begin that did not run).
 
     ``required`` (publish, abort): a missing id raises :class:`DeltaArgumentError` before any
-    catalog is asked, so no transaction changes and the task is not retried. A value that is not
-    text (a dict, a number) is refused the same way.
+    catalog is asked (:func:`given_value`), so no transaction changes and the task is not retried.
+    A value that is not text (a dict, a number) is refused the same way.
     """
-    tx_id = optional_value(value)
-    if tx_id is None and not required:
+    advice = ("Nothing was changed. Pass the id the begin task returned, e.g. "
+              "\"{{ ti.xcom_pull(task_ids='begin') }}\", and check that the task id names the begin task.")
+    tx_id = given_value(value, required, name, "no transaction id", then=advice, said="is")
+    if tx_id is None:
         return None
     if not isinstance(tx_id, str):
-        missing = "no transaction id" if tx_id is None else f"not a transaction id ({type(tx_id).__name__})"
-        raise DeltaArgumentError(
-            f"{name} is {value!r}: {missing}. Nothing was changed. Pass the id the begin task returned, e.g. "
-            "\"{{ ti.xcom_pull(task_ids='begin') }}\", and check that the task id names the begin task.")
+        raise DeltaArgumentError(f"{name} is {value!r}: not a transaction id ({type(tx_id).__name__}). {advice}")
     return tx_id.strip()
 
 
@@ -117,28 +116,41 @@ def input_manifest(value: Any, given: bool, name: str = "input_manifest_uri") ->
     renders to nothing (``"None"``, ``""``, None) must not run without its input, nor read a
     file named ``None``: the snapshot task upstream wrote no manifest (``write_manifest=False``,
     or it may not write into the table folder), so this raises :class:`DeltaArgumentError`
-    saying what to pass instead.
+    (:func:`given_value`) saying what to pass instead.
     """
-    uri = optional_value(value)
-    if uri is None and given:
-        raise DeltaArgumentError(
-            f"{name} rendered to {value!r}: the snapshot task it comes from wrote no manifest (its manifest_uri is "
-            "None with write_manifest=False, or when it may not write into the table folder). Nothing was read. "
-            "Give that task a writable manifest_uri, or pass input_table_uri and input_version from its XCom "
-            "(its 'table_uri' and 'version') instead.")
+    uri = given_value(
+        value, given, name,
+        "the snapshot task it comes from wrote no manifest (its manifest_uri is None with write_manifest=False, "
+        "or when it may not write into the table folder)",
+        then="Nothing was read. Give that task a writable manifest_uri, or pass input_table_uri and input_version "
+             "from its XCom (its 'table_uri' and 'version') instead.")
     return None if uri is None else str(uri)
 
 
-def given_value(value: Any, given: bool, name: str, missing: str) -> Any:
+def manifest_argument(input_manifest_uri: Any, input_table_uri: Any) -> tuple[Any, bool]:
+    """A Spark operator's ``input_manifest_uri`` as built: (the value, or None when not given; whether the
+    task reads a manifest). A None given (a mapped value resolved to None) counts as given, so
+    :func:`input_manifest` refuses it when the task runs; a manifest with ``input_table_uri`` is refused now."""
+    reads_manifest = input_manifest_uri is not NOT_GIVEN
+    uri = input_manifest_uri if reads_manifest else None
+    if uri is not None and input_table_uri is not None:
+        raise InvalidArgumentError("pass input_manifest_uri or input_table_uri, not both")
+    return uri, reads_manifest
+
+
+def given_value(value: Any, given: bool, name: str, missing: str, then: str = "Nothing was done.",
+                said: str = "rendered to") -> Any:
     """An optional argument's value, refused when the task was built with one that rendered to nothing.
 
     ``transaction_id="{{ ti.xcom_pull(task_ids='begin') }}"`` whose XCom is missing renders
     ``"None"``; read as "not given", the task would quietly do something else (commit instead of
-    staging into the audited group). ``missing`` says what the value should have come from.
+    staging into the audited group). ``missing`` says what the value should have come from,
+    ``then`` what (nothing) was done and what to pass instead. The one check of "given but rendered
+    to nothing" (:func:`input_manifest` and :func:`parse_transaction_id` use it too).
     """
     result = optional_value(value)
     if result is None and given:
-        raise DeltaArgumentError(f"{name} rendered to {value!r}: {missing}. Nothing was done.")
+        raise DeltaArgumentError(f"{name} {said} {value!r}: {missing}. {then}")
     return result
 
 

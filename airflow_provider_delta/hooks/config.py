@@ -130,13 +130,13 @@ class CommitOwnerSpec:
         if self.type != "sql":
             raise InvalidArgumentError(
                 f"unknown commit owner type {self.type!r} in the connection: only 'sql' is supported")
-        from ..log import SqlCommitOwner
+        from ..log import SqlCommitOwner     # SQLAlchemy: loaded only for connections with a commit owner
         return SqlCommitOwner(self.url, **self.options)
 
     def describe(self) -> str:
         """The URL with its password replaced, for logs."""
         try:
-            import sqlalchemy as sa
+            import sqlalchemy as sa          # SQLAlchemy: loaded only where an owner or catalog is named
             return sa.engine.make_url(self.url).render_as_string(hide_password=True)
         except Exception:  # an unparsable URL: say nothing about it
             return "<sql url>"
@@ -168,7 +168,7 @@ def database_url(conn_type: str | None, host: str | None, login: str | None, pas
         raise InvalidArgumentError(
             f"cannot build a database URL from a connection of type {conn_type!r}: use a postgres, "
             "mysql or sqlite connection, or put the SQLAlchemy URL in its 'sqlalchemy_url' extra")
-    import sqlalchemy as sa
+    import sqlalchemy as sa     # SQLAlchemy: loaded only where an owner or catalog is named
     url = sa.engine.URL.create(driver, username=login or None, password=password or None,
                                host=host or None, port=int(port) if port else None,
                                database=schema or None)

@@ -36,6 +36,7 @@ from typing import Any
 
 from airflow.providers.common.compat.lineage.hook import get_hook_lineage_collector
 from airflow.sdk import BaseHook
+from airflow.sdk.exceptions import AirflowNotFoundException
 
 from ..log import (AddFile, ChangeRange, DeltaTable, IncrementalStep, InvalidArgumentError, StorageError,
                     format_ms, pending_changes, process_changes, to_epoch_ms)
@@ -111,7 +112,6 @@ class DeltaTableHook(BaseHook):
                                                      extra, owner_fields, storage_fields)
 
     def _fetch_connection(self, conn_id: str) -> Any:
-        from airflow.sdk.exceptions import AirflowNotFoundException
         try:
             return self.get_connection(conn_id)
         except AirflowNotFoundException:
@@ -128,7 +128,6 @@ class DeltaTableHook(BaseHook):
 
     async def aget_config(self, table_uri: str | None = None) -> DeltaConnectionConfig:
         """:meth:`get_config` for the event loop (the trigger): connections fetched asynchronously."""
-        from airflow.sdk.exceptions import AirflowNotFoundException
         conn_id = self._conn_id_for(table_uri)
         if conn_id in self._configs:
             return self._configs[conn_id]
@@ -473,7 +472,7 @@ class DeltaTableHook(BaseHook):
             cfg = self._config_of(self.delta_conn_id or self.default_conn_name)
             if not cfg.base_uri:
                 return False, f"connection {cfg.conn_id!r} has no base URI: set host (e.g. s3://bucket/warehouse)"
-            import fsspec
+            import fsspec   # loaded only here and by object-store tables (log.base.storage)
             base = cfg.base_uri
             fs, path = fsspec.core.url_to_fs(base, **cfg.storage_options_for(base))
             entries = fs.ls(path, detail=False)

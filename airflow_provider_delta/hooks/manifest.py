@@ -190,7 +190,7 @@ def write_json(uri: str, document: dict[str, Any], storage_options: dict[str, An
                 os.fsync(f.fileno())
             os.replace(tmp, path)
             return "file://" + path
-        import fsspec
+        import fsspec   # loaded only for manifests off the local disk (as log.base.storage does)
         fs, path = fsspec.core.url_to_fs(uri, **(storage_options or {}))
         parent = path.rsplit("/", 1)[0]
         try:
@@ -210,7 +210,7 @@ def read_manifest(uri: str, storage_options: dict[str, Any] | None = None) -> di
     refused with :func:`~.arguments.input_manifest`'s error instead of reading a file of that name.
     """
     input_manifest(uri, given=True, name="manifest uri")
-    import fsspec
+    import fsspec   # loaded on first use, as log.base.storage does
     with fsspec.open(uri, "rb", **(storage_options or {})) as f:
         doc = json.loads(f.read().decode("utf-8"))
     if not isinstance(doc, dict) or doc.get("format") != MANIFEST_FORMAT:

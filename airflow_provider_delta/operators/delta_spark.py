@@ -60,7 +60,8 @@ from ..spark import exactly_once
 from ..spark import delta_job
 from ..spark.delta_job import APPLICATION_ARG, CONTEXT_ARG, ENV_HADOOP_CONF, ENV_VARS, DeltaJobContext
 from ..spark.uris import spark_uri
-from ..hooks.arguments import NOT_GIVEN, flag, input_manifest, is_template, optional_int, optional_value
+from ..hooks.arguments import (NOT_GIVEN, flag, input_manifest, is_template, manifest_argument, optional_int,
+                               optional_value)
 from .base import DeltaTaskMixin, job_info
 from .spark_base import (LocalSparkMixin, StopDriverOnKillMixin, report_commit, resolve_app,
                          resolve_incremental_app, s3a_job_conf)
@@ -148,10 +149,7 @@ class DeltaSparkApplicationOperator(DeltaTaskMixin, StopDriverOnKillMixin, Local
                  delta_sql_conf: bool = True, master: str | None = None, conn_id: str = "spark_default",
                  name: str | None = None, input_changes: bool = False, initial_version: int = 0,
                  **kwargs: Any) -> None:
-        reads_manifest = input_manifest_uri is not NOT_GIVEN   # a None given (a mapped value) is an error
-        input_manifest_uri = None if not reads_manifest else input_manifest_uri
-        if input_manifest_uri is not None and input_table_uri is not None:
-            raise InvalidArgumentError("pass input_manifest_uri or input_table_uri, not both")
+        input_manifest_uri, reads_manifest = manifest_argument(input_manifest_uri, input_table_uri)
         if not is_template(input_changes) and flag(input_changes, "input_changes") and app_version is not None:
             raise InvalidArgumentError("input_changes=True uses the pinned input version as app_version: "
                                        "do not pass app_version")

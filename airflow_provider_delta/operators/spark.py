@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
 from ..hooks.arguments import (NOT_GIVEN, DeltaArgumentError, column_names, flag, input_manifest, is_template,
-                               optional_int, optional_value, parse_transaction_id, string_map)
+                               manifest_argument, optional_int, optional_value, parse_transaction_id, string_map)
 from ..hooks.manifest import read_manifest
 from ..hooks.run_identity import task_key
 from ..log import CommitFailedError, InvalidArgumentError, check_mode
@@ -120,10 +120,7 @@ class DeltaSparkSubmitOperator(DeltaTaskMixin, StopDriverOnKillMixin, LocalSpark
                  delta_conn_id: str | None = None, master: str | None = None, conn_id: str = "spark_default",
                  application: str | None = None, name: str | None = None, input_changes: bool = False,
                  initial_version: int = 0, transaction_id: str | None = None, **kwargs: Any) -> None:
-        reads_manifest = input_manifest_uri is not NOT_GIVEN   # a None given (a mapped value) is an error
-        input_manifest_uri = None if not reads_manifest else input_manifest_uri
-        if input_manifest_uri is not None and input_table_uri is not None:
-            raise InvalidArgumentError("pass input_manifest_uri or input_table_uri, not both")
+        input_manifest_uri, reads_manifest = manifest_argument(input_manifest_uri, input_table_uri)
         if not is_template(input_changes) and flag(input_changes, "input_changes") and (
                 app_version is not None or input_manifest_uri is not None):
             raise InvalidArgumentError("input_changes=True reads input_table_uri's changes and uses the pinned "

@@ -212,7 +212,7 @@ class StopDriverOnKillMixin:
 
 def descendants(pid: int) -> list[Any]:
     """The processes started (directly or not) by ``pid``, as psutil processes (none if it is gone)."""
-    import psutil
+    import psutil   # only a killed task needs it
     try:
         return psutil.Process(pid).children(recursive=True)
     except psutil.Error:
@@ -221,7 +221,7 @@ def descendants(pid: int) -> list[Any]:
 
 def stop_processes(processes: list[Any], log: Any, timeout_s: float = 10.0) -> None:
     """SIGKILL ``processes`` (those still alive) and wait for them to be gone."""
-    import psutil
+    import psutil   # only a killed task needs it
     for p in processes:
         try:
             log.info("Killing process %s (%s) started by spark-submit", p.pid, " ".join(p.cmdline()[:3]))

@@ -21,7 +21,7 @@ if __name__ == "__main__" and __package__ in (None, ""):
 from airflow_provider_delta.log import InvalidArgumentError  # noqa: E402
 from airflow_provider_delta.spark.checkpoint_engine import spark_checkpoint  # noqa: E402
 from airflow_provider_delta.spark.job import run_entry  # noqa: E402
-from airflow_provider_delta.spark.job_args import load_argument  # noqa: E402
+from airflow_provider_delta.spark.job_args import table_job_arguments  # noqa: E402
 from airflow_provider_delta.spark.tables import open_table  # noqa: E402
 
 
@@ -31,12 +31,7 @@ OPTIONAL_INTS = ("version", "parts", "actions_per_part", "now_ms")
 
 def parse_arguments(text: str) -> dict[str, Any]:
     """The argument document, checked: a table URI and optional non-negative integers."""
-    doc = load_argument(text, "the checkpoint job's arguments")
-    if not isinstance(doc, dict) or not isinstance(doc.get("table_uri"), str) or not doc["table_uri"].strip():
-        raise InvalidArgumentError("the checkpoint job needs a JSON object with a 'table_uri'")
-    unknown = set(doc) - {"table_uri", *OPTIONAL_INTS}
-    if unknown:
-        raise InvalidArgumentError(f"unknown checkpoint job argument(s): {sorted(unknown)}")
+    doc = table_job_arguments(text, "checkpoint", OPTIONAL_INTS)
     for key in OPTIONAL_INTS:
         value = doc.get(key)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):

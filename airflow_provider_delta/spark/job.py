@@ -40,6 +40,8 @@ def get_spark(app_name: str) -> Any:
 
 def run(spark: Any, spec: JobSpec, secrets: dict[str, Any] | None = None) -> dict[str, Any]:
     """Do the job in ``spark``; returns ``{"version", "committed", "app_id", "app_version", ...}``."""
+    # Imported here, not above: the other entry points (checkpoint_job, optimize_job) import this module
+    # for run_entry and need none of these (group_write brings SQLAlchemy); no import circle.
     from airflow_provider_delta.spark import exactly_once
     from airflow_provider_delta.spark.changes import changes_dataframe
     from airflow_provider_delta.spark.commit import commit_dataframe

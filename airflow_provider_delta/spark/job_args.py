@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterable
 
 from ..log import InvalidArgumentError
 from .delta_job import env_json_object
@@ -155,6 +155,18 @@ def load_argument(text: str, what: str = "the job arguments") -> Any:
         return json.loads(text)
     except ValueError as e:
         raise InvalidArgumentError(f"{what} are not valid JSON: {e}") from None
+
+
+def table_job_arguments(text: str, job: str, optional_keys: Iterable[str]) -> dict[str, Any]:
+    """The argument document of a job on one table (checkpoint, optimize): a JSON object (or ``@file``)
+    with a non-empty ``table_uri`` and no keys but ``optional_keys``; the job checks their values."""
+    doc = load_argument(text, f"the {job} job's arguments")
+    if not isinstance(doc, dict) or not isinstance(doc.get("table_uri"), str) or not doc["table_uri"].strip():
+        raise InvalidArgumentError(f"the {job} job needs a JSON object with a 'table_uri'")
+    unknown = set(doc) - {"table_uri", *optional_keys}
+    if unknown:
+        raise InvalidArgumentError(f"unknown {job} job argument(s): {sorted(unknown)}")
+    return doc
 
 
 def read_secrets(environ: dict[str, str] | None = None) -> dict[str, Any]:

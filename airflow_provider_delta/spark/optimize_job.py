@@ -21,7 +21,7 @@ if __name__ == "__main__" and __package__ in (None, ""):
 
 from airflow_provider_delta.log import InvalidArgumentError  # noqa: E402
 from airflow_provider_delta.spark.job import run_entry  # noqa: E402
-from airflow_provider_delta.spark.job_args import load_argument  # noqa: E402
+from airflow_provider_delta.spark.job_args import table_job_arguments  # noqa: E402
 from airflow_provider_delta.spark.optimize_engine import spark_optimize  # noqa: E402
 from airflow_provider_delta.spark.tables import open_table  # noqa: E402
 
@@ -39,12 +39,7 @@ def _conjunction(atoms: Any) -> list[tuple]:
 
 def parse_arguments(text: str) -> dict[str, Any]:
     """The argument document, checked for shape (the log layer checks the values against the table)."""
-    doc = load_argument(text, "the optimize job's arguments")
-    if not isinstance(doc, dict) or not isinstance(doc.get("table_uri"), str) or not doc["table_uri"].strip():
-        raise InvalidArgumentError("the optimize job needs a JSON object with a 'table_uri'")
-    unknown = set(doc) - {"table_uri", *OPTIONAL_KEYS}
-    if unknown:
-        raise InvalidArgumentError(f"unknown optimize job argument(s): {sorted(unknown)}")
+    doc = table_job_arguments(text, "optimize", OPTIONAL_KEYS)
     pf = doc.get("partition_filter")
     if pf is not None:
         # AND of [column, op, value] triples, or (OR) a list of such lists: an atom starts with its column name

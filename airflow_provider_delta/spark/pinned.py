@@ -153,7 +153,7 @@ def from_manifest(manifest_uri: str, storage_options: dict[str, Any] | None = No
     if manifest_uri.strip().lower() in ("none", "null"):      # a missing upstream manifest, rendered to text
         raise InvalidArgumentError(f"manifest_uri is {manifest_uri!r}: the snapshot task it comes from wrote no "
                                    "manifest; pass the table and version instead")
-    import fsspec
+    import fsspec   # loaded on first use, as log.base.storage does
     try:
         with fsspec.open(manifest_uri, "rb", **(storage_options or {})) as f:
             data = f.read()

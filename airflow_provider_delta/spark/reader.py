@@ -16,6 +16,7 @@ id instead of its name (:func:`read_by_field_id`).
 """
 from __future__ import annotations
 
+import datetime as dt
 import json
 from collections import OrderedDict
 from functools import reduce
@@ -83,8 +84,6 @@ def partition_literal(value: Any, data_type: Any) -> Any:
     every value before 1582-10-15 by days (and refuses some), while Spark and Delta use the
     proleptic Gregorian calendar throughout.
     """
-    import datetime as dt
-
     from pyspark.sql import functions as F
     if isinstance(value, dt.datetime):
         text = value.astimezone(dt.timezone.utc).isoformat() if value.tzinfo is not None else value.isoformat()

@@ -27,7 +27,7 @@ def build_commit_owner(spec: Any) -> Any:
         raise InvalidArgumentError(f"unknown commit owner type {kind!r}: only 'sql' can be passed to a Spark job")
     if not spec.get("url"):
         raise InvalidArgumentError("a SQL commit owner spec needs a 'url'")
-    from ..log import SqlCommitOwner
+    from ..log import SqlCommitOwner     # SQLAlchemy: loaded only for a job given a SQL owner
     return SqlCommitOwner(spec["url"], **dict(spec.get("options") or {}))
 
 

@@ -6,9 +6,12 @@ does not remove the dependency); ``if TYPE_CHECKING:`` imports do not.
 """
 from __future__ import annotations
 
-import pytest
+import ast
+import textwrap
 
-from import_graph import PACKAGE, build_graph, external_imports, find_cycles
+import import_graph
+import pytest
+from import_graph import PACKAGE, _imports, build_graph, external_imports, find_cycles
 
 LOG = f"{PACKAGE}.log"
 
@@ -88,3 +91,52 @@ def test_outer_layers_use_only_the_public_log_api(graph, layer):
     private = {f"{m} -> {t}" for m, targets in graph.items() if m == prefix or m.startswith(prefix + ".")
                for t in targets if t.startswith(LOG + ".")}
     assert private == set()
+
+
+def test_the_graph_counts_imports_inside_functions_and_leaves_out_type_checking_ones():
+    tree = ast.parse(textwrap.dedent("""
+        from typing import TYPE_CHECKING
+        if TYPE_CHECKING:
+            from .hidden import X
+        def f():
+            from .lazy import y
+            import pkg.other
+        class C:
+            def m(self):
+                from . import nested
+    """))
+    found = _imports(tree, "pkg.mod", False)
+    assert {"pkg.lazy", "pkg.other", "pkg.nested"} <= found
+    assert "pkg.hidden" not in found
+
+
+def test_a_circle_closed_by_an_import_inside_a_function_is_a_cycle(tmp_path, monkeypatch):
+    """An import moved into a function to dodge a circle at import time still closes the circle."""
+    package = tmp_path / PACKAGE
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text("from .b import g\n\ndef f():\n    return g()\n")
+    (package / "b.py").write_text("def g():\n    from .a import f\n    return f\n")
+    monkeypatch.setattr(import_graph, "ROOT", package)
+    assert find_cycles(import_graph.build_graph()) == [[f"{PACKAGE}.a", f"{PACKAGE}.b"]]
+
+
+#: modules that may import by a name computed at run time: a user's transform, named in the job arguments
+IMPORTS_BY_NAME_ALLOWED = {f"{PACKAGE}.spark.transforms"}
+
+
+def test_no_module_imports_by_a_computed_name():
+    """``importlib.import_module`` and ``__import__`` hide an edge from the graph above (it reads import
+    statements): a lazy name is imported with a plain ``from ... import`` inside ``__getattr__``."""
+    found = []
+    for path in import_graph.ROOT.rglob("*.py"):
+        name = import_graph.module_name(path)
+        if name in IMPORTS_BY_NAME_ALLOWED:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Call):
+                f = node.func
+                called = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+                if called in ("import_module", "__import__"):
+                    found.append(f"{name}:{node.lineno}")
+    assert found == []

@@ -12,6 +12,7 @@ import pyarrow as pa
 import pytest
 
 from airflow_provider_delta.log import AddFile, DeltaTable, InvalidCommittedVersionError
+from live_link_tables import table_with_a_live_link
 
 LOG = "_delta_log"
 
@@ -100,35 +101,14 @@ def test_a_hole_in_the_same_second_as_the_checkpoint_is_missed(tmp_path):
     assert (newer.version, newer.undecided) == (4, True)
 
 
-def _table_with_a_live_link(tmp_path, make_links):
-    """A deltalake table plus version 1 adding ``alias.parquet``, a symlink ``make_links`` builds;
-    everything backdated 30 days so vacuum(retention 0) may delete whatever is unreferenced."""
-    from deltalake import write_deltalake
-    real = tmp_path / "t"
-    write_deltalake(str(real), pa.table({"x": [1, 2]}))
-    src = next(real.glob("*.parquet"))
-    (real / "realdir").mkdir()
-    target = real / "realdir" / "x.parquet"
-    target.write_bytes(src.read_bytes())
-    make_links(real, target)
-    add = {"add": {"path": "alias.parquet", "partitionValues": {}, "size": target.stat().st_size,
-                   "modificationTime": 1, "dataChange": True}}
-    info = {"commitInfo": {"timestamp": int(time.time() * 1000), "operation": "WRITE"}}
-    (real / LOG / f"{1:020d}.json").write_text(json.dumps(info) + "\n" + json.dumps(add) + "\n")
-    old = time.time() - 30 * 86_400
-    for d, _dirs, files in os.walk(real):
-        for f in files:
-            os.utime(os.path.join(d, f), (old, old), follow_symlinks=False)
-    return real
-
-
 def test_vacuum_keeps_every_link_between_a_live_path_and_its_file(tmp_path):
     from airflow_provider_delta.log.maintenance.vacuum import vacuum
 
     def chain(real, target):
         (real / "mid.parquet").symlink_to(target)
         (real / "alias.parquet").symlink_to(real / "mid.parquet")
-    real = _table_with_a_live_link(tmp_path, chain)
+    real = tmp_path / "t"
+    table_with_a_live_link(real, "alias.parquet", chain)
     table = DeltaTable(str(real))
     assert table.snapshot().to_pyarrow().num_rows == 4
     assert "mid.parquet" not in vacuum(table, dry_run=True, retention_hours=0, enforce_retention=False)["files_deleted"]
@@ -144,7 +124,8 @@ def test_vacuum_keeps_a_live_link_to_outside_and_a_dangling_live_link(tmp_path):
     def out(real, target):
         (outside / "o.parquet").write_bytes(target.read_bytes())
         (real / "alias.parquet").symlink_to(outside / "o.parquet")
-    real = _table_with_a_live_link(tmp_path, out)
+    real = tmp_path / "t"
+    table_with_a_live_link(real, "alias.parquet", out)
     deleted = vacuum(DeltaTable(str(real)), dry_run=False, retention_hours=0, enforce_retention=False)["files_deleted"]
     assert "alias.parquet" not in deleted and (outside / "o.parquet").exists()
     assert os.path.exists(real / "alias.parquet")

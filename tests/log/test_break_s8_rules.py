@@ -103,23 +103,10 @@ def test_an_add_without_dv_over_a_live_path_with_a_dv_and_no_remove_is_refused(t
 
 
 def test_vacuum_keeps_the_target_of_a_live_file_symlink_inside_the_table(tmp_path):
-    from deltalake import write_deltalake
     from airflow_provider_delta.log.maintenance.vacuum import vacuum
+    from live_link_tables import table_with_a_live_link
     real = tmp_path / "t"
-    write_deltalake(str(real), pa.table({"x": [1, 2]}))
-    src = next(real.glob("*.parquet"))
-    (real / "realdir").mkdir()
-    target = real / "realdir" / "x.parquet"
-    target.write_bytes(src.read_bytes())
-    (real / "alias.parquet").symlink_to(target)
-    add = {"add": {"path": "alias.parquet", "partitionValues": {}, "size": target.stat().st_size,
-                   "modificationTime": 1, "dataChange": True}}
-    info = {"commitInfo": {"timestamp": int(time.time() * 1000), "operation": "WRITE"}}
-    (real / "_delta_log" / f"{1:020d}.json").write_text(json.dumps(info) + "\n" + json.dumps(add) + "\n")
-    old = time.time() - 30 * 86_400
-    for d, _dirs, files in os.walk(real):
-        for f in files:
-            os.utime(os.path.join(d, f), (old, old), follow_symlinks=False)
+    table_with_a_live_link(real, "alias.parquet", lambda root, target: (root / "alias.parquet").symlink_to(target))
     table = DeltaTable(str(real))
     assert table.snapshot().to_pyarrow().num_rows == 4          # the reader opens the live file
     assert "realdir/x.parquet" not in vacuum(table, dry_run=True)["files_deleted"]

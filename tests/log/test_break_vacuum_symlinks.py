@@ -4,39 +4,23 @@ Our reader opens these files (the table reads 4 rows), yet vacuum lists them as 
 """
 from __future__ import annotations
 
-import json
 import os
 import time
 from pathlib import Path
 
-import pyarrow as pa
 import pytest
-from deltalake import write_deltalake
+from live_link_tables import AGE_SECONDS, table_with_a_live_link
 
 from airflow_provider_delta.log import DeltaTable
 from airflow_provider_delta.log.maintenance.vacuum import vacuum
 
 
-def _age(root: Path) -> None:
-    old = time.time() - 30 * 86_400
-    for d, _dirs, files in os.walk(root):
-        for f in files:
-            os.utime(Path(d) / f, (old, old), follow_symlinks=False)
-
-
 def _table_with_add(tmp_path: Path, log_path_of) -> tuple[Path, Path]:
-    real = tmp_path / "real" / "t"
-    write_deltalake(str(real), pa.table({"x": [1, 2]}))
-    src = next(real.glob("*.parquet"))
-    link = tmp_path / "link"
-    link.symlink_to(real)
-    live = real / "live.parquet"
-    live.write_bytes(src.read_bytes())
-    add = {"add": {"path": log_path_of(real, link), "partitionValues": {}, "size": live.stat().st_size,
-                   "modificationTime": 1, "dataChange": True}}
-    info = {"commitInfo": {"timestamp": int(time.time() * 1000), "operation": "WRITE"}}
-    (real / "_delta_log" / f"{1:020d}.json").write_text(json.dumps(info) + "\n" + json.dumps(add) + "\n")
-    _age(real)
+    """The table ``real/t`` and a link to it outside (``link``); version 1 adds ``live.parquet`` as
+    ``log_path_of(real, link)`` names it."""
+    real, link = tmp_path / "real" / "t", tmp_path / "link"
+    live = table_with_a_live_link(real, log_path_of(real, link), lambda root, _target: link.symlink_to(root),
+                                  target="live.parquet")
     return live, link
 
 
@@ -57,21 +41,12 @@ def test_vacuum_deletes_a_live_file_whose_absolute_path_differs_from_the_root_by
 def _linked_table(tmp_path: Path, orphan: bool = False) -> tuple[Path, Path]:
     """A table whose version 1 adds ``ln/x.parquet`` through the in-table link ``ln -> realdir``
     (and, with ``orphan``, an unreferenced ``realdir/orphan.parquet``), every file 30 days old."""
+    def links(root: Path, target: Path) -> None:
+        (root / "ln").symlink_to(root / "realdir")
+        if orphan:
+            (root / "realdir" / "orphan.parquet").write_bytes(target.read_bytes())
     real = tmp_path / "t"
-    write_deltalake(str(real), pa.table({"x": [1, 2]}))
-    src = next(real.glob("*.parquet"))
-    (real / "realdir").mkdir()
-    (real / "ln").symlink_to(real / "realdir")
-    live = real / "realdir" / "x.parquet"
-    live.write_bytes(src.read_bytes())
-    if orphan:
-        (real / "realdir" / "orphan.parquet").write_bytes(src.read_bytes())
-    add = {"add": {"path": "ln/x.parquet", "partitionValues": {}, "size": live.stat().st_size,
-                   "modificationTime": 1, "dataChange": True}}
-    info = {"commitInfo": {"timestamp": int(time.time() * 1000), "operation": "WRITE"}}
-    (real / "_delta_log" / f"{1:020d}.json").write_text(json.dumps(info) + "\n" + json.dumps(add) + "\n")
-    _age(real)
-    return real, live
+    return real, table_with_a_live_link(real, "ln/x.parquet", links)
 
 
 def test_vacuum_keeps_a_live_file_named_through_a_symlinked_directory_inside_the_table(tmp_path):
@@ -82,18 +57,8 @@ def test_vacuum_keeps_a_live_file_named_through_a_symlinked_directory_inside_the
 
 
 def test_vacuum_deletes_a_symlink_to_a_directory_that_live_paths_go_through(tmp_path):
-    real = tmp_path / "t"
-    write_deltalake(str(real), pa.table({"x": [1, 2]}))
-    src = next(real.glob("*.parquet"))
-    (real / "realdir").mkdir()
-    (real / "realdir" / "x.parquet").write_bytes(src.read_bytes())
-    (real / "ln").symlink_to(real / "realdir")
-    add = {"add": {"path": "ln/x.parquet", "partitionValues": {}, "size": 5, "modificationTime": 1,
-                   "dataChange": True}}
-    info = {"commitInfo": {"timestamp": int(time.time() * 1000), "operation": "WRITE"}}
-    (real / "_delta_log" / f"{1:020d}.json").write_text(json.dumps(info) + "\n" + json.dumps(add) + "\n")
-    _age(real)
-    os.utime(real / "ln", (time.time() - 30 * 86_400,) * 2, follow_symlinks=False)
+    real, _live = _linked_table(tmp_path)
+    os.utime(real / "ln", (time.time() - AGE_SECONDS,) * 2, follow_symlinks=False)
     table = DeltaTable(str(real))
     assert table.snapshot().to_pyarrow().num_rows == 4
     assert "ln" not in vacuum(table, dry_run=True)["files_deleted"]

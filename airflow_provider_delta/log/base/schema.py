@@ -52,6 +52,7 @@ __all__ = [
     "schema_string",
     "field_metadata",
     "physical_name",
+    "physical_name_in",
     "partition_values_to_arrow",
     "serialize_partition_value",
 ]
@@ -307,8 +308,14 @@ def field_metadata(field: pa.Field) -> dict:
 
 def physical_name(field: pa.Field) -> str:
     """Column-mapping physical name of ``field`` (its data-file column name), else its name."""
-    name = field_metadata(field).get(PHYSICAL_NAME_KEY)
-    return name if isinstance(name, str) and name else field.name
+    return physical_name_in(field_metadata(field), field.name)
+
+
+def physical_name_in(metadata: Any, name: str) -> str:
+    """The physical name a column's Delta field ``metadata`` (a dict from the schema JSON, or None)
+    gives it, else its ``name``: the rule for a field not converted to Arrow (:func:`physical_name`)."""
+    value = metadata.get(PHYSICAL_NAME_KEY) if isinstance(metadata, dict) else None
+    return value if isinstance(value, str) and value else name
 
 
 # --------------------------------------------------------------------------- partition values

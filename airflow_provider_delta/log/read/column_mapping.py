@@ -28,9 +28,9 @@ import pyarrow as pa
 from ..base import arrow_build as ab
 from ..base import arrow_kernels as ak
 from ..base.errors import UnsupportedFeatureError
-from ..base.features import (COLUMN_ID_KEY, DATA_SKIPPING_STATS_COLUMNS_PROPERTY, PHYSICAL_NAME_KEY,
+from ..base.features import (COLUMN_ID_KEY, DATA_SKIPPING_STATS_COLUMNS_PROPERTY,
                              column_mapping_mode)
-from ..base.schema import field_metadata, physical_name
+from ..base.schema import field_metadata, physical_name, physical_name_in
 from ..base.stats import format_stats_columns, parse_stats_columns
 
 #: Where pyarrow keeps a Parquet field id in an Arrow field's metadata.
@@ -67,9 +67,19 @@ def partition_keys(partition_columns: Iterable[str], schema_string: Any,
         fields = json.loads(schema_string).get("fields") if isinstance(schema_string, str) else None
     except ValueError:
         fields = None
-    physical = {f.get("name"): (f.get("metadata") or {}).get(PHYSICAL_NAME_KEY)
-                for f in fields or () if isinstance(f, dict)}
-    return [physical.get(c) or c for c in cols]
+    metadata = {f.get("name"): f.get("metadata") for f in fields or () if isinstance(f, dict)}
+    return [physical_name_in(metadata.get(c), c) for c in cols]
+
+
+def partition_keys_of_schema(partition_columns: Iterable[str], schema: pa.Schema,
+                             configuration: dict[str, str] | None, where: str) -> list[str]:
+    """:func:`partition_keys` from a converted schema, for what has no ``metaData`` action at hand
+    (a :class:`~.reader.Readable`); an unknown column mapping mode is refused (:func:`mapping_mode`)."""
+    cols = list(partition_columns or ())
+    if mapping_mode(configuration, where) == "none" or not cols:
+        return cols
+    metadata = {f.name: field_metadata(f) for f in schema}
+    return [physical_name_in(metadata.get(c), c) for c in cols]
 
 
 def physical_schema(schema: dict[str, Any], configuration: dict[str, str] | None,
@@ -94,7 +104,7 @@ def physical_schema(schema: dict[str, Any], configuration: dict[str, str] | None
 
 def _physical_field(f: dict[str, Any], id_key: str | None) -> dict[str, Any]:
     meta = f.get("metadata") or {}
-    out = {**f, "name": meta.get(PHYSICAL_NAME_KEY) or f["name"], "type": _physical_type(f.get("type"), id_key)}
+    out = {**f, "name": physical_name_in(meta, f["name"]), "type": _physical_type(f.get("type"), id_key)}
     cid = meta.get(COLUMN_ID_KEY)
     if id_key is not None and isinstance(cid, int) and not isinstance(cid, bool):
         out["metadata"] = {**meta, id_key: cid}

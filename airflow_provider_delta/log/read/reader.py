@@ -24,7 +24,7 @@ import pyarrow as pa
 
 from ..base import arrow_build as ab
 from ..base import arrow_kernels as ak
-from .column_mapping import file_column, mapping_mode, stored_name
+from .column_mapping import file_column, mapping_mode, partition_keys_of_schema, stored_name
 from .data_paths import open_path
 from .filters import dnf_mask, normalize
 from .deletion_vectors import deleted_mask, read_deletion_vector
@@ -49,10 +49,9 @@ class Readable(Protocol):
 def partition_table(snap: Readable, files: pa.Table) -> pa.Table:
     """The typed partition values of ``files``, one column per partition column."""
     schema = snap.schema
-    mode = mapping_mode(snap.configuration, snap.uri)
+    keys = partition_keys_of_schema(snap.partition_columns, schema, snap.configuration, snap.uri)
     cols, names = [], []
-    for c in snap.partition_columns:
-        key = stored_name(schema.field(c), mode)  # under column mapping, the physical name
+    for c, key in zip(snap.partition_columns, keys):  # under column mapping, the key is the physical name
         raw = ak.map_lookup(files.column("partition_values"), ab.scalar(key, pa.string()))
         cols.append(partition_values_to_arrow(raw, schema.field(c).type))
         names.append(c)

@@ -20,6 +20,7 @@ from __future__ import annotations
 from ..base.actions import Metadata, Protocol, parse_schema_string
 from ..base.errors import InvalidArgumentError
 from ..base.features import supported_features
+from ..base.schema import physical_name_in
 
 GENERATION_EXPRESSION_KEY = "delta.generationExpression"
 IDENTITY_KEY_PREFIX = "delta.identity."
@@ -74,7 +75,6 @@ def check_new_columns_have_no_default(old: Metadata, new: Metadata) -> None:
 
 IDENTITY_HIGH_WATER_MARK = "delta.identity.highWaterMark"
 IDENTITY_STEP = "delta.identity.step"
-PHYSICAL_NAME_KEY = "delta.columnMapping.physicalName"
 
 
 def keep_identity_high_water_marks(new: Metadata, current: Metadata) -> Metadata:
@@ -86,7 +86,7 @@ def keep_identity_high_water_marks(new: Metadata, current: Metadata) -> Metadata
     larger mark for a positive step, the smaller for a negative one).
     """
     def physical(f: dict) -> str:
-        return (f.get("metadata") or {}).get(PHYSICAL_NAME_KEY) or f.get("name")
+        return physical_name_in(f.get("metadata"), f.get("name"))
 
     marks = {physical(f): f["metadata"][IDENTITY_HIGH_WATER_MARK]
              for f in parse_schema_string(current.schema_string).get("fields") or []

@@ -35,7 +35,7 @@ from ..base.commit_actions import AddFile
 from ..base.schema import schema_to_arrow
 from ..base.stats import StatsCollector, column_path
 from ..base.storage import Storage
-from ..read.column_mapping import (as_stored, mapping_mode, stored_field, stored_name,
+from ..read.column_mapping import (as_stored, mapping_mode, partition_keys_of_schema, stored_field,
                                    stored_stats_configuration)
 from ..read.reader import Readable, data_fields, file_batches
 from .optimize_plan import Bin, OptimizeSettings, num_records
@@ -106,13 +106,6 @@ def stored_schema(snap: Readable) -> pa.Schema:
     return pa.schema([stored_field(f, mode) for f in data_fields(snap)])
 
 
-def partition_keys_of_snapshot(snap: Readable) -> list[str]:
-    """The partition columns as ``partitionValues`` keys them (physical names under column mapping)."""
-    mode = mapping_mode(snap.configuration, snap.uri)
-    by_name = {f.name: f for f in snap.schema}
-    return [stored_name(by_name[c], mode) if c in by_name else c for c in snap.partition_columns]
-
-
 class _OutputFile:
     """One new data file being written: buffered up to a row group, statistics per batch."""
 
@@ -123,7 +116,9 @@ class _OutputFile:
         self.bin = bin_
         self.schema = schema                      # logical: the rows handed to write()
         self.stored = stored_schema(snap)         # what the file holds (physical names under column mapping)
-        directory = partition_dir(partition_keys_of_snapshot(snap), bin_.partition_values)
+        directory = partition_dir(
+            partition_keys_of_schema(snap.partition_columns, snap.schema, snap.configuration, snap.uri),
+            bin_.partition_values)
         name = f"part-00000-{uuid.uuid4()}.c000.snappy.parquet"
         self.rel = f"{directory}/{name}" if directory else name
         if directory:

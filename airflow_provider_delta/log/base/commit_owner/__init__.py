@@ -6,22 +6,25 @@ properties), and ``SqlCommitOwner`` imports SQLAlchemy.
 """
 from __future__ import annotations
 
-import importlib
-
-#: public name -> the submodule defining it
-_HOMES = {
-    "CommitOwner": "base", "InMemoryCommitOwner": "in_memory", "SqlCommitOwner": "sql",
-    "Commit": "records", "GetCommitsResponse": "records", "TableState": "records",
-    "owner_from_conf": "registry",
-}
-
-__all__ = list(_HOMES)
+__all__ = ["CommitOwner", "InMemoryCommitOwner", "SqlCommitOwner", "Commit", "GetCommitsResponse", "TableState",
+           "owner_from_conf"]
 
 
 def __getattr__(name: str):
-    home = _HOMES.get(name)
-    if home is None:
+    # Plain import statements, not importlib with a string: the architecture test reads the
+    # import graph from the source and sees only these.
+    if name == "CommitOwner":
+        from .base import CommitOwner as value
+    elif name == "InMemoryCommitOwner":
+        from .in_memory import InMemoryCommitOwner as value
+    elif name == "SqlCommitOwner":
+        from .sql import SqlCommitOwner as value
+    elif name in ("Commit", "GetCommitsResponse", "TableState"):
+        from . import records
+        value = getattr(records, name)
+    elif name == "owner_from_conf":
+        from .registry import owner_from_conf as value
+    else:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{home}", __name__), name)
     globals()[name] = value
     return value

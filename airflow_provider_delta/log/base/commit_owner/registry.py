@@ -19,7 +19,7 @@ def owner_from_conf(name: str, conf: dict[str, str], password: str | None = None
     """The owner called ``name`` configured by ``conf`` (extra kwargs go to its constructor)."""
     conf = check_owner_conf(conf)
     if name == "sql":
-        from .sql import SqlCommitOwner
+        from .sql import SqlCommitOwner    # SQLAlchemy: loaded only for a table owned by a SQL owner
         return SqlCommitOwner.from_conf(conf, password=password, **kwargs)
     if name == "in-memory":
         raise InvalidArgumentError(
