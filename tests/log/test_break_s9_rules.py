@@ -1,0 +1,108 @@
+"""Breaker findings (session 9) on F4b - a path is live once - and the RESTORE exemption.
+
+Each test is a strict xfail while its finding is open; whoever fixes it removes the marker.
+"""
+from __future__ import annotations
+
+import json
+import os
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from dv_encoding import bitmap_array, z85_encode
+
+from airflow_provider_delta.log import DeltaTable
+from airflow_provider_delta.log.base.commit_actions import AddFile
+from airflow_provider_delta.log.base.errors import DeltaError
+
+SCHEMA = pa.schema([("id", pa.int64())])
+
+
+def _inline(rows: list[int]) -> dict:
+    bitmap = bitmap_array(rows)
+    return {"storageType": "i", "pathOrInlineDv": z85_encode(bitmap), "sizeInBytes": len(bitmap),
+            "cardinality": len(rows)}
+
+
+def _ids(uri: str) -> list[int]:
+    return sorted(DeltaTable(uri).snapshot().to_pyarrow().column("id").to_pylist())
+
+
+def _table(tmp_path, dvs: bool) -> tuple[DeltaTable, dict]:
+    """One live file of rows 1, 2, 3; with ``dvs`` the DV feature is on (no DV yet)."""
+    props = {"delta.enableDeletionVectors": "true"} if dvs else None
+    table = DeltaTable.create(str(tmp_path / "t"), SCHEMA, properties=props)
+    table.write(pa.table({"id": [1, 2, 3]}, schema=SCHEMA))
+    return table, table.snapshot().files().to_pylist()[0]
+
+
+def _delete_first_row(uri: str, row: dict) -> None:
+    """Delta Spark's DELETE form: remove the live file, add it again with a DV hiding row 0."""
+    stats = json.dumps({**json.loads(row["stats"]), "tightBounds": False})
+    with DeltaTable(uri).transaction(operation="DELETE") as txn:
+        txn.remove_file(row["path"])
+        txn.add_file(AddFile(row["path"], row["size"], {}, row["modification_time"], True, stats,
+                             deletion_vector=_inline([0])))
+
+
+@pytest.mark.xfail(strict=True, reason="F4b is checked against the read snapshot only: a commit that wins in "
+                   "between and gives the path a DV is not looked at on rebase, so the re-add without a DV lands "
+                   "beside it (row 1 back, rows 2 and 3 twice)")
+def test_a_readd_without_dv_rebased_over_a_concurrent_dv_is_refused(tmp_path):
+    """A transaction reads the table (no DV anywhere) and re-adds its live file as it is - by itself
+    the same logical file, allowed. Meanwhile a DELETE gives the file a DV (remove + add with DV).
+    Serially the re-add would be refused (F4b: the live logical file is now (p, DV) and the commit
+    does not remove it); rebased, it must be refused too, or conflict. Nothing may be written."""
+    table, row = _table(tmp_path, dvs=True)
+    txn = DeltaTable(table.uri).transaction()
+    assert txn.snapshot is not None            # the read snapshot: no DV
+    _delete_first_row(table.uri, row)
+    version = table.latest_version()
+    txn.add_file(AddFile(row["path"], row["size"], {}, row["modification_time"], True, row["stats"]))
+    with pytest.raises(DeltaError):
+        txn.commit()
+    assert DeltaTable(table.uri).latest_version() == version
+    assert _ids(table.uri) == [2, 3]
+
+
+@pytest.mark.xfail(strict=True, reason="a live file added again under another spelling of its path (./p, an "
+                   "absolute path, a file: URI) is not matched to the live entry: F4b does not see it and replay "
+                   "keeps both, so the file's rows are read twice (with a DV: the deleted row comes back)")
+@pytest.mark.parametrize("dvs", [False, True], ids=["no-dv-feature", "with-dv"])
+@pytest.mark.parametrize("spelling", ["dot", "absolute", "file-uri"])
+def test_a_live_file_added_under_another_spelling_is_refused(tmp_path, dvs, spelling):
+    """``./p``, ``/table/p`` and ``file:///table/p`` open the same data file as the live ``p``.
+    Hadoop's ``new Path(new URI(...))`` (Delta Spark's canonicalization) even drops the ``./``, so
+    Delta Spark reads ``./p`` and ``p`` as one file where our replay reads two. An add of the live
+    file under another spelling, without the remove of the live entry, must be refused
+    (InvalidArgumentError or another typed error) and write nothing."""
+    table, row = _table(tmp_path, dvs)
+    if dvs:
+        _delete_first_row(table.uri, row)
+    expected = _ids(table.uri)
+    version = table.latest_version()
+    absolute = os.path.join(table.uri, row["path"])
+    path = {"dot": "./" + row["path"], "absolute": absolute, "file-uri": "file://" + absolute}[spelling]
+    with pytest.raises(DeltaError):
+        with DeltaTable(table.uri).transaction() as txn:
+            txn.add_file(AddFile(path, row["size"], {}, row["modification_time"], True, row["stats"]))
+    assert DeltaTable(table.uri).latest_version() == version
+    assert _ids(table.uri) == expected
+
+
+@pytest.mark.xfail(strict=True, reason="the one-add-per-path check keys on the path string: ./new.parquet and "
+                   "new.parquet in one commit pass and the new file's rows are read twice")
+def test_one_new_file_added_twice_under_two_spellings_in_one_commit_is_refused(tmp_path):
+    """Delta Spark's checkNoDuplicateActions on canonical paths: ``new.parquet`` and ``./new.parquet``
+    are one path for it (and one file on disk). Refused, nothing written."""
+    table, _ = _table(tmp_path, dvs=False)
+    pq.write_table(pa.table({"id": [7, 8]}, schema=SCHEMA), os.path.join(table.uri, "new.parquet"))
+    size = os.path.getsize(os.path.join(table.uri, "new.parquet"))
+    version = table.latest_version()
+    with pytest.raises(DeltaError):
+        with DeltaTable(table.uri).transaction() as txn:
+            for path in ("new.parquet", "./new.parquet"):
+                txn.add_file(AddFile(path, size, {}, 1, True, json.dumps({"numRecords": 2})))
+    assert DeltaTable(table.uri).latest_version() == version
+    assert _ids(table.uri) == [1, 2, 3]
