@@ -82,7 +82,7 @@ def test_a_live_file_added_under_another_spelling_is_refused(tmp_path, dvs, spel
         _delete_first_row(table.uri, row)
     expected = _ids(table.uri)
     version = table.latest_version()
-    absolute = os.path.join(table.uri, row["path"])
+    absolute = str(tmp_path / "t" / row["path"])
     path = {"dot": "./" + row["path"], "absolute": absolute, "file-uri": "file://" + absolute}[spelling]
     with pytest.raises(DeltaError):
         with DeltaTable(table.uri).transaction() as txn:
@@ -97,8 +97,8 @@ def test_one_new_file_added_twice_under_two_spellings_in_one_commit_is_refused(t
     """Delta Spark's checkNoDuplicateActions on canonical paths: ``new.parquet`` and ``./new.parquet``
     are one path for it (and one file on disk). Refused, nothing written."""
     table, _ = _table(tmp_path, dvs=False)
-    pq.write_table(pa.table({"id": [7, 8]}, schema=SCHEMA), os.path.join(table.uri, "new.parquet"))
-    size = os.path.getsize(os.path.join(table.uri, "new.parquet"))
+    pq.write_table(pa.table({"id": [7, 8]}, schema=SCHEMA), str(tmp_path / "t" / "new.parquet"))
+    size = os.path.getsize(tmp_path / "t" / "new.parquet")
     version = table.latest_version()
     with pytest.raises(DeltaError):
         with DeltaTable(table.uri).transaction() as txn:
@@ -120,6 +120,6 @@ def test_a_dot_segment_spelling_of_a_live_file_is_one_file_as_for_delta_spark(tm
                    "modificationTime": row["modification_time"], "dataChange": True, "stats": row["stats"]}}
     info = {"commitInfo": {"timestamp": 1, "operation": "WRITE"}}
     version = table.latest_version() + 1
-    with open(os.path.join(table.uri, "_delta_log", f"{version:020d}.json"), "w") as f:
+    with open(tmp_path / "t" / "_delta_log" / f"{version:020d}.json", "w") as f:
         f.write(json.dumps(info) + "\n" + json.dumps(add) + "\n")
     assert _ids(table.uri) == [1, 2, 3]
