@@ -46,14 +46,12 @@ def _delete_first_row(uri: str, row: dict) -> None:
                              deletion_vector=_inline([0])))
 
 
-@pytest.mark.xfail(strict=True, reason="F4b is checked against the read snapshot only: a commit that wins in "
-                   "between and gives the path a DV is not looked at on rebase, so the re-add without a DV lands "
-                   "beside it (row 1 back, rows 2 and 3 twice)")
 def test_a_readd_without_dv_rebased_over_a_concurrent_dv_is_refused(tmp_path):
     """A transaction reads the table (no DV anywhere) and re-adds its live file as it is - by itself
     the same logical file, allowed. Meanwhile a DELETE gives the file a DV (remove + add with DV).
     Serially the re-add would be refused (F4b: the live logical file is now (p, DV) and the commit
-    does not remove it); rebased, it must be refused too, or conflict. Nothing may be written."""
+    does not remove it); rebased, it must be refused too, or conflict. Nothing may be written.
+    Before the fix it landed: row 1 back, rows 2 and 3 twice (conflicts.check_removes_of_added_files)."""
     table, row = _table(tmp_path, dvs=True)
     txn = DeltaTable(table.uri).transaction()
     assert txn.snapshot is not None            # the read snapshot: no DV

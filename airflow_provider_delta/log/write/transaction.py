@@ -250,6 +250,7 @@ class Transaction:
         if key in self._changes.adds:
             raise InvalidArgumentError(f"file {add.path!r} is added twice in one transaction")
         self._changes.adds[key] = add
+        self._changes.read.added_paths.add(add.path)
 
     def add_files(self, adds: Iterable[AddFile]) -> None:
         for a in adds:
