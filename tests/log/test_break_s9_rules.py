@@ -121,3 +121,20 @@ def test_a_dot_segment_spelling_of_a_live_file_is_one_file_as_for_delta_spark(tm
     with open(tmp_path / "t" / "_delta_log" / f"{version:020d}.json", "w") as f:
         f.write(json.dumps(info) + "\n" + json.dumps(add) + "\n")
     assert _ids(table.uri) == [1, 2, 3]
+
+
+def test_a_readd_rebased_over_a_concurrent_optimize_that_compacted_it_is_refused(tmp_path):
+    """The same across OPTIMIZE: the winner compacts the live file away (its rows now in a new
+    file); the re-add checked against the read snapshot would bring the file back beside the
+    compacted one, every row of it read twice. A conflict, nothing written."""
+    table, row = _table(tmp_path, dvs=False)
+    table.write(pa.table({"id": [4]}, schema=SCHEMA))
+    txn = DeltaTable(table.uri).transaction()
+    assert txn.snapshot is not None
+    assert DeltaTable(table.uri).optimize()["numFilesRemoved"] == 2
+    version = table.latest_version()
+    txn.add_file(AddFile(row["path"], row["size"], {}, row["modification_time"], True, row["stats"]))
+    with pytest.raises(DeltaError):
+        txn.commit()
+    assert DeltaTable(table.uri).latest_version() == version
+    assert _ids(table.uri) == [1, 2, 3, 4]
