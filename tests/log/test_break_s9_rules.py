@@ -138,3 +138,28 @@ def test_a_readd_rebased_over_a_concurrent_optimize_that_compacted_it_is_refused
         txn.commit()
     assert DeltaTable(table.uri).latest_version() == version
     assert _ids(table.uri) == [1, 2, 3, 4]
+
+
+def test_a_dv_whose_key_another_writer_escaped_still_sends_adds_to_the_check(tmp_path):
+    """Version 2 (another writer) gives the live file a DV, spelling the key with a JSON escape
+    (``"deletion\\u0056ector"`` - the same key to every JSON parser). A re-add of the file without
+    DV and without the remove must be refused as for the plain spelling; nothing written. Before
+    the fix, may_hold_deletion_vectors looked for the literal key only: judged DV-free, the add was
+    not looked up and the deleted row came back."""
+    table, row = _table(tmp_path, dvs=True)
+    stats = json.dumps({**json.loads(row["stats"]), "tightBounds": False})
+    rm = {"remove": {"path": row["path"], "deletionTimestamp": 1, "dataChange": True}}
+    add = {"add": {"path": row["path"], "partitionValues": {}, "size": row["size"],
+                   "modificationTime": row["modification_time"], "dataChange": True, "stats": stats,
+                   "deletionVector": _inline([0])}}
+    text = json.dumps(add).replace('"deletionVector"', '"deletion\\u0056ector"')
+    version = table.latest_version() + 1
+    with open(tmp_path / "t" / "_delta_log" / f"{version:020d}.json", "w") as f:
+        f.write(json.dumps({"commitInfo": {"timestamp": 1, "operation": "DELETE"}}) + "\n" + json.dumps(rm)
+                + "\n" + text + "\n")
+    assert _ids(table.uri) == [2, 3]
+    with pytest.raises(DeltaError):
+        with DeltaTable(table.uri).transaction() as txn:
+            txn.add_file(AddFile(row["path"], row["size"], {}, row["modification_time"], True, row["stats"]))
+    assert DeltaTable(table.uri).latest_version() == version
+    assert _ids(table.uri) == [2, 3]
