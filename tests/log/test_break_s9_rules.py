@@ -64,17 +64,22 @@ def test_a_readd_without_dv_rebased_over_a_concurrent_dv_is_refused(tmp_path):
     assert _ids(table.uri) == [2, 3]
 
 
-@pytest.mark.xfail(strict=True, reason="a live file added again under another spelling of its path (./p, an "
-                   "absolute path, a file: URI) is not matched to the live entry: F4b does not see it and replay "
-                   "keeps both, so the file's rows are read twice (with a DV: the deleted row comes back)")
+_OTHER_SPELLING = pytest.mark.xfail(
+    strict=True, reason="a live file added again under an absolute spelling of its path (a path, a file: URI) "
+    "is not matched to the live entry: F4b does not see it and replay keeps both, so the file's rows are read "
+    "twice (with a DV: the deleted row comes back); Delta Spark reads it twice too")
+
+
 @pytest.mark.parametrize("dvs", [False, True], ids=["no-dv-feature", "with-dv"])
-@pytest.mark.parametrize("spelling", ["dot", "absolute", "file-uri"])
+@pytest.mark.parametrize("spelling", ["dot", pytest.param("absolute", marks=_OTHER_SPELLING),
+                                      pytest.param("file-uri", marks=_OTHER_SPELLING)])
 def test_a_live_file_added_under_another_spelling_is_refused(tmp_path, dvs, spelling):
     """``./p``, ``/table/p`` and ``file:///table/p`` open the same data file as the live ``p``.
     Hadoop's ``new Path(new URI(...))`` (Delta Spark's canonicalization) even drops the ``./``, so
     Delta Spark reads ``./p`` and ``p`` as one file where our replay reads two. An add of the live
     file under another spelling, without the remove of the live entry, must be refused
-    (InvalidArgumentError or another typed error) and write nothing."""
+    (InvalidArgumentError or another typed error) and write nothing. ``./p`` is refused since the
+    fix (no '.' segments in added paths); the absolute spellings are open."""
     table, row = _table(tmp_path, dvs)
     if dvs:
         _delete_first_row(table.uri, row)
@@ -89,11 +94,10 @@ def test_a_live_file_added_under_another_spelling_is_refused(tmp_path, dvs, spel
     assert _ids(table.uri) == expected
 
 
-@pytest.mark.xfail(strict=True, reason="the one-add-per-path check keys on the path string: ./new.parquet and "
-                   "new.parquet in one commit pass and the new file's rows are read twice")
 def test_one_new_file_added_twice_under_two_spellings_in_one_commit_is_refused(tmp_path):
     """Delta Spark's checkNoDuplicateActions on canonical paths: ``new.parquet`` and ``./new.parquet``
-    are one path for it (and one file on disk). Refused, nothing written."""
+    are one path for it (and one file on disk). Refused, nothing written (before the fix both landed,
+    the new file's rows read twice; now a '.' segment in an added path is refused)."""
     table, _ = _table(tmp_path, dvs=False)
     pq.write_table(pa.table({"id": [7, 8]}, schema=SCHEMA), str(tmp_path / "t" / "new.parquet"))
     size = os.path.getsize(tmp_path / "t" / "new.parquet")
@@ -108,7 +112,7 @@ def test_one_new_file_added_twice_under_two_spellings_in_one_commit_is_refused(t
 
 @pytest.mark.xfail(strict=True, reason="replay keys a file by its path string as written: ./p and p are two live "
                    "files for us, one for Delta Spark (Hadoop's new Path(new URI(p)) normalizes the ./ away); "
-                   "path_spelling.py says no writer produces . segments, but ours does (see above)")
+                   "our writer no longer writes them, other writers may")
 def test_a_dot_segment_spelling_of_a_live_file_is_one_file_as_for_delta_spark(tmp_path):
     """Another writer's log: version 1 adds ``./p`` beside the live ``p`` (same data file). Delta
     Spark (checked on the jars in .jars: our writer's version of this log reads 1, 2, 3 in Delta
