@@ -1,9 +1,13 @@
 """OPTIMIZE in real processes: kill -9 at random moments loses nothing; memory follows the target size.
 
 - A child process appends (recording each returned append in a ledger) and runs OPTIMIZE
-  (compaction and Z-order alternately) in a loop; the test SIGKILLs it at a random moment.
-  Then our reader and deltalake open the table and agree, every recorded row is there
-  exactly once, and a fresh OPTIMIZE commits. ``DELTA_KILLS`` sets the kills (default 3).
+  (compaction and Z-order alternately) in a loop, printing ``optimizing`` as it starts one and
+  ``optimized`` once it returned; the test SIGKILLs it at a random moment after the start of an
+  OPTIMIZE (during it or the appends after it), and the first kill only once an OPTIMIZE has
+  committed - waiting for the child's markers, not for wall-clock time, so a loaded machine
+  cannot make every kill land before the first OPTIMIZE. Then our reader and deltalake open the
+  table and agree, every recorded row is there exactly once, and a fresh OPTIMIZE commits.
+  ``DELTA_KILLS`` sets the kills (default 3).
 - A Z-order of one partition of about 60 MB of Arrow data, with a 4 MB target, runs in a
   fresh process; the peak of pyarrow's memory pool stays a fraction of the partition
   (the external sort holds about one output file's rows at a time).
@@ -12,11 +16,14 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import random
 import signal
 import subprocess
 import sys
 import textwrap
+import threading
+import time
 
 import numpy as np
 import pyarrow as pa
@@ -42,11 +49,40 @@ CHILD = textwrap.dedent("""
             table.write(pa.table({"p": [str(seq % 2)] * 50, "id": list(range(seq * 50, seq * 50 + 50)),
                                   "x": [float(i % 7) for i in range(50)]}))
             out.write(f"{seq}\\n"); out.flush(); os.fsync(out.fileno())
+        print("optimizing", flush=True)
         if seq % 2:
             table.optimize(target_size=1 << 20)
         else:
             table.optimize(z_order_by=["x", "id"], target_size=2000)
+        print("optimized", flush=True)
 """)
+
+
+def _lines(proc: subprocess.Popen) -> tuple["queue.Queue[str | None]", threading.Thread]:
+    """The child's stdout lines, read by a thread (None at its end), so the test can wait with a deadline."""
+    lines: "queue.Queue[str | None]" = queue.Queue()
+
+    def pump() -> None:
+        for line in proc.stdout:
+            lines.put(line.strip())
+        lines.put(None)
+    thread = threading.Thread(target=pump, daemon=True)
+    thread.start()
+    return lines, thread
+
+
+def _wait_for(lines: "queue.Queue[str | None]", proc: subprocess.Popen, marker: str, timeout: float = 300) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
+        except queue.Empty:
+            pytest.fail(f"no {marker!r} from the child in {timeout} s")
+        if line is None:
+            proc.wait(timeout=30)
+            pytest.fail(f"child exited by itself before {marker!r}: {proc.stderr.read()[-2000:]}")
+        if line == marker:
+            return
 
 
 def test_kill_nine_during_optimize_loses_nothing(tmp_path):
@@ -54,13 +90,17 @@ def test_kill_nine_during_optimize_loses_nothing(tmp_path):
     DeltaTable(uri).write(pa.table({"p": ["0"], "id": pa.array([-1], pa.int64()), "x": [0.0]}), partition_by=["p"])
     rng = random.Random(1234)
     start = 0
-    for _ in range(KILLS):
+    for kill in range(KILLS):
         proc = subprocess.Popen([sys.executable, "-c", CHILD, uri, ledger, str(start)], stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)
+        lines, reader = _lines(proc)
         try:
-            assert proc.stdout.readline().strip() == "ready", proc.stderr.read()[-2000:]
+            _wait_for(lines, proc, "ready")
+            if kill == 0:
+                _wait_for(lines, proc, "optimized")     # an OPTIMIZE committed: the history check below holds
+            _wait_for(lines, proc, "optimizing")
             try:
-                proc.wait(timeout=rng.uniform(0.5, 2.5))
+                proc.wait(timeout=rng.uniform(0.0, 1.0))
                 pytest.fail(f"child exited by itself: {proc.stderr.read()[-2000:]}")
             except subprocess.TimeoutExpired:
                 pass
@@ -68,6 +108,7 @@ def test_kill_nine_during_optimize_loses_nothing(tmp_path):
         finally:
             proc.kill()
             proc.wait(timeout=30)
+            reader.join(timeout=30)        # EOF once the child is gone; then its pipe can be closed
             proc.stdout.close()
             proc.stderr.close()
         start += 10_000

@@ -12,6 +12,7 @@ after it and overlaying them on the already reconciled state.
 from __future__ import annotations
 
 import json
+import re
 import time
 from functools import cached_property
 import typing
@@ -88,6 +89,12 @@ class _State:
                     self.domains[d["domain"]] = d.get("configuration", "")
             elif "commitInfo" in obj:
                 self.commit_infos[v] = obj["commitInfo"]
+
+
+#: a JSON escape of an ASCII letter (``\u0056`` for ``V``): no writer needs one, but JSON allows
+#: it, so a commit holding one may spell the key ``"deletionVector"`` so (:meth:`Snapshot.may_hold_deletion_vectors`).
+#: Non-ASCII text escapes to ``\u0080`` and above, control characters to below ``\u0020``: neither matches.
+_ESCAPED_ASCII = re.compile(rb"\\u00[4-7][0-9a-fA-F]")
 
 
 class Snapshot:
@@ -258,7 +265,7 @@ class Snapshot:
         if "deletionVectors" not in reader | writer:
             return False
         blobs = self._blobs if self._blobs is not None else read_blobs(self.storage, self.segment.commits)
-        if any(b'"deletionVector"' in data for _, data, _ in blobs):
+        if any(b'"deletionVector"' in data or _ESCAPED_ASCII.search(data) for _, data, _ in blobs):
             return True
         return bool(self.segment.checkpoint_files) and \
             checkpoint_may_hold_deletion_vectors(self.storage, self.segment.checkpoint_files)

@@ -124,6 +124,9 @@ class ReadSet:
     partition_predicates: list[dict[str, set[str | None]]] = field(default_factory=list)
     read_app_ids: set[str] = field(default_factory=set)
     removed_paths: set[str] = field(default_factory=set)
+    #: paths this commit adds (decoded): a winner removing one of them makes the add a second
+    #: logical file of a path the table no longer holds as read (:func:`check_removes_of_added_files`)
+    added_paths: set[str] = field(default_factory=set)
     domains: set[str] = field(default_factory=set)
     changes_metadata: bool = False
     changes_protocol: bool = False
@@ -191,6 +194,7 @@ def check_conflicts(current: ReadSet, winner: WinningCommit,
     check_appends(current, winner)
     check_deletes_of_read_files(current, winner)
     check_deletes_of_removed_files(current, winner)
+    check_removes_of_added_files(current, winner)
 
 
 def check_protocol(current: ReadSet, winner: WinningCommit, can_write: Callable[[Protocol], None] | None) -> None:
@@ -358,3 +362,19 @@ def check_deletes_of_removed_files(current: ReadSet, winner: WinningCommit) -> N
         if _is_one_of(rm, current.removed_paths):
             raise _conflict(ConcurrentDeleteDeleteError, winner, "concurrent_delete_delete",
                             f"file {_path(rm)!r} that this transaction removes was already removed")
+
+
+def check_removes_of_added_files(current: ReadSet, winner: WinningCommit) -> None:
+    """F4b across a rebase: a winner that removed a path this commit adds changed the logical
+    file the add was judged against (a DELETE giving it a deletion vector, an OPTIMIZE compacting
+    it away). The add - checked against the read snapshot, where it was the live file again or a
+    new one - would now put a second logical file of the path next to the winner's (the deleted
+    rows back, the others read twice) or bring back rows the winner rewrote elsewhere. Delta Spark
+    has no such check because its writers add only fresh paths; ours may re-add a live one
+    (:func:`~..base.feature_actions.check_live_file_replaced`)."""
+    if not current.added_paths:
+        return
+    for rm in winner.removes:
+        if _is_one_of(rm, current.added_paths):
+            raise _conflict(ConcurrentDeleteDeleteError, winner, "concurrent_delete_delete",
+                            f"file {_path(rm)!r} that this transaction adds was removed (replaced or rewritten)")

@@ -33,6 +33,8 @@ def read_set_of(actions: list[dict[str, Any]]) -> ReadSet:
     for a in actions:
         if a.get("remove") is not None:
             rs.removed_paths.add(a["remove"]["path"])
+        elif a.get("add") is not None:
+            rs.added_paths.add(a["add"]["path"])
         elif a.get("txn") is not None:
             rs.read_app_ids.add(a["txn"]["appId"])
         elif a.get("domainMetadata") is not None:

@@ -244,12 +244,18 @@ class Transaction:
         if not isinstance(add, AddFile):
             raise InvalidArgumentError(f"add_file takes an AddFile, got {type(add).__name__}")
         self._check_path(add.path)
+        if any(seg in (".", "..") for seg in add.path.split("/")):
+            # Delta Spark's canonical path (new Path(new URI(p))) drops such segments, our replay
+            # does not (and delta-rs cannot open "./p"): "./p" beside "p" is one file to it, two to us
+            raise InvalidArgumentError(f"file path {add.path!r} has a '.' or '..' segment: name the file without "
+                                       "them (readers disagree on whether it is the same file as without)")
         if isinstance(add.size, bool) or not isinstance(add.size, int) or add.size < 0:
             raise InvalidArgumentError(f"file {add.path!r}: size must be a non-negative integer")
         key = file_key(add.path, add.deletion_vector)
         if key in self._changes.adds:
             raise InvalidArgumentError(f"file {add.path!r} is added twice in one transaction")
         self._changes.adds[key] = add
+        self._changes.read.added_paths.add(add.path)
 
     def add_files(self, adds: Iterable[AddFile]) -> None:
         for a in adds:
