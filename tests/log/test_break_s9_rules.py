@@ -169,9 +169,6 @@ def test_a_dv_whose_key_another_writer_escaped_still_sends_adds_to_the_check(tmp
     assert _ids(table.uri) == [2, 3]
 
 
-@pytest.mark.xfail(strict=True, reason="protocol_metadata finds protocol/metaData lines by a regex over raw "
-                   "bytes ('^{\"protocol\":'); a key spelled with a JSON escape (valid JSON) is missed, so the "
-                   "newer protocol is ignored and we read and write a table needing a feature we do not know")
 def test_a_protocol_whose_key_another_writer_escaped_is_not_ignored(tmp_path):
     """Version 1 (another writer) upgrades the protocol to a reader/writer feature nobody knows,
     its key spelled ``"pr\\u006ftocol"`` (the same key to every JSON parser: Delta Spark's Jackson

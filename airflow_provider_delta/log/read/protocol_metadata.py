@@ -19,6 +19,19 @@ from ..base.errors import CorruptLogError
 from .segment import LogSegment
 from ..base.storage import Storage
 
+#: a JSON escape of an ASCII letter (``\u0070`` for ``p``): no writer needs one, but JSON allows it, so
+#: a commit holding one may spell an action's key so, which the line patterns below cannot see; such
+#: a commit is parsed as JSON instead (:func:`may_spell_keys_escaped`). Non-ASCII text escapes to
+#: ``\u0080`` and above, control characters to below ``\u0020``: neither matches.
+ESCAPED_ASCII = re.compile(rb"\\u00[4-7][0-9a-fA-F]")
+
+
+def may_spell_keys_escaped(data: bytes, start: int = 0, end: int | None = None) -> bool:
+    """Whether ``data[start:end]`` holds a JSON escape of an ASCII letter (a cheap substring test first)."""
+    end = len(data) if end is None else end
+    return data.find(b"\\u00", start, end) >= 0 and ESCAPED_ASCII.search(data, start, end) is not None
+
+
 PROTOCOL_LINE = re.compile(rb'^\{\s*"protocol"\s*:.*$', re.M)
 METADATA_LINE = re.compile(rb'^\{\s*"metaData"\s*:.*$', re.M)
 
@@ -65,7 +78,10 @@ def newest_protocol_metadata(blobs: CommitBlobs | list[tuple[int, bytes, str]]) 
         # backwards is about twice as fast as ``in`` for these needles (CPython's reverse search)
         found = {}
         start, end = blobs.span(i)
-        for pattern, kind, key in _KINDS:
+        if may_spell_keys_escaped(buf, start, end):
+            version, data, path = blobs[i]
+            found = _parsed_protocol_metadata(version, data, path)
+        for pattern, kind, key in _KINDS if not found.get("escaped") else ():
             if buf.rfind(key, start, end) < 0:
                 continue
             version, data, path = blobs[i]    # a copy of this one commit
@@ -80,6 +96,27 @@ def newest_protocol_metadata(blobs: CommitBlobs | list[tuple[int, bytes, str]]) 
         if protocol is not None and metadata is not None:
             break
     return protocol, metadata
+
+
+def _parsed_protocol_metadata(version: int, data: bytes, path: str) -> dict[str, Any]:
+    """The protocol and metaData lines of a commit whose keys may be spelled with escapes, by
+    parsing each line as JSON (as :func:`newest_protocol_metadata` returns them), refusing two."""
+    found: dict[str, Any] = {"escaped": True}
+    for line in data.splitlines():
+        if not line.strip():
+            continue
+        try:
+            action = json.loads(line)
+        except ValueError:
+            continue         # the replay reports a malformed line; here only these two actions count
+        if not isinstance(action, dict):
+            continue
+        for kind in ("protocol", "metaData"):
+            if kind in action:
+                if kind in found:
+                    raise CorruptLogError(f"{path}: commit {version} holds more than one {kind} action", path=path)
+                found[kind] = action
+    return found
 
 
 def load_protocol_metadata(storage: Storage, segment: LogSegment,

@@ -12,7 +12,6 @@ after it and overlaying them on the already reconciled state.
 from __future__ import annotations
 
 import json
-import re
 import time
 from functools import cached_property
 import typing
@@ -35,8 +34,8 @@ from ..base.features import Operation, commits_are_coordinated, supported_featur
 from ..base.intervals import deleted_file_retention_ms, set_transaction_retention_ms
 from .listing import LogListing
 from .managed_state import validate_managed_state
-from .protocol_metadata import METADATA_LINE, load_protocol_metadata, newest_protocol_metadata, \
-    parse_protocol_metadata
+from .protocol_metadata import METADATA_LINE, load_protocol_metadata, may_spell_keys_escaped, \
+    newest_protocol_metadata, parse_protocol_metadata
 from .reader import read_rows
 from .replay import only_keys, parse_json_logs, reconcile, select_rows
 from ..base.schema import schema_to_arrow
@@ -91,10 +90,6 @@ class _State:
                 self.commit_infos[v] = obj["commitInfo"]
 
 
-#: a JSON escape of an ASCII letter (``\u0056`` for ``V``): no writer needs one, but JSON allows
-#: it, so a commit holding one may spell the key ``"deletionVector"`` so (:meth:`Snapshot.may_hold_deletion_vectors`).
-#: Non-ASCII text escapes to ``\u0080`` and above, control characters to below ``\u0020``: neither matches.
-_ESCAPED_ASCII = re.compile(rb"\\u00[4-7][0-9a-fA-F]")
 
 
 class Snapshot:
@@ -265,7 +260,7 @@ class Snapshot:
         if "deletionVectors" not in reader | writer:
             return False
         blobs = self._blobs if self._blobs is not None else read_blobs(self.storage, self.segment.commits)
-        if any(b'"deletionVector"' in data or _ESCAPED_ASCII.search(data) for _, data, _ in blobs):
+        if any(b'"deletionVector"' in data or may_spell_keys_escaped(data) for _, data, _ in blobs):
             return True
         return bool(self.segment.checkpoint_files) and \
             checkpoint_may_hold_deletion_vectors(self.storage, self.segment.checkpoint_files)
