@@ -1,6 +1,8 @@
 """Adversarial tests of the s9 driver-secrets routing (operators/spark_secrets.py, review branch s9-break3).
 
-Each xfail(strict) test is a finding: it fails on the reviewed code until the bug is fixed.
+Each test was a strict xfail (a finding) on the reviewed code; all are fixed in operators/spark_secrets.py
+(the deploy mode resolved as spark-submit does and pinned with --deploy-mode; standalone cluster judged
+by Spark's reading of the master URL; database URLs with a password registered with the secrets masker).
 The real operators and the real ``SparkSubmitHook`` submit to a stand-in ``spark-submit`` that resolves
 the deploy mode the way Spark's ``SparkSubmitArguments`` does (``--deploy-mode``, else the property
 ``spark.submit.deployMode`` from ``--conf`` or ``$SPARK_CONF_DIR/spark-defaults.conf``, else the
@@ -125,9 +127,9 @@ def _run(op, make_context) -> None:
 # properties file, spark-defaults.conf) and DEPLOY_MODE: the route then picks the client route for a
 # driver that runs in the cluster.
 
-@pytest.mark.xfail(strict=True, reason="S9-1: cluster mode set by conf spark.submit.deployMode is not seen by "
-                   "DriverSecrets.route (it reads only hook._connection['deploy_mode']): a YARN cluster driver "
-                   "is handed an absolute path on the Airflow worker and no --files; it cannot read its secrets")
+# fixed (was a strict xfail): S9-1: cluster mode set by conf spark.submit.deployMode is not seen by
+# DriverSecrets.route (it reads only hook._connection['deploy_mode']): a YARN cluster driver is handed an
+# absolute path on the Airflow worker and no --files; it cannot read its secrets
 def test_yarn_cluster_mode_set_in_conf_still_gets_the_secrets_to_the_driver(tmp_path, monkeypatch, stub, lake,
                                                                            make_context):
     stub_path, record = stub
@@ -140,10 +142,10 @@ def test_yarn_cluster_mode_set_in_conf_still_gets_the_secrets_to_the_driver(tmp_
     assert rec.get("driver_secrets") == EXPECTED, rec.get("driver_error")
 
 
-@pytest.mark.xfail(strict=True, reason="S9-2: a cluster-wide default spark.submit.deployMode=cluster in "
-                   "$SPARK_CONF_DIR/spark-defaults.conf (a YARN gateway's usual setting) makes spark-submit run the "
-                   "driver in YARN while the route, seeing no deploy mode, wrote a worker-local file: the driver "
-                   "cannot read its secrets (the route should pin --deploy-mode or ship the file)")
+# fixed (was a strict xfail): S9-2: a cluster-wide default spark.submit.deployMode=cluster in
+# $SPARK_CONF_DIR/spark-defaults.conf (a YARN gateway's usual setting) makes spark-submit run the driver in YARN
+# while the route, seeing no deploy mode, wrote a worker-local file: the driver cannot read its secrets (the
+# route should pin --deploy-mode or ship the file)
 def test_a_cluster_default_in_spark_defaults_conf_still_gets_the_secrets_to_the_driver(tmp_path, monkeypatch, stub,
                                                                                        lake, make_context):
     stub_path, record = stub
@@ -158,10 +160,10 @@ def test_a_cluster_default_in_spark_defaults_conf_still_gets_the_secrets_to_the_
     assert rec.get("driver_secrets") == EXPECTED, (rec["mode"], rec.get("driver_error"))
 
 
-@pytest.mark.xfail(strict=True, reason="S9-3: standalone cluster mode set by conf spark.submit.deployMode or by "
-                   "DEPLOY_MODE bypasses the DriverSecretsError refusal: the secrets go into spark-submit's "
-                   "environment, which the legacy standalone client sends to the master with the driver "
-                   "description (and the hook's own 'not supported in standalone-cluster mode' check is bypassed too)")
+# fixed (was a strict xfail): S9-3: standalone cluster mode set by conf spark.submit.deployMode or by
+# DEPLOY_MODE bypasses the DriverSecretsError refusal: the secrets go into spark-submit's environment, which the
+# legacy standalone client sends to the master with the driver description (and the hook's own 'not supported in
+# standalone-cluster mode' check is bypassed too)
 @pytest.mark.parametrize("how", ["conf", "env"])
 def test_standalone_cluster_mode_set_outside_deploy_mode_is_refused(tmp_path, monkeypatch, stub, lake,
                                                                     make_context, how):
@@ -178,9 +180,9 @@ def test_standalone_cluster_mode_set_outside_deploy_mode_is_refused(tmp_path, mo
     assert not record.exists(), f"spark-submit ran; sent to the master: {sent}"
 
 
-@pytest.mark.xfail(strict=True, reason="S9-4: Kubernetes cluster mode set by conf spark.submit.deployMode "
-                   "bypasses the DriverSecretsError refusal (no secretKeyRef named): the route takes the k8s "
-                   "client route and the pod's driver gets no secrets, silently")
+# fixed (was a strict xfail): S9-4: Kubernetes cluster mode set by conf spark.submit.deployMode bypasses the
+# DriverSecretsError refusal (no secretKeyRef named): the route takes the k8s client route and the pod's driver
+# gets no secrets, silently
 def test_kubernetes_cluster_mode_set_in_conf_is_refused(tmp_path, monkeypatch, stub, lake, make_context):
     from airflow_provider_delta.operators.spark_secrets import DriverSecretsError
     stub_path, record = stub
@@ -194,10 +196,9 @@ def test_kubernetes_cluster_mode_set_in_conf_is_refused(tmp_path, monkeypatch, s
 # --------------------------------------------------------------------------------------------------
 # The route trusts the hook's _is_yarn / _is_kubernetes, which are substring tests of the master URL.
 
-@pytest.mark.xfail(strict=True, reason="S9-5: a standalone master whose host name contains 'yarn' "
-                   "(spark://yarn-master.example:7077) is taken for YARN by the hook's substring test: standalone "
-                   "cluster mode is not refused; the secrets file is 'shipped' with --files, which standalone "
-                   "does not put in the driver's working directory")
+# fixed (was a strict xfail): S9-5: a standalone master whose host name contains 'yarn' (spark://yarn-
+# master.example:7077) is taken for YARN by the hook's substring test: standalone cluster mode is not refused;
+# the secrets file is 'shipped' with --files, which standalone does not put in the driver's working directory
 def test_a_standalone_master_named_yarn_in_cluster_mode_is_refused(tmp_path, monkeypatch, stub, lake):
     """(The hook's submission is not run: in standalone cluster mode it would track a driver id the
     stand-in does not print; the operator's own _get_hook, which routes the secrets, is.)"""
@@ -220,9 +221,9 @@ def test_a_standalone_master_named_yarn_in_cluster_mode_is_refused(tmp_path, mon
 # know it is a secret (they route it as one) but never register it: any echo of it by the driver
 # (spark-submit's output is the task log, line by line) is logged in clear.
 
-@pytest.mark.xfail(strict=True, reason="S9-6: the catalog URL's password (DELTA_SPARK_JOB_SECRETS catalog.url) is "
-                   "never registered with Airflow's secrets masker (mask_secret): the driver's output, which the "
-                   "hook logs line by line, shows it in clear")
+# fixed (was a strict xfail): S9-6: the catalog URL's password (DELTA_SPARK_JOB_SECRETS catalog.url) is never
+# registered with Airflow's secrets masker (mask_secret): the driver's output, which the hook logs line by line,
+# shows it in clear
 def test_the_catalog_password_is_masked_in_the_task_log(tmp_path, monkeypatch):
     from airflow.sdk.log import redact
 
