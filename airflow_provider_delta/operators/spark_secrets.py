@@ -28,6 +28,11 @@ client                                      process (its environment, not its ar
                                             ``--files`` are not shipped to the driver
 ==========================  ==============  ==========================================================
 
+The deploy mode is the one spark-submit will use (:func:`_pin_deploy_mode`: ``spark.submit.deployMode``
+in ``conf`` and ``DEPLOY_MODE`` count, and it is pinned with ``--deploy-mode``); standalone cluster mode is
+judged by Spark's reading of the master URL (``spark://...``), not the hook's substring tests. Database
+URLs among the secrets are registered with Airflow's secrets masker (:func:`_mask`).
+
 The driver reads ``NAME``, else the file ``NAME_FILE`` names
 (:func:`~..spark.delta_job.env_json_object`). The files are removed when the submission ends
 (:meth:`DriverSecrets.close`). Kubernetes cluster mode is refused rather than given a file:
@@ -36,6 +41,7 @@ cleans.
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
@@ -82,8 +88,11 @@ class DriverSecrets:
         secrets = {name: str(env.pop(name)) for name in SECRET_ENV_NAMES if env.get(name)}
         if not secrets:
             return hook
-        master, mode = hook._connection["master"], hook._connection.get("deploy_mode")
-        cluster = mode == "cluster"
+        _mask(secrets)
+        master = hook._connection["master"]
+        cluster = _pin_deploy_mode(hook, env) == "cluster"
+        if cluster and master.startswith("spark"):      # Spark's reading of the URL, not the hook's substrings
+            self._refuse_standalone_cluster(secrets, master)
         if hook._is_kubernetes and cluster:
             self._kubernetes_refs(hook, secrets)
         elif hook._is_kubernetes:       # the driver is this process's grandchild: its environment
@@ -91,16 +100,20 @@ class DriverSecrets:
         elif hook._is_yarn:
             env.update(self._files(hook, secrets, ship=cluster))
         elif cluster:
-            raise DriverSecretsError(
-                f"the job's secrets ({', '.join(sorted(secrets))}: storage credentials or database URLs of the "
-                f"delta connection) cannot reach a driver in standalone cluster mode ({master}) without a "
-                "command line: spark-submit passes it no environment and ships it no local file. Run in "
-                "client mode (deploy_mode='client'), or give the cluster the credentials and the delta "
-                "connection none. Nothing was submitted")
+            self._refuse_standalone_cluster(secrets, master)
         else:                           # the hook sets env_vars on the spark-submit process, not its argv
             env.update(secrets)
         hook._env_vars = env
         return hook
+
+    @staticmethod
+    def _refuse_standalone_cluster(secrets: dict[str, str], master: str) -> None:
+        raise DriverSecretsError(
+            f"the job's secrets ({', '.join(sorted(secrets))}: storage credentials or database URLs of the "
+            f"delta connection) cannot reach a driver in standalone cluster mode ({master}) without a "
+            "command line: spark-submit passes it no environment and ships it no local file. Run in "
+            "client mode (deploy_mode='client'), or give the cluster the credentials and the delta "
+            "connection none. Nothing was submitted")
 
     def _files(self, hook: Any, secrets: dict[str, str], ship: bool) -> dict[str, str]:
         """Each secret in a 0600 file; ``NAME_FILE`` names it (its path, or with ``ship`` its base name,
@@ -142,3 +155,53 @@ class DriverSecrets:
         if self._dir is not None:
             shutil.rmtree(self._dir, ignore_errors=True)
             self._dir = None
+
+
+def _pin_deploy_mode(hook: Any, env: dict[str, str]) -> str:
+    """The deploy mode spark-submit will use, put on its command line (``--deploy-mode``) so that it is.
+
+    spark-submit takes it from ``--deploy-mode`` (the hook's: the operator's argument, else the
+    connection's ``deploy-mode`` extra), else ``spark.submit.deployMode`` (``conf``, then a properties
+    file or ``spark-defaults.conf`` this worker cannot see), else ``DEPLOY_MODE``, else client. The
+    route must know where the driver runs: what ``conf`` or ``env_vars`` say is taken, and without
+    either, client mode is pinned (a cluster default of ``spark-defaults.conf`` would otherwise move
+    the driver away from its secrets). The hook's derived flags are refreshed to match.
+    """
+    mode = (hook._connection.get("deploy_mode") or (hook._conf or {}).get("spark.submit.deployMode")
+            or env.get("DEPLOY_MODE") or "client")
+    hook._connection["deploy_mode"] = mode
+    hook._is_yarn_cluster_mode = hook._is_yarn and mode == "cluster"
+    hook._should_track_driver_status = hook._resolve_should_track_driver_status()
+    return mode
+
+
+def _mask(secrets: dict[str, str]) -> None:
+    """Register with Airflow's secrets masker what the connection's own masking misses: database URLs
+    (catalog, commit owner) are values under keys Airflow does not deem sensitive; their passwords and
+    the URLs themselves are masked, wherever the driver's output (the task log) may echo them."""
+    from urllib.parse import urlsplit
+
+    from airflow.sdk.log import mask_secret
+
+    def walk(value: Any) -> None:
+        if isinstance(value, dict):
+            for v in value.values():
+                walk(v)
+        elif isinstance(value, list):
+            for v in value:
+                walk(v)
+        elif isinstance(value, str) and "://" in value:
+            try:
+                password = urlsplit(value).password
+            except ValueError:
+                password = None
+            if password:
+                mask_secret(password)
+                mask_secret(value)
+
+    for raw in secrets.values():
+        mask_secret(raw)
+        try:
+            walk(json.loads(raw))
+        except ValueError:
+            continue
