@@ -146,7 +146,7 @@ class DeltaTable(TableLog):
 
         Delta Spark's RESTORE: its metadata, the protocol never downgraded, ``dataChange=true``;
         refused, writing nothing, when a file of that version is gone. Concurrent blind appends are
-        kept (see :mod:`.restore`); other concurrent changes fail with ConcurrentModificationError.
+        kept when the restore leaves the metadata as it is (see :mod:`.restore`); other concurrent changes fail with ConcurrentModificationError.
         ``kwargs``: ``enforce_retention``, ``expected_version`` (a rollback's guard: restore only if
         that is still the latest version, else UnexpectedVersionError) and the transaction's
         (``job``, ``user_metadata``, ...).
