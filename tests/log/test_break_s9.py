@@ -232,11 +232,10 @@ def test_protocol_versions_that_do_not_exist_are_refused(tmp_path, properties):
     _set_refused(tmp_path, properties)
 
 
-@pytest.mark.xfail(strict=True, reason="our reader opens a log path 'ln/../x.parquet' through the operating system, "
-                   "which resolves '..' after the symlink ln (realdir/x.parquet); Delta Spark (Hadoop's Path) and "
-                   "vacuum's placement resolve it lexically (x.parquet): the same version reads other rows "
-                   "(tests/spark/test_break_s9_spark.py shows Delta Spark's answer)")
 def test_our_reader_resolves_a_dotdot_path_as_delta_spark_does(tmp_path):
+    """``ln/../x.parquet`` with ``ln`` a linked directory: Delta Spark (Hadoop's Path) reads x.parquet
+    (tests/spark/test_break_s9_spark.py); our reader resolved '..' through the operating system
+    (realdir/x.parquet) and read other rows for the same version."""
     root = str(tmp_path / "t")
     t = DeltaTable.create(root, SCHEMA)
     os.makedirs(f"{root}/realdir/sub")
@@ -255,11 +254,6 @@ AZURE_PAIRS = ([(FULL, s) for s in (*SHORT, BLOB)] + [("abfs://c@acct.dfs.core.w
                + [(s, live) for s in SHORT for live in (FULL, "abfs://c@acct.dfs.core.windows.net/t", BLOB)])
 
 
-@pytest.mark.xfail(strict=True, reason="one ADLS location spelled with and without the account in the authority "
-                   "(abfss://c@acct.dfs.core.windows.net/t, az://c/t or abfs://c/t with account_name in the "
-                   "storage options, wasbs:// over the blob endpoint) counts as another store: a live absolute path "
-                   "(Delta Spark's fully qualified spelling, e.g. a table converted from Iceberg) is placed outside "
-                   "the table, so vacuum of the table opened the other way deletes it; it must be kept (or undecided)")
 @pytest.mark.parametrize("root,live", AZURE_PAIRS)
 def test_vacuum_places_a_live_azure_path_of_the_same_location_inside_the_table(root, live):
     from airflow_provider_delta.log.base.storage import Storage

@@ -184,8 +184,9 @@ def _place(storage, paths: list[str], out: list[str], undecided: list[str]) -> N
 
     A local path with a ``..`` segment names two files when a directory before the ``..`` is a
     symlink: the one Hadoop's lexical resolution names (Delta Spark reads it) and the one the
-    operating system reaches (``ln/../x`` is ``<ln's target>/../x``; our reader opens that one).
-    Both are kept.
+    operating system reaches (``ln/../x`` is ``<ln's target>/../x``). Our reader resolves lexically
+    too (:func:`~..read.data_paths.locate`), but a reader that opens the path through the operating
+    system (an older version of this package, another engine) reads the other: both are kept.
     """
     for p in paths:
         where = table_relative(storage, p)

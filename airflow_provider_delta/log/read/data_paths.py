@@ -15,8 +15,16 @@ paths as the read engine hands them out (already percent-decoded):
   file the path might name.
 
 Schemes that reach the same store under different names (``s3``/``s3a``/``s3n``,
-``gs``/``gcs``, ``abfs``/``abfss``, ``wasb``/``wasbs``) are one store here, as Hadoop's
-file systems make them.
+``gs``/``gcs``; ``abfs``/``abfss``/``az``/``wasb``/``wasbs``, the DFS and the Blob endpoint
+of one Azure storage account) are one store here, as Hadoop's file systems make them.
+A location is identified by :func:`location_of` - store, authority, path - never by its
+spelling: an Azure location is (container, account) whether the account is in the URI's
+host (``abfss://c@acct.dfs.core.windows.net/t``, ``wasbs://c@acct.blob.core.windows.net/t``)
+or in the storage options (``az://c/t`` with ``account_name``); when the account cannot be
+known, a path is :class:`Undecided` rather than outside.
+
+Paths are resolved lexically, as Hadoop's ``Path`` (and so Delta Spark) resolves them:
+``ln/../x.parquet`` is ``x.parquet`` whether or not ``ln`` is a symbolic link.
 """
 from __future__ import annotations
 
@@ -32,8 +40,8 @@ from ..base.storage import Storage
 #: Scheme -> the store it names; schemes of one store reach the same objects.
 _STORE_OF_SCHEME = {
     "file": "file", "s3": "s3", "s3a": "s3", "s3n": "s3", "gs": "gs", "gcs": "gs",
-    "abfs": "abfs", "abfss": "abfs", "wasb": "wasb", "wasbs": "wasb", "adl": "adl",
-    "az": "abfs", "memory": "memory", "hdfs": "hdfs", "http": "http", "https": "https",
+    "abfs": "azure", "abfss": "azure", "az": "azure", "wasb": "azure", "wasbs": "azure", "adl": "adl",
+    "memory": "memory", "hdfs": "hdfs", "http": "http", "https": "https",
 }
 
 #: RFC 3986: ALPHA *( ALPHA / DIGIT / "+" / "-" / "." )
@@ -88,6 +96,91 @@ def store_of_scheme(scheme: str) -> str | None:
     does not know."""
     return _STORE_OF_SCHEME.get(scheme.lower())
 
+#: An Azure storage account's host, DFS or Blob endpoint: ``acct.dfs.core.windows.net``,
+#: ``acct.blob.core.chinacloudapi.cn`` -> the account and its cloud
+_AZURE_HOST = re.compile(r"(?P<account>[a-z0-9]+)\.(?:dfs|blob)\.(?P<cloud>core\..+)", re.IGNORECASE)
+#: The public cloud's endpoint suffix, adlfs's default for a bare ``account_name``
+_AZURE_CLOUD = "core.windows.net"
+
+
+class Location(NamedTuple):
+    """Where an absolute URI points, by what identifies the place rather than by its spelling."""
+
+    store: str | None    # :func:`store_of_scheme`; None for a scheme this package does not know
+    written: str         # the authority as written (Azure: with the account the options give, if any)
+    authority: str | None  # the place's identity: bucket, host, ``container@account.cloud`` for Azure;
+    #                        None when it cannot be known (an Azure account neither URI nor options name)
+    path: str            # absolute, lexically resolved
+
+
+def _azure_account(storage_options: dict) -> str | None:
+    """``account.cloud`` the storage options name for a URI without one (adlfs's ``account_host``,
+    ``account_name`` or a connection string's ``AccountName``/``EndpointSuffix``); None if they name none."""
+    host = storage_options.get("account_host")
+    match = _AZURE_HOST.fullmatch(str(host).split("://")[-1].strip("/")) if host else None
+    if match:
+        return f"{match['account']}.{match['cloud']}".lower()
+    name = storage_options.get("account_name")
+    cloud = _AZURE_CLOUD
+    if not name and storage_options.get("connection_string"):
+        fields = dict(part.split("=", 1) for part in str(storage_options["connection_string"]).split(";")
+                      if "=" in part)
+        name, cloud = fields.get("AccountName"), fields.get("EndpointSuffix") or _AZURE_CLOUD
+    return f"{name}.{cloud}".lower() if name else None
+
+
+def _azure_authority(scheme: str, authority: str, storage_options: dict) -> tuple[str, str | None]:
+    """(written, identity) of an Azure URI's authority: ``container@account.cloud``, the account from
+    the host (DFS or Blob endpoint) or, when the URI has none, from the storage options."""
+    container, at, host = authority.partition("@")
+    if not at and scheme in ("wasb", "wasbs") and "." in authority:
+        container, host = "$root", authority            # wasb://acct.blob.core.windows.net/: the root container
+    if host:
+        match = _AZURE_HOST.fullmatch(host)
+        account = f"{match['account']}.{match['cloud']}".lower() if match else None
+        return f"{container}@{host.lower()}", (f"{container}@{account}" if account else None)
+    account = _azure_account(storage_options)
+    return (f"{container}@{account}" if account else container), (f"{container}@{account}" if account else None)
+
+
+def location_of(parts: SplitUri, storage_options: dict | None = None) -> Location:
+    """The place an absolute URI (split, not scheme-less) names, read with ``storage_options`` (which
+    supply an Azure account the URI does not spell)."""
+    store = store_of_scheme(parts.scheme)
+    path = posixpath.normpath(parts.path)
+    if store == "azure":
+        written, authority = _azure_authority(parts.scheme, parts.authority, storage_options or {})
+        return Location(store, written, authority, path)
+    return Location(store, parts.authority, parts.authority, path)
+
+
+def _same_authority(a: Location, b: Location) -> bool | None:
+    """Whether two locations of one store are in the same bucket / container of the same account:
+    None when that cannot be known (an Azure account only one of them names, or neither)."""
+    if a.authority is not None and b.authority is not None:
+        return a.authority == b.authority
+    if a.authority is None and b.authority is None and a.written == b.written:
+        return True                                     # spelled alike: one account, whichever it is
+    return None
+
+
+def within(inner: Location, outer: Location) -> str | Undecided | None:
+    """``inner`` relative to ``outer`` (``""``: the same place), None when it is certainly elsewhere, or
+    Undecided when it may be either (an unknown scheme, an account that cannot be known)."""
+    if inner.store is None or outer.store is None:
+        return Undecided(inner.path)                    # a scheme that may alias the other
+    if inner.store != outer.store:
+        return None
+    root = outer.path.rstrip("/")
+    if inner.path != (root or "/") and not inner.path.startswith(root + "/"):
+        return None
+    rel = "" if inner.path == (root or "/") else inner.path[len(root) + 1:]
+    same = _same_authority(inner, outer)
+    if same is None:
+        return Undecided(inner.path)
+    return rel if same else None
+
+
 def _under(root: str, path: str) -> str | None:
     """``path`` relative to ``root`` (both absolute, '/'-separated), None when outside."""
     norm = posixpath.normpath(path)
@@ -122,13 +215,10 @@ def table_relative(storage: Storage, path: str) -> str | Undecided | None:
     root = split_uri(storage.root)
     assert root is not None, "a non-local table root is a URL"
     if parts.scheme == "":                                    # absolute on the table's own store
-        return _under(root.path, parts.path)
-    same_store = store_of_scheme(parts.scheme) is not None and store_of_scheme(parts.scheme) == store_of_scheme(root.scheme)
-    if same_store:
-        return _under(root.path, parts.path) if parts.authority == root.authority else None
-    if store_of_scheme(parts.scheme) is not None and store_of_scheme(root.scheme) is not None:
-        return None                                           # another known store: not this table's file
-    return Undecided(parts.path)
+        parts = SplitUri(root.scheme, root.authority, parts.path)
+    options = storage.storage_options                         # the reader opens the path with the table's
+    where = within(location_of(parts, options), location_of(root, options))
+    return None if where == "" else where                     # the root itself is no file
 
 def sidecar_location(path: str) -> str:
     """A ``sidecar`` action's path as a decoded log path: sidecar paths are percent-encoded and,
@@ -136,18 +226,24 @@ def sidecar_location(path: str) -> str:
     decoded = unquote(path)
     return decoded if split_uri(decoded) is not None else f"{SIDECARS_DIR}/{decoded}"
 
+def _lexical(path: str) -> str:
+    """``path`` with ``.``/``..`` segments and doubled slashes resolved from its text alone, as Hadoop's
+    ``Path`` (so Delta Spark) resolves a log path: ``ln/../x`` is ``x`` even where ``ln`` is a symbolic
+    link, which the operating system would follow first."""
+    return posixpath.normpath(path)
+
 def _local_path(parts: SplitUri) -> str:
     """The local path of a ``file:``/scheme-less URI (``file://host/x`` is the UNC path ``//host/x``)."""
     if parts.authority in ("", "localhost"):
-        return parts.path
-    return "//" + parts.authority + parts.path
+        return _lexical(parts.path)
+    return "//" + parts.authority + _lexical(parts.path)
 
 def filesystem_path(storage: Storage, path: str) -> str:
     """What ``storage``'s own file system opens for a (decoded) log path: the root-joined path of a
     relative one, the local path of a ``file:`` or scheme-less URI on a local table, else the URI."""
     parts = split_uri(path)
     if parts is None:
-        return storage.path(path)
+        return _lexical(storage.path(path))
     if storage.is_local and parts.scheme in ("", "file"):
         return _local_path(parts)
     return path
@@ -160,18 +256,24 @@ class FileLocation(NamedTuple):
 
 def locate(storage: Storage, path: str) -> FileLocation:
     """The file system and path that reach the file at (decoded log path) ``path``, table-relative
-    or absolute: the table's own storage for a relative path and a local file, else a storage
-    rooted at the file itself (another store, or an absolute path on the table's own store)."""
+    or absolute: the table's own storage for a relative path, a local file, and a URI of a file
+    under the table's root however spelled (:func:`table_relative`), else a storage rooted at the
+    file itself. Paths resolve lexically (:func:`_lexical`), as Delta Spark resolves them."""
     parts = split_uri(path)
     if parts is None:
-        return FileLocation(storage, storage.path(path))
+        return FileLocation(storage, _lexical(storage.path(path)))
     if parts.scheme == "file" or (parts.scheme == "" and storage.is_local):
         local = _local_path(parts)
         return FileLocation(storage if storage.is_local else Storage(local), local)
+    if not storage.is_local:
+        rel = table_relative(storage, path)
+        if isinstance(rel, str):                              # the table's own file, in another spelling
+            return FileLocation(storage, storage.path(rel))
     if parts.scheme == "":                                    # absolute on the table's own store
         root = split_uri(storage.root)
         assert root is not None, "a non-local table root is a URL"
-        path = f"{root.scheme}://{root.authority}{parts.path}"
+        parts = SplitUri(root.scheme, root.authority, parts.path)
+    path = f"{parts.scheme}://{parts.authority}{_lexical(parts.path)}"
     other = Storage(path, storage.storage_options)          # rooted at the file itself
     return FileLocation(other, other.path())
 

@@ -48,7 +48,7 @@ from ..base.catalog_store.identity import CATALOG_ID_PROPERTY
 from ..base.features import (COMMIT_COORDINATION_FEATURES, COMMIT_COORDINATOR_PROPERTIES,
                              MANAGED_OWNER_CONF_PROPERTY, MULTI_TABLE_TRANSACTION_FEATURES, Operation)
 from ..base.storage import Storage
-from ..read.data_paths import is_uri, split_uri, store_of_scheme, table_root_of
+from ..read.data_paths import Undecided, is_uri, location_of, split_uri, table_root_of, within
 from ..read.deletion_vectors import dv_file_path
 from ..read.snapshot import Snapshot
 from ..read.table_log import TableLog
@@ -115,25 +115,20 @@ def cloned_metadata(source: Metadata, extra_properties: dict[str, str]) -> Metad
                     source.format_provider, dict(source.format_options), source.created_time)
 
 
-def _inside(a: Storage, b: Storage) -> bool:
+def _inside(a: Storage, b: Storage, undecided: bool) -> bool:
     """Whether location ``a`` is ``b`` or below it (local locations compared with symlinks resolved;
-    remote ones by the store their scheme reaches, so ``s3a://b/t/x`` lies inside ``s3://b/t``)."""
+    remote ones by :func:`~..read.data_paths.location_of`, whatever their spelling: ``s3a://b/t/x`` lies
+    inside ``s3://b/t``, ``az://c/t/x`` with the account in the options inside
+    ``abfss://c@acct.dfs.core.windows.net/t``). ``undecided`` answers where that cannot be known."""
     if a.is_local != b.is_local:
         return False
     if a.is_local:
-        root_a, root_b = os.path.realpath(a.root), os.path.realpath(b.root)
-    else:
-        root_a, root_b = _store_location(a.root), _store_location(b.root)
-    root_a, root_b = root_a.rstrip("/") + "/", root_b.rstrip("/") + "/"
-    return root_a.startswith(root_b)
-
-
-def _store_location(uri: str) -> str:
-    """``store://authority/path`` of a remote root, its scheme replaced by the store it reaches."""
-    parts = split_uri(uri)
-    if parts is None:
-        return uri
-    return f"{store_of_scheme(parts.scheme) or parts.scheme}://{parts.authority}{parts.path}"
+        root_a, root_b = os.path.realpath(a.root).rstrip("/") + "/", os.path.realpath(b.root).rstrip("/") + "/"
+        return root_a.startswith(root_b)
+    parts_a, parts_b = split_uri(a.root), split_uri(b.root)
+    assert parts_a is not None and parts_b is not None, "a non-local table root is a URL"
+    where = within(location_of(parts_a, a.storage_options), location_of(parts_b, b.storage_options))
+    return undecided if isinstance(where, Undecided) else where is not None
 
 
 def referenced_roots(source: TableLog, adds: Iterable[AddFile]) -> list[Storage]:
@@ -151,14 +146,14 @@ def referenced_roots(source: TableLog, adds: Iterable[AddFile]) -> list[Storage]
             if split_uri(p) is None:
                 continue                                  # relative: under the source's own root
             folder = Storage(absolute_uri(source.storage, p).rsplit("/", 1)[0], source.storage.storage_options)
-            if not any(_inside(folder, r) for r in roots):
+            if not any(_inside(folder, r, undecided=False) for r in roots):   # when unsure, look it up
                 roots.append(table_root_of(source.storage, p))
     return roots
 
 
 def _check_target(source: TableLog, target: TableLog, roots: list[Storage]) -> None:
     for root in roots:
-        if _inside(target.storage, root) or _inside(root, target.storage):
+        if _inside(target.storage, root, undecided=True) or _inside(root, target.storage, undecided=True):
             whose = "the source" if root is source.storage else f"the table at {root.uri}, whose files the clone lists,"
             raise InvalidArgumentError(
                 f"cannot clone {source.uri} to {target.uri}: it lies inside {whose} (or holds it), so a vacuum of "

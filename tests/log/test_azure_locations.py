@@ -1,0 +1,73 @@
+"""One Azure location, many spellings: the identity rule in data_paths (location_of / within), as
+vacuum's placement (table_relative) and clone's inside check use it. Vacuum and the reader on a real
+store: tests/objectstore/test_azure_spellings.py."""
+from __future__ import annotations
+
+import pytest
+
+from airflow_provider_delta.log.base.storage import Storage
+from airflow_provider_delta.log.read.data_paths import Undecided, table_relative
+from airflow_provider_delta.log.write.clone import _inside
+
+OPTS = {"account_name": "acct", "anon": True}
+
+
+@pytest.fixture
+def env_account(monkeypatch):
+    """adlfs finds the account in the environment: the storage options name none."""
+    monkeypatch.setenv("AZURE_STORAGE_ACCOUNT_NAME", "acct")
+
+
+@pytest.mark.parametrize("live", [
+    "abfss://c@other.dfs.core.windows.net/t/x.parquet",          # another account
+    "wasbs://c@other.blob.core.windows.net/t/x.parquet",
+    "abfss://c@acct.dfs.core.chinacloudapi.cn/t/x.parquet",       # another cloud
+    "abfss://d@acct.dfs.core.windows.net/t/x.parquet",            # another container
+    "abfss://c@acct.dfs.core.windows.net/u/x.parquet",            # another folder
+    "adl://acct.azuredatalakestore.net/t/x.parquet",              # Data Lake Gen1: another service
+    "s3://c/t/x.parquet",
+])
+def test_a_path_elsewhere_is_outside_the_table(live):
+    assert table_relative(Storage("az://c/t", OPTS), live) is None
+
+
+@pytest.mark.parametrize("live", ["wasbs://c@ACCT.blob.core.windows.net/t/a/../x.parquet",
+                                  "abfs://c@acct.dfs.core.windows.net/t//x.parquet"])
+def test_spellings_resolve_to_the_root_relative_path(live):
+    assert table_relative(Storage("az://c/t", OPTS), live) == "x.parquet"
+
+
+@pytest.mark.parametrize("options", [OPTS, {**OPTS, "account_host": "acct.blob.core.windows.net"},
+                                     {"connection_string": "AccountName=acct;AccountKey=a2V5;"
+                                                           "EndpointSuffix=core.windows.net"}])
+def test_the_account_comes_from_the_options_when_the_uri_has_none(options):
+    assert table_relative(Storage("az://c/t", options), "abfss://c@acct.dfs.core.windows.net/t/x.parquet") \
+        == "x.parquet"
+
+
+def test_the_options_account_host_names_the_cloud():
+    storage = Storage("az://c/t", {**OPTS, "account_host": "acct.blob.core.chinacloudapi.cn"})
+    assert table_relative(storage, "abfss://c@acct.dfs.core.chinacloudapi.cn/t/x.parquet") == "x.parquet"
+    assert table_relative(storage, "abfss://c@acct.dfs.core.windows.net/t/x.parquet") is None
+
+
+def test_an_account_nobody_names_leaves_the_path_undecided(env_account):
+    storage = Storage("az://c/t", {"anon": True})
+    assert table_relative(storage, "abfss://c@acct.dfs.core.windows.net/t/x.parquet") == Undecided("/t/x.parquet")
+    assert table_relative(storage, "abfs://c/t/x.parquet") == "x.parquet"          # one account, whichever
+    assert table_relative(storage, "abfss://c@acct.dfs.core.windows.net/u/x.parquet") is None
+    # a host this package does not recognise (a custom domain) may be the same account
+    assert isinstance(table_relative(Storage("az://c/t", OPTS), "wasbs://c@files.example.com/t/x.parquet"),
+                      Undecided)
+
+
+def test_clone_sees_a_target_inside_the_source_in_another_spelling(env_account):
+    inner = Storage("abfss://c@acct.dfs.core.windows.net/t/in", OPTS)
+    assert _inside(inner, Storage("az://c/t", OPTS), undecided=True)
+    assert _inside(Storage("az://c/t", OPTS), Storage("abfs://c@acct.dfs.core.windows.net/t", OPTS), undecided=True)
+    unknown = Storage("az://c/t", {"anon": True})
+    assert _inside(inner, unknown, undecided=True)              # may be inside: the clone is refused
+    assert not _inside(inner, unknown, undecided=False)         # may be elsewhere: its root is looked up
+    assert not _inside(Storage("abfss://c@acct.dfs.core.windows.net/u", OPTS), unknown, undecided=True)
+    other = Storage("abfss://c@other.dfs.core.windows.net/t/in", {"anon": True})
+    assert not _inside(other, Storage("az://c/t", OPTS), undecided=True)
