@@ -220,7 +220,7 @@ class DeltaTableHook(BaseHook):
         Idempotent per (transaction, table, writer): a retry of the task whose staging succeeded
         (its worker died before the success was recorded) finds its staged commit and returns its
         version without writing. ``writer`` defaults to the running task's
-        ``<dag_id>.<task_id>[<map_index>]`` (the same in every try); outside a task (a script)
+        ``<dag_id>:<task_id>[<map_index>]`` (the same in every try); outside a task (a script)
         there is no identity to tell a retry from a second writer, so the write is anonymous and a
         second one on the same table of the group is refused (pass ``writer`` to make a script's
         retries idempotent) rather than dropped as a retry.

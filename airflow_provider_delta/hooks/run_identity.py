@@ -8,9 +8,10 @@ silently skipped: nothing written, task green.
 
 So the default identity names the *data* a run is responsible for, not just the task:
 
-* ``appId`` = ``<dag_id>.<task_id>[<map_index>]@<run key>`` (``[<map_index>]`` only for a mapped
-  task: brackets, which no task id may contain, so ``load`` at index 1 is never the task
-  ``load.1``), where the run key is the
+* ``appId`` = ``<dag_id>:<task_id>[<map_index>]@<run key>``: a colon between the DAG and the task,
+  which no DAG or task id may contain (Airflow allows only ``[\w.-]``; a dot would make DAG
+  ``sales.daily`` task ``load`` and DAG ``sales`` task ``daily.load`` one id); ``[<map_index>]`` only
+  for a mapped task (brackets, so ``load`` at index 1 is never the task ``load.1``); the run key is the
   data interval (``20260101T000000Z-20260102T000000Z``), else the logical date, else
   (a manual run without one) the run id;
 * ``version`` = the end of the data interval (else the logical date, else ``run_after``)
@@ -23,7 +24,10 @@ per run) until ``delta.setTransactionRetentionDuration`` expires it, as Delta Sp
 
 An ``app_id`` given by the DAG author is used as is: then the author chooses the rule.
 Filters that wait for a task's commits (``app_id=`` of the sensor and the triggers) match
-an ``appId`` itself and every per-run ``appId`` derived from it (:func:`app_id_matches`).
+an ``appId`` itself and every per-run ``appId`` derived from it (:func:`app_id_matches`). The
+spelling of releases before 0.2.0, ``dag.task``, still matches: a filter without a colon also
+matches the ids whose colon stands at one of its dots (with dotted ids this is every DAG/task pair
+that joins to the filter; ``dag:task`` names exactly one).
 """
 from __future__ import annotations
 
@@ -35,6 +39,8 @@ from airflow.sdk import get_current_context
 
 from ..log import InvalidArgumentError
 
+#: between the DAG id and the task id of a task key: outside Airflow's ``[\w.-]+`` ids, so unambiguous
+TASK_SEPARATOR = ":"
 #: between the task part and the run part of a default appId
 RUN_SEPARATOR = "@"
 
@@ -81,15 +87,29 @@ def run_app_version(context: Mapping[str, Any]) -> int:
 
 def app_id_matches(wanted: str, app_id: Any) -> bool:
     """Whether a commit's ``appId`` is ``wanted`` or one of the per-run ids derived from it, those of
-    its mapped instances (``wanted[<map_index>]@<run key>``) included."""
-    if not isinstance(app_id, str) or not app_id.startswith(wanted):
+    its mapped instances (``wanted[<map_index>]@<run key>``) included.
+
+    A ``wanted`` without a colon is also read in the ``dag.task`` spelling of releases before 0.2.0:
+    it matches the task keys ``dag:task`` whose colon stands at one of its dots."""
+    if not isinstance(app_id, str):
+        return False
+    if _derived_from(wanted, app_id):
+        return True
+    if TASK_SEPARATOR in wanted or TASK_SEPARATOR not in app_id:
+        return False
+    return any(_derived_from(f"{wanted[:i]}{TASK_SEPARATOR}{wanted[i + 1:]}", app_id)
+               for i, char in enumerate(wanted) if char == ".")
+
+
+def _derived_from(wanted: str, app_id: str) -> bool:
+    if not app_id.startswith(wanted):
         return False
     rest = app_id[len(wanted):]
     return re.fullmatch(r"(\[\d+\])?(" + re.escape(RUN_SEPARATOR) + r".*)?", rest, re.DOTALL) is not None
 
 
 def task_key(context: Mapping[str, Any] | None, task: Any = None) -> str | None:
-    """``<dag_id>.<task_id>`` (``[<map_index>]`` appended for a mapped task) of the running task instance (the same in every try; the
+    """``<dag_id>:<task_id>`` (``[<map_index>]`` appended for a mapped task) of the running task instance (the same in every try; the
     ids from ``task`` where the context lacks them), or None outside a task: the default exactly-once
     task id, and the writer key that makes a write-audit-publish writer's retry stage once."""
     ti = (context or {}).get("ti")
@@ -97,7 +117,7 @@ def task_key(context: Mapping[str, Any] | None, task: Any = None) -> str | None:
     task_id = getattr(ti, "task_id", None) or getattr(task, "task_id", None)
     if not dag_id or not task_id:
         return None
-    key = f"{dag_id}.{task_id}"
+    key = f"{dag_id}{TASK_SEPARATOR}{task_id}"
     map_index = getattr(ti, "map_index", -1)
     if isinstance(map_index, int) and map_index >= 0:
         key += f"[{map_index}]"     # brackets: no task id holds them (a '.1' suffix could be a task's own)
@@ -105,7 +125,7 @@ def task_key(context: Mapping[str, Any] | None, task: Any = None) -> str | None:
 
 
 def run_task_key(context: Mapping[str, Any], task: Any = None) -> str:
-    """``<dag_id>.<task_id>[<map_index>]@<run_id>``: one task instance of one DAG run, the same in
+    """``<dag_id>:<task_id>[<map_index>]@<run_id>``: one task instance of one DAG run, the same in
     every try (what makes a retried write-audit-publish begin return the group it began)."""
     key, run_id = task_key(context, task), _from_run(context, "run_id")
     if key is None or not run_id:

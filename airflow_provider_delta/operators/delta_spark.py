@@ -107,7 +107,7 @@ class DeltaSparkApplicationOperator(DeltaTaskMixin, StopDriverOnKillMixin, Local
     :param input_manifest_uri: or a manifest written by ``DeltaTimeTravelSnapshotOperator``
         (its table and version; one that renders to ``"None"`` fails the task:
         :func:`~..hooks.arguments.input_manifest`)
-    :param app_id: Delta Spark ``txnAppId`` (default ``<dag_id>.<task_id>[<map_index>]@<run key>``:
+    :param app_id: Delta Spark ``txnAppId`` (default ``<dag_id>:<task_id>[<map_index>]@<run key>``:
         ``[<map_index>]`` only when mapped; the run key is the data interval, else the logical date, else
         the run id; see :mod:`~airflow_provider_delta.hooks.run_identity`). One given is used as it is
     :param app_version: Delta Spark ``txnVersion`` (templated; default: the data interval's end, else the
@@ -124,7 +124,7 @@ class DeltaSparkApplicationOperator(DeltaTaskMixin, StopDriverOnKillMixin, Local
     :param input_changes: incremental mode: the input is the change feed of the input table from the
         version after the one this job last committed (the output's ``txn(app_id)``) to the pinned
         version, which becomes ``app_version`` (so ``app_version`` must not be given); ``app_id`` is then the
-        same for every run (default ``<dag_id>.<task_id>[<map_index>]``, no run key). A bool or
+        same for every run (default ``<dag_id>:<task_id>[<map_index>]``, no run key). A bool or
         true/false/1/0/yes/no (default False)
     :param initial_version: incremental mode: where the first run starts (default 0)
 

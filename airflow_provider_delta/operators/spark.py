@@ -14,7 +14,7 @@ one JSON argument naming input, output, transform and the exactly-once marker
 With ``transaction_id`` (write-audit-publish) the driver stages its commit into that
 multi-table transaction of the delta connection's catalog instead of committing: nothing
 is visible until ``DeltaPublishTransactionOperator`` publishes the group. The channel back is
-then the group itself: a try whose writer (``<dag_id>.<task_id>[<map_index>]``) already
+then the group itself: a try whose writer (``<dag_id>:<task_id>[<map_index>]``) already
 staged the table is not submitted, and after the job the group must hold its member.
 
 Without a Spark connection (``conn_id`` not defined) the job runs in local mode,
@@ -76,7 +76,7 @@ class DeltaSparkSubmitOperator(DeltaTaskMixin, StopDriverOnKillMixin, LocalSpark
         a JSON list, or a list param rendered as Python text, ``"['a', 'b']"``; other bracketed text is refused)
     :param table_properties: table properties when the job creates the output table (a dict)
     :param transform_params: JSON-serializable keyword arguments of the transform (templated)
-    :param app_id: exactly-once id (default ``<dag_id>.<task_id>[<map_index>]@<run key>``: ``[<map_index>]``
+    :param app_id: exactly-once id (default ``<dag_id>:<task_id>[<map_index>]@<run key>``: ``[<map_index>]``
         only when mapped; the run key is the data interval, else the logical date, else the run id; see
         :mod:`~airflow_provider_delta.hooks.run_identity`). One given is used as it is
     :param app_version: exactly-once version (templated; default: the data interval's end, else the
@@ -91,7 +91,7 @@ class DeltaSparkSubmitOperator(DeltaTaskMixin, StopDriverOnKillMixin, LocalSpark
         version after the one this job last committed (the output's ``txn(app_id)``) to the pinned
         ``input_version`` (default: the latest), which becomes ``app_version``, so neither ``app_version``
         nor a manifest may be given; ``app_id`` is then the same for every run (default
-        ``<dag_id>.<task_id>[<map_index>]``, no run key). A bool or true/false/1/0/yes/no (default False)
+        ``<dag_id>:<task_id>[<map_index>]``, no run key). A bool or true/false/1/0/yes/no (default False)
     :param initial_version: incremental mode: where the first run starts (default 0)
     :param transaction_id: a multi-table transaction of the delta connection's catalog (templated,
         e.g. ``{{ ti.xcom_pull(task_ids='begin') }}``): stage the commit into it instead of committing;

@@ -9,7 +9,7 @@ both subclass the Spark provider's ``SparkSubmitOperator``, and both:
   is defined, and hand the job its secrets by the route its master allows, never on the
   command line (:class:`LocalSparkMixin`, :mod:`.spark_secrets`);
 * mark their commit with ``txn(app_id, app_version)``, defaulting to
-  ``<dag_id>.<task_id>[<map_index>]@<data interval>`` and the interval's end (:func:`resolve_app`);
+  ``<dag_id>:<task_id>[<map_index>]@<data interval>`` and the interval's end (:func:`resolve_app`);
 * report the version of the commit holding that pair in XCom and in the asset
   events of their outlets (:func:`report_commit`).
 """
@@ -57,7 +57,7 @@ def default_app_version(context: "Context") -> int:
 def resolve_app(app_id: Any, app_version: Any, context: "Context", task: Any) -> tuple[str, int]:
     """The exactly-once pair of this task instance from the (rendered) arguments and the context.
 
-    Default ``app_id``: ``<dag_id>.<task_id>[<map_index>]@<data interval>`` and default
+    Default ``app_id``: ``<dag_id>:<task_id>[<map_index>]@<data interval>`` and default
     ``app_version``: the interval's end, so every interval commits once, in any order
     (:mod:`~..hooks.run_identity`). An ``app_id`` given explicitly is used as it is.
     """
@@ -72,7 +72,7 @@ def resolve_app(app_id: Any, app_version: Any, context: "Context", task: Any) ->
 
 
 def task_app_id(context: "Context", task: Any) -> str:
-    """``<dag_id>.<task_id>``, plus ``[<map_index>]`` for a mapped task."""
+    """``<dag_id>:<task_id>``, plus ``[<map_index>]`` for a mapped task."""
     return task_key(context, task)  # type: ignore[return-value]
 
 

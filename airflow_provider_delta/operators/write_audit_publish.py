@@ -62,7 +62,7 @@ class DeltaBeginTransactionOperator(_TransactionOperator):
     is recorded as open, with no table yet; a run that never publishes or aborts it leaves
     only that record (nothing staged is visible).
 
-    The begin is idempotent per task instance (``<dag_id>.<task_id>[<map_index>]@<run_id>``):
+    The begin is idempotent per task instance (``<dag_id>:<task_id>[<map_index>]@<run_id>``):
     a retry, or the task cleared and run again, returns the transaction its earlier try began
     (with whatever was staged into it, or its published versions), never a second group. Once
     that transaction is aborted (a failed audit), the next run of the task begins a new one.

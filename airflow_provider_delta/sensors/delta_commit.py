@@ -68,8 +68,9 @@ class DeltaCommitSensor(DeltaTaskMixin, BaseSensorOperator):
     :param operation: only commits with this commitInfo.operation count (name or list of names,
         e.g. ``"WRITE"``, ``["MERGE", "DELETE"]`` or ``"MERGE,DELETE"``; compared without regard to case)
     :param app_id: only commits with a ``txn`` action of this appId count (idempotent writers); a
-        task's id (``"dag.task"``) also matches the per-interval ids its Spark commits carry
-        (``"dag.task@<interval>"``, see :mod:`~airflow_provider_delta.hooks.run_identity`)
+        task's id (``"dag:task"``) also matches the per-interval ids its Spark commits carry
+        (``"dag:task@<interval>"``, see :mod:`~airflow_provider_delta.hooks.run_identity`); the
+        spelling of earlier releases, ``"dag.task"``, matches too
     :param delta_conn_id: ``delta`` connection; optional for absolute table URIs
     :param deferrable: wait in the triggerer (default: ``[operators] default_deferrable``)
 

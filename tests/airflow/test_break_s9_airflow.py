@@ -77,9 +77,6 @@ def test_a_retried_rollback_to_a_timestamp_whose_restore_landed_succeeds(make_ta
     assert DeltaTable(table.uri).latest_version() == 4
 
 
-@pytest.mark.xfail(strict=True, reason="the default exactly-once appId '<dag_id>.<task_id>' is ambiguous when "
-                   "either holds dots: DAG 'sales.daily' task 'load' and DAG 'sales' task group 'daily' task "
-                   "'load' get one appId, and the second DAG's commit is skipped as a retry of the first's")
 def test_two_dags_whose_dotted_ids_concatenate_alike_do_not_share_an_exactly_once_id(make_table, make_context):
     from airflow_provider_delta.hooks import DeltaTableHook
     from airflow_provider_delta.operators.spark_base import resolve_app
@@ -102,3 +99,19 @@ def test_two_dags_whose_dotted_ids_concatenate_alike_do_not_share_an_exactly_onc
                                                     "modification_time": 1, "data_change": True}],
                           app_id=app_id, txn_version=version)
     assert DeltaTable(table.uri).snapshot().to_pyarrow().num_rows == 2     # both DAGs' rows
+
+
+def test_app_id_filters_match_the_colon_ids_and_the_dotted_spelling_of_earlier_releases():
+    """The default ids join DAG and task with ':' (outside Airflow's id characters); a filter in the old
+    'dag.task' spelling still matches them, and 'dag:task' names exactly one of two dotted pairs."""
+    from airflow_provider_delta.hooks.run_identity import app_id_matches
+    assert app_id_matches("dag:load", "dag:load@x") and app_id_matches("dag:load", "dag:load[3]@x")
+    assert app_id_matches("dag.load", "dag:load@x") and app_id_matches("dag.load", "dag:load[3]@x")
+    assert app_id_matches("dag.load", "dag.load@x")                       # ids committed by earlier releases
+    assert not app_id_matches("dag.load", "dag:loader@x") and not app_id_matches("dag.lo", "dag:load@x")
+    assert app_id_matches("sales:daily.load", "sales:daily.load@x")
+    assert not app_id_matches("sales:daily.load", "sales.daily:load@x")
+    assert not app_id_matches("sales.daily:load", "sales:daily.load@x")
+    assert app_id_matches("sales.daily.load", "sales:daily.load@x") and app_id_matches("sales.daily.load",
+                                                                                       "sales.daily:load@x")
+    assert not app_id_matches("dag:load", "dag.load@x")       # the new spelling is exact

@@ -60,7 +60,7 @@ def test_identity_is_the_data_interval_then_logical_date_then_run_id():
     assert run_key({"logical_date": None, "run_id": "manual__2026-01-05T10:00:00"}) == \
         "manual__2026-01-05T10:00:00"
     assert resolve_app(None, None, interval(DAY1, DAY2), Task()) == \
-        ("dag.ingest@20260101T000000Z-20260102T000000Z", int(DAY2.timestamp()))
+        ("dag:ingest@20260101T000000Z-20260102T000000Z", int(DAY2.timestamp()))
     assert resolve_app("mine", None, interval(DAY1, DAY2), Task()) == ("mine", int(DAY2.timestamp()))
     with pytest.raises(InvalidArgumentError, match="app_id and app_version"):
         run_key({})
@@ -90,7 +90,7 @@ def test_a_manual_run_without_logical_date_is_exactly_once_per_run(table):
 
 
 def test_commit_filters_match_the_per_run_ids_of_a_task(table):
-    assert app_id_matches("dag.ingest", run_app_id("dag.ingest", interval(DAY1, DAY2)))
+    assert app_id_matches("dag.ingest", run_app_id("dag:ingest", interval(DAY1, DAY2)))
     assert not app_id_matches("dag.ingest", "dag.ingest_other@x")
     assert not app_id_matches("dag.in", "dag.ingest@x")
     run_task(table, interval(DAY1, DAY2))

@@ -76,7 +76,7 @@ def test_a_transaction_id_rendered_to_none_fails_publish_and_abort_without_retry
     assert report.xcoms["audit_latest"]["version"] == 1
     tx_id = report.xcoms["begin"]["return_value"]
     assert groups(catalog) == [(tx_id, "open")]                         # neither published nor aborted
-    assert catalog.group(tx_id).staged_version(table.uri, f"{dag_id}.write") == 2
+    assert catalog.group(tx_id).staged_version(table.uri, f"{dag_id}:write") == 2
     assert DeltaTable(table.uri, catalog=catalog).latest_version() == 1
 
 

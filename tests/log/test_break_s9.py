@@ -209,11 +209,6 @@ def test_a_retention_pair_changed_one_at_a_time_is_checked_against_the_table(tmp
     assert t.latest_version() == 1
 
 
-@pytest.mark.xfail(strict=True, reason="delta.* properties Delta Spark refuses still pass: unknown keys (a typo "
-                   "as delta.logRetentionDurations silently does nothing), a known key in another case (Delta "
-                   "Spark stores it under its own spelling; we store it unchecked and nobody honours it), and "
-                   "values of known keys without a rule here (checkpointPolicy, randomPrefixLength, "
-                   "dataSkippingStatsColumns that do not parse)")
 @pytest.mark.parametrize("properties", [
     {"delta.logRetentionDurations": "interval 60 days"}, {"delta.fooBar": "1"},
     {"delta.appendonly": "maybe"}, {"delta.checkpointPolicy": "foo"}, {"delta.randomPrefixLength": "x"},
@@ -223,9 +218,6 @@ def test_other_property_values_delta_spark_refuses_are_refused(tmp_path, propert
     _set_refused(tmp_path, properties)
 
 
-@pytest.mark.xfail(strict=True, reason="delta.minReaderVersion 5 / delta.minWriterVersion 8 name no protocol "
-                   "version (Delta Spark refuses them); we upgrade the table to table features (reader 3, writer "
-                   "7), locking out older readers for a typo")
 @pytest.mark.parametrize("properties", [{"delta.minReaderVersion": "5"}, {"delta.minWriterVersion": "8"}],
                          ids=["reader5", "writer8"])
 def test_protocol_versions_that_do_not_exist_are_refused(tmp_path, properties):
@@ -261,3 +253,53 @@ def test_vacuum_places_a_live_azure_path_of_the_same_location_inside_the_table(r
     storage = Storage(root, {"account_name": "acct", "anon": True})
     where = table_relative(storage, live + "/part-0.parquet")
     assert where == "part-0.parquet" or isinstance(where, Undecided)
+
+
+@pytest.mark.parametrize("properties, stored", [
+    ({"delta.APPENDONLY": "true"}, {"delta.appendOnly": "true"}),
+    ({"delta.enablechangedatafeed": "TRUE"}, {"delta.enableChangeDataFeed": "TRUE"}),
+    ({"delta.dataSkippingStatsColumns": " a , `b.c`.d,`x``y` "}, None),
+    ({"delta.dataSkippingStatsColumns": ""}, None),
+    ({"delta.checkpointPolicy": "classic", "delta.randomPrefixLength": "+3"}, None),
+    ({"delta.targetFileSize": "1048576", "delta.columnMapping.maxColumnId": "0"}, None),
+    ({"io.airflowproviderdelta.anything": "x", "owner": "me"}, None),
+], ids=lambda p: ",".join(f"{k}={v!r}" for k, v in p.items()) if isinstance(p, dict) else "")
+def test_property_names_delta_spark_knows_pass_in_its_spelling(tmp_path, properties, stored):
+    """What Delta Spark takes passes (a known name in any case is stored in its own spelling, as
+    validateConfigurations returns it), on create and on SET TBLPROPERTIES."""
+    stored = stored or properties
+    created = DeltaTable.create(str(tmp_path / "c"), SCHEMA, properties=properties)
+    assert {k: created.snapshot().metadata.configuration.get(k) for k in stored} == stored
+    t = DeltaTable.create(str(tmp_path / "t"), SCHEMA)
+    with t.transaction(operation="SET TBLPROPERTIES") as txn:
+        txn.set_properties(properties)
+    assert {k: DeltaTable(t.uri).snapshot().metadata.configuration.get(k) for k in stored} == stored
+
+
+def test_protocol_versions_that_exist_upgrade_and_feature_names_pass(tmp_path):
+    t = DeltaTable.create(str(tmp_path / "t"), SCHEMA)
+    with t.transaction(operation="SET TBLPROPERTIES") as txn:
+        txn.set_properties({"delta.minwriterversion": "4"})
+    assert DeltaTable(t.uri).snapshot().protocol.min_writer_version == 4
+    with t.transaction(operation="SET TBLPROPERTIES") as txn:
+        txn.set_properties({"delta.feature.changeDataFeed": "supported"})     # implied by writer 4: kept
+    assert DeltaTable(t.uri).snapshot().protocol.min_writer_version >= 4
+
+
+def test_an_unknown_delta_name_a_table_holds_can_still_be_removed_and_does_not_stop_writes(tmp_path):
+    """The name check applies to names being set, never to a table's stored configuration (a table
+    written with allowArbitraryProperties): it opens, takes writes and its stray name can be removed."""
+    from airflow_provider_delta.log import InvalidArgumentError
+    t = DeltaTable.create(str(tmp_path / "t"), SCHEMA)
+    with t.transaction(operation="SET TBLPROPERTIES") as txn:      # as another engine would write it
+        txn.set_metadata(txn.metadata.with_configuration({"delta.someoneElses": "1"}))
+    DeltaTable(t.uri).write(pa.table({"id": [1]}))
+    with t.transaction(operation="SET TBLPROPERTIES") as txn:
+        txn.set_properties({"delta.appendOnly": "false"})
+    with pytest.raises(InvalidArgumentError):
+        with t.transaction(operation="SET TBLPROPERTIES") as txn:
+            txn.set_properties({"delta.someoneElses": "2"})
+    with t.transaction(operation="SET TBLPROPERTIES") as txn:
+        txn.set_properties({"delta.someoneElses": None})
+    assert "delta.someoneElses" not in DeltaTable(t.uri).snapshot().metadata.configuration
+    assert DeltaTable(t.uri).snapshot().to_pyarrow().num_rows == 1

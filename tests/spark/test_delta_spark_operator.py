@@ -23,7 +23,7 @@ from airflow_provider_delta.spark.delta_job import CONTEXT_ARG, ENV_INPUT_VERSIO
 from task_context import LOGICAL, RUN_KEY, task_context
 
 APP_VERSION = int(LOGICAL.timestamp())
-APP_ID = "dag.delta_job@" + RUN_KEY          # the default: task id @ the run's logical date
+APP_ID = "dag:delta_job@" + RUN_KEY          # the default: task id @ the run's logical date
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string())])
 
 #: the user's application: copy the pinned input into the output with Delta Spark, or
@@ -241,7 +241,7 @@ def test_context_defaults_timestamp_and_manifest(tmp_path, source, user_job):
     from airflow_provider_delta.hooks.delta_table import DeltaTableHook
     op = _operator(application=user_job, input_table_uri=source.uri, output_table_uri=str(tmp_path / "o"))
     ctx = op.build_context(_context(map_index=4))
-    assert (ctx.input_version, ctx.txn_app_id, ctx.txn_version) == (3, "dag.delta_job[4]@" + RUN_KEY, APP_VERSION)
+    assert (ctx.input_version, ctx.txn_app_id, ctx.txn_version) == (3, "dag:delta_job[4]@" + RUN_KEY, APP_VERSION)
     assert ctx.job == {"dag_id": "dag", "task_id": "delta_job", "run_id": "scheduled__2026-01-02", "try_number": 1,
                        "map_index": 4}
 

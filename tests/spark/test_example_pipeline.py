@@ -37,7 +37,7 @@ def test_example_pipeline(java, tmp_path):
     snap = orders.snapshot()
     assert snap.version == 2                      # create + one ingest (the re-run added nothing) + OPTIMIZE
     assert snap.to_pyarrow().num_rows == 200
-    assert [a for a in snap.transactions() if a.startswith("delta_ingest.ingest_orders@")]   # one per interval
+    assert [a for a in snap.transactions() if a.startswith("delta_ingest:ingest_orders@")]   # one per interval
     assert snap.segment.checkpoint_version == 2               # the maintenance DAG's checkpoint, after its OPTIMIZE
     assert snap.commits_are_coordinated                       # managed commits: the SQLite commit owner
     history = orders.history()

@@ -37,7 +37,7 @@ from task_context import LOGICAL, RUN_KEY, task_context
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 HERE = Path(__file__).resolve().parent
-APP_ID = "dag.spark@" + RUN_KEY
+APP_ID = "dag:spark@" + RUN_KEY
 APP_VERSION = int(LOGICAL.timestamp())
 QUERY = "select id, cast(id % 2 as string) as part from range(6)"
 SPARK_CONF = {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2",

@@ -79,7 +79,7 @@ def test_spec_defaults_and_secrets(monkeypatch, tmp_path):
     spec, secrets = op.build_spec(_context())
     assert spec.output_table_uri == f"{base}/out" and spec.input_table_uri == f"{base}/in"
     assert spec.input_version == 3 and spec.partition_by == ["d"] and spec.params == {"x": 1}
-    assert spec.app_id == "dag.spark@" + RUN_KEY and spec.app_version == int(LOGICAL.timestamp())
+    assert spec.app_id == "dag:spark@" + RUN_KEY and spec.app_version == int(LOGICAL.timestamp())
     assert spec.job == {"dag_id": "dag", "task_id": "spark", "run_id": "scheduled__2026-01-02", "try_number": 1}
     assert secrets == {"output": {"storage_options": {"auto_mkdir": True}},
                        "input": {"storage_options": {"auto_mkdir": True}}}
@@ -89,7 +89,7 @@ def test_spec_defaults_and_secrets(monkeypatch, tmp_path):
 def test_mapped_task_gets_its_own_app_id(tmp_path):
     op = _operator(output_table_uri=str(tmp_path / "out"), app_version="12")
     spec, secrets = op.build_spec(_context(map_index=3))
-    assert (spec.app_id, spec.app_version) == ("dag.spark[3]@" + RUN_KEY, 12) and secrets == {}
+    assert (spec.app_id, spec.app_version) == ("dag:spark[3]@" + RUN_KEY, 12) and secrets == {}
 
 
 @pytest.mark.parametrize("kwargs, message", [
@@ -119,14 +119,14 @@ def _table_with_txn(path, app_id: str, version: int) -> DeltaTable:
 
 def test_already_committed_run_is_not_submitted(tmp_path):
     from airflow_provider_delta.assets import to_asset
-    table = _table_with_txn(tmp_path / "out", "dag.spark@" + RUN_KEY, int(LOGICAL.timestamp()))
+    table = _table_with_txn(tmp_path / "out", "dag:spark@" + RUN_KEY, int(LOGICAL.timestamp()))
     asset = to_asset(table_uri=table.uri)
     op = _operator(output_table_uri=str(tmp_path / "out"), outlets=[asset],
                    application=str(tmp_path / "does-not-exist.py"))
     ctx = _context()
     assert op.execute(ctx) == 2
     assert ctx["ti"].xcoms["commit"] == {"version": 2, "committed": False, "table_uri": table.uri,
-                                         "app_id": "dag.spark@" + RUN_KEY, "app_version": int(LOGICAL.timestamp())}
+                                         "app_id": "dag:spark@" + RUN_KEY, "app_version": int(LOGICAL.timestamp())}
     assert op.outlets == [] and ctx["outlet_events"][asset].extra == {}   # nothing committed: no asset event
     assert DeltaTable(str(tmp_path / "out")).latest_version() == 3
 
@@ -144,7 +144,7 @@ def test_job_that_does_not_commit_fails_the_task(tmp_path):
     with pytest.raises(CommitFailedError, match="holds no commit"):
         op.execute(_context())
     args = json.loads(op.application_args[0])
-    assert args["app_id"] == "dag.spark@" + RUN_KEY and args["output"]["table_uri"] == str(tmp_path / "out")
+    assert args["app_id"] == "dag:spark@" + RUN_KEY and args["output"]["table_uri"] == str(tmp_path / "out")
     assert op.env_vars == {"EXTRA": "1"}          # no secrets for a local table
     assert not (tmp_path / "out").exists()
 

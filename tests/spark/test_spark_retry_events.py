@@ -64,7 +64,7 @@ def test_application_retry_announces_the_commit_of_its_dead_try(monkeypatch, spa
     with pytest.raises(DiedAfterCommit):
         op.execute(task_context(task_id="delta_job"))
     table = DeltaTable(str(out))
-    app_id = "dag.delta_job@" + RUN_KEY
+    app_id = "dag:delta_job@" + RUN_KEY
     assert table.snapshot().transaction_version(app_id) == APP_VERSION   # the session's pair was used
 
     source.write(pa.table({"id": [3], "name": ["c"]}, schema=SCHEMA))   # the input moved on meanwhile
@@ -119,7 +119,7 @@ def test_submit_operator_retry_announces_the_commit_of_its_dead_try(monkeypatch,
     from airflow_provider_delta.operators import DeltaSparkSubmitOperator
     from airflow_provider_delta.operators.base import job_info
     out = tmp_path / "out"
-    app_id = "dag.spark@" + RUN_KEY
+    app_id = "dag:spark@" + RUN_KEY
     # try 1 committed through the job (commitInfo.job names it), then died
     first = task_context(task_id="spark")
     commit_dataframe(spark.range(3), str(out), app_id=app_id, app_version=APP_VERSION, job=job_info(first))

@@ -111,7 +111,7 @@ def test_failed_audit_leaves_both_tables_unchanged_and_passed_audit_publishes_bo
     good = dag.test()
     assert states(good)["publish"] == "success" and states(good)["abort"] == "skipped", states(good)
     tx_id = in_session[0].transaction_id
-    assert {s.writer for s in in_session} == {"spark_wap.write_orders", "spark_wap.write_totals"}
+    assert {s.writer for s in in_session} == {"spark_wap:write_orders", "spark_wap:write_totals"}
     assert catalog.latest_versions([orders.uri, totals.uri]) == {orders.uri: 1, totals.uri: 1}
     for t in (orders, totals):
         assert t.history(1)[0]["tags"] == {"delta.multiTableTransaction.transactionId": tx_id}

@@ -8,8 +8,18 @@ the same ones: retention durations are intervals without months or years and not
 (:mod:`.intervals`, words separated by spaces, microseconds within a Java long), the log
 retention at least the deleted-file retention, counts are integers in the range Delta Spark
 allows (Java ints), flags are ``true``/``false`` in any case, without blanks around them (Delta
-Spark's parsers take none: a value it cannot parse fails every later read of the table there). Unknown properties and ``delta.*`` properties without a rule
-here pass as given.
+Spark's parsers take none: a value it cannot parse fails every later read of the table there),
+``delta.checkpointPolicy`` is ``classic`` or ``v2``, ``delta.dataSkippingStatsColumns`` a list of
+column names Spark's parser takes, and ``delta.minReaderVersion`` / ``delta.minWriterVersion`` name
+a protocol version that exists (reader 1-3, writer 1-7).
+
+The names, as Delta Spark's ``DeltaConfigs.validateConfigurations`` checks them (:func:`checked_names`,
+applied to the properties a caller sets, never to a table's stored configuration): a ``delta.*`` name
+must be one Delta Spark knows (or this package writes: :data:`OWN_PROPERTIES`), compared without
+regard to case and stored in its own spelling; ``delta.constraints.*``, ``delta.feature.*`` and
+``delta.universalFormat.config.*`` pass, and so does every name outside ``delta.``. Delta Spark
+takes an unknown ``delta.*`` name only with ``spark.databricks.delta.allowArbitraryProperties.enabled``;
+this package has no such switch (a misspelt property would do nothing, silently).
 """
 from __future__ import annotations
 
@@ -17,8 +27,12 @@ import re
 from typing import Any, Callable, Mapping
 
 from .errors import InvalidArgumentError
-from .features import (APPEND_ONLY_PROPERTY, CHANGE_DATA_FEED_PROPERTY, CHECKPOINT_INTERVAL_PROPERTY,
+from .features import (APPEND_ONLY_PROPERTY, CHANGE_DATA_FEED_PROPERTY, CHECK_CONSTRAINT_PREFIX,
+                       CHECKPOINT_INTERVAL_PROPERTY, CHECKPOINT_POLICY_PROPERTY,
                        CHECKPOINT_STATS_AS_JSON_PROPERTY, CHECKPOINT_STATS_AS_STRUCT_PROPERTY,
+                       DATA_SKIPPING_STATS_COLUMNS_PROPERTY, FEATURE_PROPERTY_PREFIX,
+                       MANAGED_OWNER_CONF_PROPERTY, MANAGED_OWNER_PROPERTY, MIN_READER_VERSION_PROPERTY,
+                       MIN_WRITER_VERSION_PROPERTY, TARGET_FILE_SIZE_PROPERTY,
                        DATA_SKIPPING_NUM_INDEXED_COLS_PROPERTY, DATA_SKIPPING_STRING_PREFIX_LENGTH_PROPERTY,
                        DELETED_FILE_RETENTION_DEFAULT, DELETED_FILE_RETENTION_PROPERTY, DELETION_VECTORS_PROPERTY,
                        EXPIRED_LOG_CLEANUP_PROPERTY, ICT_ENABLE_PROPERTY, LOG_RETENTION_DEFAULT,
@@ -27,6 +41,39 @@ from .features import (APPEND_ONLY_PROPERTY, CHANGE_DATA_FEED_PROPERTY, CHECKPOI
 from .intervals import parse_interval_ms
 
 CHECKPOINT_RETENTION_PROPERTY = "delta.checkpointRetentionDuration"
+RANDOM_PREFIX_LENGTH_PROPERTY = "delta.randomPrefixLength"
+
+#: Every table property Delta Spark knows (its ``DeltaConfigs`` entries, Delta 4.x), as it spells them.
+DELTA_SPARK_PROPERTIES = tuple(f"delta.{k}" for k in (
+    "minReaderVersion", "minWriterVersion", "ignoreProtocolDefaults", "logRetentionDuration",
+    "sampleRetentionDuration", "checkpointRetentionDuration", "checkpointInterval",
+    "redirectReaderWriter-preview", "redirectWriterOnly-preview", "autoOptimize.autoCompact",
+    "enableExpiredLogCleanup", "enableFullRetentionRollback", "dropFeatureTruncateHistory.retentionDuration",
+    "deletedFileRetentionDuration", "randomizeFilePrefixes", "randomPrefixLength", "appendOnly",
+    "enableDeletionVectors", "parquet.format.version", "enableVariantShredding", "autoOptimize",
+    "dataSkippingNumIndexedCols", "dataSkippingStatsColumns", "dataSkippingStringPrefixLength",
+    "compatibility.symlinkFormatManifest.enabled", "checkpoint.writeStatsAsJson", "checkpoint.writeStatsAsStruct",
+    "enableChangeDataCapture", "enableChangeDataFeed", "columnMapping.mode", "columnMapping.maxColumnId",
+    "setTransactionRetentionDuration", "isolationLevel", "checkpointPolicy", "enableRowTracking",
+    "rowTrackingSuspended", "universalFormat.enabledFormats", "enableIcebergCompatV1", "enableIcebergCompatV2",
+    "enableIcebergCompatV3", "universalFormat.iceberg.atomicConversion.supported", "castIcebergTimeType",
+    "ignoreIcebergBucketPartition", "autoOptimize.optimizeWrite", "enableTypeWidening",
+    "coordinatedCommits.commitCoordinator-preview", "coordinatedCommits.commitCoordinatorConf-preview",
+    "coordinatedCommits.tableConf-preview", "enableInCommitTimestamps", "inCommitTimestampEnablementVersion",
+    "inCommitTimestampEnablementTimestamp", "requireCheckpointProtectionBeforeVersion",
+    "enableMaterializePartitionColumnsFeature", "writePartitionColumnsToParquet"))
+#: ``delta.*`` properties this package (or a table it reads, delta-rs's target size) writes that Delta
+#: Spark has no entry for: they must pass when set
+OWN_PROPERTIES = (MANAGED_OWNER_PROPERTY, f"{MANAGED_OWNER_PROPERTY}-preview", MANAGED_OWNER_CONF_PROPERTY,
+                  TARGET_FILE_SIZE_PROPERTY, "delta.rowTracking.materializedRowIdColumnName",
+                  "delta.rowTracking.materializedRowCommitVersionColumnName")
+#: prefixes of ``delta.*`` names that pass whatever follows (Delta Spark: constraints, features and
+#: the universal format's per-format settings)
+OPEN_PREFIXES = (CHECK_CONSTRAINT_PREFIX, FEATURE_PROPERTY_PREFIX, "delta.universalFormat.config.")
+_SPELLING = {k.lower(): k for k in DELTA_SPARK_PROPERTIES + OWN_PROPERTIES}
+#: the protocol versions that exist (Delta Spark's ``supportedReaderVersionNumbers`` / ``...Writer...``)
+PROTOCOL_VERSIONS = {MIN_READER_VERSION_PROPERTY: range(1, 4), MIN_WRITER_VERSION_PROPERTY: range(1, 8)}
+CHECKPOINT_POLICIES = ("classic", "v2")
 
 #: Properties holding a retention interval (Delta Spark: ``isValidIntervalConfigValue``).
 INTERVAL_PROPERTIES = (LOG_RETENTION_PROPERTY, DELETED_FILE_RETENTION_PROPERTY, SET_TRANSACTION_RETENTION_PROPERTY,
@@ -38,7 +85,7 @@ BOOLEAN_PROPERTIES = (ICT_ENABLE_PROPERTY, APPEND_ONLY_PROPERTY, CHANGE_DATA_FEE
                       CHECKPOINT_STATS_AS_STRUCT_PROPERTY)
 #: Integer properties and the smallest value Delta Spark accepts for each.
 INTEGER_PROPERTY_MINIMUM = {CHECKPOINT_INTERVAL_PROPERTY: 1, DATA_SKIPPING_NUM_INDEXED_COLS_PROPERTY: -1,
-                            DATA_SKIPPING_STRING_PREFIX_LENGTH_PROPERTY: 0}
+                            DATA_SKIPPING_STRING_PREFIX_LENGTH_PROPERTY: 0, RANDOM_PREFIX_LENGTH_PROPERTY: 1}
 
 #: Java's ``Integer.parseInt``: an optional sign and ASCII digits, no blanks around them
 _INTEGER = re.compile(r"[+-]?[0-9]+")
@@ -46,6 +93,11 @@ _INTEGER = re.compile(r"[+-]?[0-9]+")
 INT_MAX = 2**31 - 1
 #: a CalendarInterval's microseconds are a Java long
 _LONG_MAX = 2**63 - 1
+#: Spark's ``multipartIdentifierList``: names (unquoted word characters, or backticked with `` for a
+#: backtick) joined by dots, paths by commas, blanks around each name
+_NAME = r"\s*(?:`(?:[^`]|``)*`|\w+)\s*"
+_PATH = rf"{_NAME}(?:\.{_NAME})*"
+_COLUMN_LIST = re.compile(rf"{_PATH}(?:,{_PATH})*", re.DOTALL)
 
 
 def _check_interval(key: str, value: str) -> None:
@@ -68,6 +120,25 @@ def _check_integer(key: str, value: str) -> None:
                                    f"got {value!r}")
 
 
+def _check_protocol_version(key: str, value: str) -> None:
+    versions = PROTOCOL_VERSIONS[key]
+    if not _INTEGER.fullmatch(value) or int(value) not in versions:
+        raise InvalidArgumentError(f"table property {key} must be a protocol version that exists "
+                                   f"({versions.start} to {versions.stop - 1}), got {value!r}")
+
+
+def _check_checkpoint_policy(key: str, value: str) -> None:
+    if value not in CHECKPOINT_POLICIES:                   # Delta Spark: CheckpointPolicy.fromName, exact
+        raise InvalidArgumentError(f"table property {key} must be one of {', '.join(CHECKPOINT_POLICIES)}, "
+                                   f"got {value!r}")
+
+
+def _check_column_list(key: str, value: str) -> None:
+    if value.strip() and not _COLUMN_LIST.fullmatch(value):  # Spark's parser takes a blank list as none
+        raise InvalidArgumentError(f"table property {key} must be a comma-separated list of column names "
+                                   f"(backticks around names with other characters), got {value!r}")
+
+
 def check_retention_compatibility(configuration: Mapping[str, str]) -> None:
     """Delta Spark's ``validateTombstoneAndLogRetentionDurationCompatibility``: the log is kept at least
     as long as removed files are (``delta.logRetentionDuration`` >= ``delta.deletedFileRetentionDuration``,
@@ -88,7 +159,33 @@ _RULES: dict[str, Callable[[str, str], None]] = {
     **{k: _check_interval for k in INTERVAL_PROPERTIES},
     **{k: _check_boolean for k in BOOLEAN_PROPERTIES},
     **{k: _check_integer for k in INTEGER_PROPERTY_MINIMUM},
+    **{k: _check_protocol_version for k in PROTOCOL_VERSIONS},
+    CHECKPOINT_POLICY_PROPERTY: _check_checkpoint_policy,
+    DATA_SKIPPING_STATS_COLUMNS_PROPERTY: _check_column_list,
 }
+
+
+def checked_names(properties: Mapping[str, Any]) -> dict[str, Any]:
+    """``properties`` (names a caller sets) with each ``delta.*`` name in Delta Spark's spelling, or
+    InvalidArgumentError for a ``delta.*`` name Delta Spark refuses (unknown to it and to this
+    package) or for two names of one property. A name being removed (value ``None``) is kept as
+    given: a table may hold any name, and removing it must stay possible."""
+    out: dict[str, Any] = {}
+    for key, value in properties.items():
+        name = key
+        lower = key.lower() if isinstance(key, str) else ""
+        if value is not None and lower.startswith("delta.") and not lower.startswith(
+                tuple(p.lower() for p in OPEN_PREFIXES)):
+            name = _SPELLING.get(lower)
+            if name is None:
+                raise InvalidArgumentError(
+                    f"unknown Delta table property {key!r}: neither Delta Spark nor this package knows it (Delta "
+                    "Spark refuses it unless spark.databricks.delta.allowArbitraryProperties.enabled); check "
+                    "its spelling, or use a name outside 'delta.'")
+        if name in out:
+            raise InvalidArgumentError(f"table property {name} is given twice (as {key!r} too)")
+        out[name] = value
+    return out
 
 
 def check_property_values(properties: Mapping[str, str | None],
@@ -107,7 +204,8 @@ def check_property_values(properties: Mapping[str, str | None],
 
 
 def checked_properties(properties: dict[str, Any] | None) -> dict[str, str]:
-    """Table properties as strings (:func:`~.features.normalize_properties`), their values checked."""
-    out = normalize_properties(properties)
+    """Table properties as strings (:func:`~.features.normalize_properties`), their names
+    (:func:`checked_names`) and values checked."""
+    out = checked_names(normalize_properties(properties))
     check_property_values(out)
     return out

@@ -132,7 +132,7 @@ class CatalogTransaction:
 
         What makes a writer's retry idempotent (an Airflow task retried after its staging
         succeeded but its success was lost): the retry finds its own staged commit and stages
-        nothing. ``writer`` is a try-independent key of the writer (``<dag_id>.<task_id>``);
+        nothing. ``writer`` is a try-independent key of the writer (``<dag_id>:<task_id>``);
         a member staged by another writer, or by an anonymous one (``writer=None``: nobody can
         tell a retry from a second writer), is an :class:`InvalidArgumentError` (a table takes
         part once); an aborted group is a :class:`GroupCommitError`.

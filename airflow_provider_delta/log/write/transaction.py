@@ -36,7 +36,7 @@ from ..base.errors import InvalidArgumentError, TableNotFoundError, VersionNotFo
 from ..base.features import (FEATURE_PROPERTY_PREFIX, MIN_READER_VERSION_PROPERTY,
                              MIN_WRITER_VERSION_PROPERTY)
 from ..base.names import LOG_DIR
-from ..base.property_values import check_property_values
+from ..base.property_values import check_property_values, checked_names
 from ..base.schema import schema_to_arrow, serialize_partition_value
 from ..read.column_mapping import partition_keys
 from ..read.snapshot import Snapshot
@@ -379,6 +379,7 @@ class Transaction:
             if not isinstance(k, str) or not k:
                 raise InvalidArgumentError(f"property names must be non-empty strings, got {k!r}")
             updates[k] = None if v is None else (("true" if v else "false") if isinstance(v, bool) else str(v))
+        updates = checked_names(updates)
         metadata = base.with_configuration(updates)
         check_property_values(updates, metadata.configuration)
         self.set_metadata(metadata)

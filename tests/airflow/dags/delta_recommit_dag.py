@@ -28,7 +28,7 @@ with DAG("delta_recommit", schedule="@daily", start_date=datetime(2026, 1, 1), c
     def mark_interval_committed() -> str:
         from airflow_provider_delta.log import DeltaTable
         context = get_current_context()
-        app_id = run_app_id("delta_recommit.ingest", context)
+        app_id = run_app_id("delta_recommit:ingest", context)
         with DeltaTable(TABLE).transaction(operation="WRITE") as txn:
             txn.set_txn(app_id, run_app_version(context))
         return app_id

@@ -36,7 +36,7 @@ class GroupMember:
     file_name: str
     file_size: int
     commit_timestamp: int
-    #: who staged it (a try-independent key such as ``<dag_id>.<task_id>``, or None): a retry of that
+    #: who staged it (a try-independent key such as ``<dag_id>:<task_id>``, or None): a retry of that
     #: writer finds this member instead of staging the table a second time
     writer: str | None = None
 
