@@ -65,22 +65,20 @@ def _bucket() -> str:
 
 
 # ------------------------------------------------------------------ trailing slash
-@pytest.mark.xfail(strict=True, reason="vacuum's vectorized filter (_NOT_PLAIN) lets 'x.parquet/' through as "
-                   "an exact relative path; it matches no listed file, so vacuum deletes x.parquet, which our "
-                   "reader (normpath) and Delta Spark (java.io.File) read")
 @pytest.mark.parametrize("where", ["local", "memory"])
 def test_vacuum_keeps_a_live_file_whose_path_ends_in_a_slash(tmp_path, where):
+    """Vacuum's vectorized filter let 'x.parquet/' through as an exact relative path; it matched no listed
+    file, so vacuum deleted x.parquet, which our reader (normpath) and Delta Spark (java.io.File) read."""
     uri = str(tmp_path / "t") if where == "local" else f"memory://{_bucket()}/t"
     _table_whose_add_is(uri, "x.parquet/")
     _vacuum_keeps_the_live_file(uri)
 
 
 # ------------------------------------------------------------------ '..' above the root and back
-@pytest.mark.xfail(strict=True, reason="table_relative resolves a relative path on its own (_relative_path): "
-                   "'../t/x.parquet' is 'above the root' -> None, though resolved against the root (as Hadoop's "
-                   "Path and our own reader do) it is t/x.parquet; on a remote store vacuum deletes it")
 @pytest.mark.parametrize("raw", ["../t/x.parquet", "a/../../t/x.parquet", "%2E%2E/t/x.parquet"])
 def test_vacuum_keeps_a_live_relative_path_that_leaves_and_reenters_the_root_on_a_remote_store(raw):
+    """table_relative resolved a relative path on its own: '../t/x.parquet' was 'above the root' (None),
+    though resolved against the root, as Hadoop's Path and our reader do, it is x.parquet: deleted."""
     uri = f"memory://{_bucket()}/t"
     _table_whose_add_is(uri, raw)
     _vacuum_keeps_the_live_file(uri)
@@ -109,10 +107,10 @@ def test_a_relative_path_above_the_root_into_a_sibling_is_never_deleted_from_the
 
 
 # ------------------------------------------------------------------ doubled slash after the authority
-@pytest.mark.xfail(strict=True, reason="posixpath.normpath keeps a leading '//' (POSIX), so location_of gives "
-                   "'//t/x.parquet' for memory://b//t/x.parquet: outside the root -> vacuum deletes t/x.parquet, "
-                   "which Delta Spark reads (java.net.URI.normalize collapses it); our reader fails on it")
 def test_vacuum_and_reader_place_a_doubled_slash_after_the_authority_at_the_root():
+    """posixpath.normpath keeps a leading '//' (POSIX): memory://b//t/x.parquet was '//t/x.parquet',
+    outside the root, so vacuum deleted t/x.parquet (Delta Spark's java.net.URI.normalize collapses the
+    slashes and reads it) and our reader failed on it."""
     bucket = _bucket()
     uri = f"memory://{bucket}/t"
     _table_whose_add_is(uri, f"memory://{bucket}//t/x.parquet")
