@@ -97,8 +97,10 @@ def store_of_scheme(scheme: str) -> str | None:
     return _STORE_OF_SCHEME.get(scheme.lower())
 
 #: An Azure storage account's host, DFS or Blob endpoint: ``acct.dfs.core.windows.net``,
-#: ``acct.blob.core.chinacloudapi.cn`` -> the account and its cloud
-_AZURE_HOST = re.compile(r"(?P<account>[a-z0-9]+)\.(?:dfs|blob)\.(?P<cloud>core\..+)", re.IGNORECASE)
+#: ``acct.blob.core.chinacloudapi.cn`` -> the account and its cloud (a port, or a fully qualified name's
+#: final dot, names the same endpoint: ``acct.dfs.core.windows.net.:443``)
+_AZURE_HOST = re.compile(r"(?P<account>[a-z0-9]+)\.(?:dfs|blob)\.(?P<cloud>core\.[^:]+?)\.?(?::[0-9]*)?",
+                         re.IGNORECASE)
 #: The public cloud's endpoint suffix, adlfs's default for a bare ``account_name``
 _AZURE_CLOUD = "core.windows.net"
 
