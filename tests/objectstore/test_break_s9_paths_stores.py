@@ -50,3 +50,36 @@ def test_vacuum_keeps_and_reader_reads_a_live_file_in_every_spelling(store, spel
     result = t.vacuum(retention_hours=0, dry_run=False, enforce_retention=False)
     assert [p.rsplit("/", 1)[-1] for p in result["files_deleted"]] == ["orphan.parquet"]
     assert DeltaTable(uri, **store.table_kwargs).snapshot().to_pyarrow().column("id").to_pylist() == [7]
+
+
+@pytest.mark.xfail(strict=True, reason="a relative path with more '..' than the root has folders ('../../other/t/"
+                   "x.parquet' under s3://b/t) leaves the bucket in our reader (storage.path then normpath: "
+                   "'other/t/x.parquet', bucket 'other', read with the table's credentials); Delta Spark stays in "
+                   "bucket b (java.net.URI keeps the leading '..': key '../other/t/x.parquet') and finds no file")
+def test_a_relative_path_never_leaves_the_tables_bucket(object_stores):
+    import boto3
+    import s3fs
+    from objectstore_servers import S3_KEY, S3_REGION, S3_SECRET
+
+    from airflow_provider_delta.log import DeltaError
+    store = object_stores("s3")
+    other = f"brk4-other-{int(time.time() * 1000)}"
+    boto3.client("s3", endpoint_url=store.server.endpoint, region_name=S3_REGION, aws_access_key_id=S3_KEY,
+                 aws_secret_access_key=S3_SECRET).create_bucket(Bucket=other)
+    fs = s3fs.S3FileSystem(**store.options)
+    buf = pa.BufferOutputStream()
+    pq.write_table(pa.table({"id": [7]}, schema=SCHEMA), buf)
+    fs.pipe(f"{other}/t/x.parquet", buf.getvalue().to_pybytes())     # another bucket's file
+    uri = store.uri("brk4")
+    t = DeltaTable.create(uri, SCHEMA, **store.table_kwargs)
+    depth = uri.split("://", 1)[1].count("/")                        # folders of the root below the bucket
+    now = int(time.time() * 1000)
+    add = {"add": {"path": "../" * (depth + 1) + f"{other}/t/x.parquet", "partitionValues": {}, "size": 1,
+                   "modificationTime": now, "dataChange": True, "stats": json.dumps({"numRecords": 1})}}
+    t.storage.write_bytes("_delta_log/00000000000000000001.json", (json.dumps(
+        {"commitInfo": {"timestamp": now, "operation": "WRITE"}}) + "\n" + json.dumps(add) + "\n").encode())
+    try:
+        rows = DeltaTable(uri, **store.table_kwargs).snapshot().to_pyarrow().column("id").to_pylist()
+    except DeltaError:
+        rows = None
+    assert rows != [7]
