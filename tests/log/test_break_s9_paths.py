@@ -152,3 +152,16 @@ def test_the_reader_reaches_a_file_of_another_azure_account_without_a_type_error
     where = locate(Storage("az://c/t", {"account_name": "acct", "anon": True}),
                    "abfss://c@other.dfs.core.windows.net/t/x.parquet")
     assert where.path.endswith("t/x.parquet")
+
+
+# ------------------------------------------------------------------ a scheme this package does not know
+@pytest.mark.parametrize("suffix", ["x.parquet/", "x.parquet/."])
+def test_vacuum_keeps_what_an_unknown_scheme_path_with_a_trailing_slash_may_name(tmp_path, suffix):
+    """A path of a scheme that may alias the local file system is Undecided (V3: every file it may name is
+    kept). On a local table its path part was not resolved, so 'foo://h/<root>/x.parquet/' ended in no
+    listed file's name and vacuum deleted x.parquet."""
+    uri = str(tmp_path / "t")
+    t = _table_whose_add_is(uri, f"foo://h{uri}/{suffix}")
+    deleted = t.vacuum(retention_hours=0, dry_run=False, enforce_retention=False)["files_deleted"]
+    assert [p.rsplit("/", 1)[-1] for p in deleted] == ["orphan.parquet"]
+    assert t.storage.exists("x.parquet")

@@ -227,7 +227,7 @@ def table_relative(storage: Storage, path: str) -> str | Undecided | None:
             if parts.authority not in ("", "localhost"):
                 return None                                   # a file on another host
             return _under(os.path.realpath(storage.root), _resolved_dirs(parts.path))
-        return None if store_of_scheme(parts.scheme) is not None else Undecided(parts.path)
+        return None if store_of_scheme(parts.scheme) is not None else Undecided(_lexical(parts.path))
     root = split_uri(storage.root)
     assert root is not None, "a non-local table root is a URL"
     if parts.scheme == "":                                    # absolute on the table's own store
