@@ -29,6 +29,12 @@ from airflow_provider_delta.log import DeltaTable
 SCHEMA = pa.schema([("id", pa.int64())])
 
 
+def _later() -> int:
+    """A vacuum's 'now' a minute ahead: files just written are older than a zero retention (a store's
+    file times may be whole seconds, or the very millisecond of the vacuum)."""
+    return int(time.time() * 1000) + 60_000
+
+
 def _parquet() -> bytes:
     buf = pa.BufferOutputStream()
     pq.write_table(pa.table({"id": [7]}, schema=SCHEMA), buf)
@@ -54,7 +60,7 @@ def _table_whose_add_is(uri: str, raw_path: str) -> DeltaTable:
 def _vacuum_keeps_the_live_file(uri: str) -> None:
     t = DeltaTable(uri)
     assert t.snapshot().to_pyarrow().column("id").to_pylist() == [7]       # our reader reads x.parquet
-    result = t.vacuum(retention_hours=0, dry_run=False, enforce_retention=False)
+    result = t.vacuum(retention_hours=0, dry_run=False, enforce_retention=False, now_ms=_later())
     assert [p.rsplit("/", 1)[-1] for p in result["files_deleted"]] == ["orphan.parquet"]
     assert t.storage.exists("x.parquet")
     assert DeltaTable(uri).snapshot().to_pyarrow().column("id").to_pylist() == [7]
@@ -101,7 +107,7 @@ def test_a_relative_path_above_the_root_into_a_sibling_is_never_deleted_from_the
     t = _table_whose_add_is(uri, "../other/x.parquet")
     assert t.snapshot().to_pyarrow().column("id").to_pylist() == [7]
     deleted = sorted(p.rsplit("/", 1)[-1] for p in
-                     t.vacuum(retention_hours=0, dry_run=False, enforce_retention=False)["files_deleted"])
+                     t.vacuum(retention_hours=0, dry_run=False, enforce_retention=False, now_ms=_later())["files_deleted"])
     assert deleted == ["orphan.parquet", "x.parquet"]
     assert (tmp_path / "other" / "x.parquet").exists()
 
@@ -125,7 +131,7 @@ def test_vacuum_and_reader_place_a_doubled_slash_after_the_authority_at_the_root
 def test_vacuum_keeps_the_file_delta_spark_reads_for_a_path_with_a_raw_query(tmp_path):
     uri = str(tmp_path / "t")
     t = _table_whose_add_is(uri, "x.parquet?a=b")
-    result = t.vacuum(retention_hours=0, dry_run=False, enforce_retention=False)
+    result = t.vacuum(retention_hours=0, dry_run=False, enforce_retention=False, now_ms=_later())
     assert [p.rsplit("/", 1)[-1] for p in result["files_deleted"]] == ["orphan.parquet"]
 
 
@@ -162,6 +168,6 @@ def test_vacuum_keeps_what_an_unknown_scheme_path_with_a_trailing_slash_may_name
     listed file's name and vacuum deleted x.parquet."""
     uri = str(tmp_path / "t")
     t = _table_whose_add_is(uri, f"foo://h{uri}/{suffix}")
-    deleted = t.vacuum(retention_hours=0, dry_run=False, enforce_retention=False)["files_deleted"]
+    deleted = t.vacuum(retention_hours=0, dry_run=False, enforce_retention=False, now_ms=_later())["files_deleted"]
     assert [p.rsplit("/", 1)[-1] for p in deleted] == ["orphan.parquet"]
     assert t.storage.exists("x.parquet")
