@@ -86,15 +86,41 @@ def test_delta_spark_resolves_a_dotdot_path_lexically(spark, tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from airflow_provider_delta.log import AddFile
     root = str(tmp_path / "t")
     t = DeltaTable.create(root, pa.schema([("id", pa.int64())]))
     os.makedirs(f"{root}/realdir/sub")
     os.symlink(f"{root}/realdir/sub", f"{root}/ln")
     pq.write_table(pa.table({"id": [1]}), f"{root}/x.parquet")
     pq.write_table(pa.table({"id": [2]}), f"{root}/realdir/x.parquet")
-    with t.transaction() as txn:
-        txn.add_file(AddFile("ln/../x.parquet", os.path.getsize(f"{root}/x.parquet"), {}, 1, True,
-                             json.dumps({"numRecords": 1})))
+    _commit_add_as_another_writer(root, "ln/../x.parquet", os.path.getsize(f"{root}/x.parquet"))
     assert [r["id"] for r in spark.read.format("delta").load(root).collect()] == [1]
     assert t.snapshot().to_pyarrow().column("id").to_pylist() == [1]      # ours reads the same file
+
+
+def _commit_add_as_another_writer(root: str, path: str, size: int) -> None:
+    """Version 1 adding ``path`` as another writer spells it (add_file refuses '.'/'..' segments, 543cee5)."""
+    import time
+    now = int(time.time() * 1000)
+    add = {"add": {"path": path, "partitionValues": {}, "size": size, "modificationTime": now, "dataChange": True,
+                   "stats": json.dumps({"numRecords": 1})}}
+    with open(f"{root}/_delta_log/{1:020d}.json", "x") as f:
+        f.write(json.dumps({"commitInfo": {"timestamp": now, "operation": "WRITE"}}) + "\n" + json.dumps(add) + "\n")
+
+
+@pytest.mark.parametrize("raw", ["x.parquet/", "../t/x.parquet", "a/../../t/x.parquet"])
+def test_delta_spark_reads_the_file_under_the_root_that_vacuum_now_keeps(spark, tmp_path, raw):
+    """Spellings vacuum placed outside the root or matched to no file (tests/log/test_break_s9_paths.py):
+    Delta Spark reads x.parquet under the root for each, as our reader does, and vacuum keeps it."""
+    import os
+    import time
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    root = str(tmp_path / "t")
+    t = DeltaTable.create(root, pa.schema([("id", pa.int64())]))
+    pq.write_table(pa.table({"id": [7]}), f"{root}/x.parquet")
+    _commit_add_as_another_writer(root, raw, os.path.getsize(f"{root}/x.parquet"))
+    assert [r["id"] for r in spark.read.format("delta").load(root).collect()] == [7]
+    assert t.snapshot().to_pyarrow().column("id").to_pylist() == [7]
+    t.vacuum(retention_hours=0, dry_run=False, enforce_retention=False, now_ms=int(time.time() * 1000) + 60_000)
+    assert [r["id"] for r in spark.read.format("delta").load(root).collect()] == [7]

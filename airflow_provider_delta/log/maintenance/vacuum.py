@@ -159,9 +159,10 @@ def _walk_remote(table: TableLog, hidden) -> list[_Listed]:
     return out
 
 
-#: Log paths that are absolute (``scheme:/...`` or ``/...``) or hold ``.``/``..`` segments or
-#: doubled slashes: the few that go through :func:`~..read.data_paths.table_relative` one by one.
-_NOT_PLAIN = ABSOLUTE_PATH_REGEX + r"|(^|/)\.\.?(/|$)|//"
+#: Log paths that are absolute (``scheme:/...`` or ``/...``) or hold ``.``/``..`` segments, doubled
+#: slashes or a trailing one (``x.parquet/`` is ``x.parquet`` to Hadoop's file systems): the few that go
+#: through :func:`~..read.data_paths.table_relative` one by one.
+_NOT_PLAIN = ABSOLUTE_PATH_REGEX + r"|(^|/)\.\.?(/|$)|//|/$"
 
 
 @dataclass

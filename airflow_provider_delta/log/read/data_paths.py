@@ -97,8 +97,10 @@ def store_of_scheme(scheme: str) -> str | None:
     return _STORE_OF_SCHEME.get(scheme.lower())
 
 #: An Azure storage account's host, DFS or Blob endpoint: ``acct.dfs.core.windows.net``,
-#: ``acct.blob.core.chinacloudapi.cn`` -> the account and its cloud
-_AZURE_HOST = re.compile(r"(?P<account>[a-z0-9]+)\.(?:dfs|blob)\.(?P<cloud>core\..+)", re.IGNORECASE)
+#: ``acct.blob.core.chinacloudapi.cn`` -> the account and its cloud (a port, or a fully qualified name's
+#: final dot, names the same endpoint: ``acct.dfs.core.windows.net.:443``)
+_AZURE_HOST = re.compile(r"(?P<account>[a-z0-9]+)\.(?:dfs|blob)\.(?P<cloud>core\.[^:]+?)\.?(?::[0-9]*)?",
+                         re.IGNORECASE)
 #: The public cloud's endpoint suffix, adlfs's default for a bare ``account_name``
 _AZURE_CLOUD = "core.windows.net"
 
@@ -143,11 +145,20 @@ def _azure_authority(scheme: str, authority: str, storage_options: dict) -> tupl
     return (f"{container}@{account}" if account else container), (f"{container}@{account}" if account else None)
 
 
+def _lexical(path: str) -> str:
+    """``path`` with ``.``/``..`` segments and doubled slashes resolved from its text alone, as Hadoop's
+    ``Path`` (so Delta Spark) resolves a log path: ``ln/../x`` is ``x`` even where ``ln`` is a symbolic
+    link, which the operating system would follow first. A leading ``//`` is one slash too
+    (``java.net.URI.normalize``: ``s3a://b//t/x`` is ``s3a://b/t/x``), where POSIX's normpath keeps it."""
+    norm = posixpath.normpath(path)
+    return "/" + norm.lstrip("/") if norm.startswith("//") else norm
+
+
 def location_of(parts: SplitUri, storage_options: dict | None = None) -> Location:
     """The place an absolute URI (split, not scheme-less) names, read with ``storage_options`` (which
     supply an Azure account the URI does not spell)."""
     store = store_of_scheme(parts.scheme)
-    path = posixpath.normpath(parts.path)
+    path = _lexical(parts.path)
     if store == "azure":
         written, authority = _azure_authority(parts.scheme, parts.authority, storage_options or {})
         return Location(store, written, authority, path)
@@ -183,7 +194,7 @@ def within(inner: Location, outer: Location) -> str | Undecided | None:
 
 def _under(root: str, path: str) -> str | None:
     """``path`` relative to ``root`` (both absolute, '/'-separated), None when outside."""
-    norm = posixpath.normpath(path)
+    norm = _lexical(path)
     root = root.rstrip("/")
     if norm == root or not norm.startswith(root + "/"):
         return None
@@ -198,20 +209,25 @@ def _resolved_dirs(path: str) -> str:
 
 def _relative_path(path: str) -> str | None:
     """A table-relative log path with ``.`` and ``..`` resolved (as Hadoop's Path does); None above the root."""
-    norm = posixpath.normpath(path)
+    norm = _lexical(path)
     return None if norm in (".", "..") or norm.startswith("../") or norm.startswith("/") else norm
 
 def table_relative(storage: Storage, path: str) -> str | Undecided | None:
     """Where a (decoded) log path points: a root-relative path, None (outside the table), or Undecided."""
     parts = split_uri(path)
     if parts is None:
-        return _relative_path(path)
+        rel = _relative_path(path)
+        if rel is not None or not _lexical(path).startswith("../"):
+            return rel
+        # above the root: resolved against it, as Hadoop's Path resolves it (``../t/x`` under root ``t`` is ``x``)
+        root_path = storage.root if storage.is_local else split_uri(storage.root).path  # type: ignore[union-attr]
+        parts = SplitUri("", "", root_path.rstrip("/") + "/" + path)
     if storage.is_local:
         if parts.scheme in ("", "file"):
             if parts.authority not in ("", "localhost"):
                 return None                                   # a file on another host
             return _under(os.path.realpath(storage.root), _resolved_dirs(parts.path))
-        return None if store_of_scheme(parts.scheme) is not None else Undecided(parts.path)
+        return None if store_of_scheme(parts.scheme) is not None else Undecided(_lexical(parts.path))
     root = split_uri(storage.root)
     assert root is not None, "a non-local table root is a URL"
     if parts.scheme == "":                                    # absolute on the table's own store
@@ -225,12 +241,6 @@ def sidecar_location(path: str) -> str:
     when relative, relative to ``_delta_log/_sidecars`` (PROTOCOL.md "Sidecar File Information")."""
     decoded = unquote(path)
     return decoded if split_uri(decoded) is not None else f"{SIDECARS_DIR}/{decoded}"
-
-def _lexical(path: str) -> str:
-    """``path`` with ``.``/``..`` segments and doubled slashes resolved from its text alone, as Hadoop's
-    ``Path`` (so Delta Spark) resolves a log path: ``ln/../x`` is ``x`` even where ``ln`` is a symbolic
-    link, which the operating system would follow first."""
-    return posixpath.normpath(path)
 
 def _local_path(parts: SplitUri) -> str:
     """The local path of a ``file:``/scheme-less URI (``file://host/x`` is the UNC path ``//host/x``)."""
