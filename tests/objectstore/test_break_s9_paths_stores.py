@@ -58,10 +58,6 @@ def test_vacuum_keeps_and_reader_reads_a_live_file_in_every_spelling(store, spel
     assert DeltaTable(uri, **store.table_kwargs).snapshot().to_pyarrow().column("id").to_pylist() == [7]
 
 
-@pytest.mark.xfail(strict=True, reason="a relative path with more '..' than the root has folders ('../../other/t/"
-                   "x.parquet' under s3://b/t) leaves the bucket in our reader (storage.path then normpath: "
-                   "'other/t/x.parquet', bucket 'other', read with the table's credentials); Delta Spark stays in "
-                   "bucket b (java.net.URI keeps the leading '..': key '../other/t/x.parquet') and finds no file")
 def test_a_relative_path_never_leaves_the_tables_bucket(object_stores):
     import boto3
     import s3fs

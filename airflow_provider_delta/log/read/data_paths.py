@@ -154,6 +154,18 @@ def _lexical(path: str) -> str:
     return "/" + norm.lstrip("/") if norm.startswith("//") else norm
 
 
+def _joined_in_store(storage: Storage, path: str) -> str:
+    """A relative log path joined to the table root in the storage's own form and resolved lexically,
+    never above the bucket or container: the first segment of an object store's path is its bucket,
+    which ``..`` must not leave (Delta Spark resolves such a path inside the table's bucket and finds
+    nothing there; resolved naively, ``../../other/x`` read another bucket with the table's credentials)."""
+    joined = storage.path(path)
+    if storage.is_local or joined.startswith("/"):
+        return _lexical(joined)
+    bucket, _, rest = joined.partition("/")
+    return bucket + _lexical("/" + rest)
+
+
 def location_of(parts: SplitUri, storage_options: dict | None = None) -> Location:
     """The place an absolute URI (split, not scheme-less) names, read with ``storage_options`` (which
     supply an Azure account the URI does not spell)."""
@@ -253,7 +265,7 @@ def filesystem_path(storage: Storage, path: str) -> str:
     relative one, the local path of a ``file:`` or scheme-less URI on a local table, else the URI."""
     parts = split_uri(path)
     if parts is None:
-        return _lexical(storage.path(path))
+        return _joined_in_store(storage, path)
     if storage.is_local and parts.scheme in ("", "file"):
         return _local_path(parts)
     return path
@@ -271,7 +283,7 @@ def locate(storage: Storage, path: str) -> FileLocation:
     file itself. Paths resolve lexically (:func:`_lexical`), as Delta Spark resolves them."""
     parts = split_uri(path)
     if parts is None:
-        return FileLocation(storage, _lexical(storage.path(path)))
+        return FileLocation(storage, _joined_in_store(storage, path))
     if parts.scheme == "file" or (parts.scheme == "" and storage.is_local):
         local = _local_path(parts)
         return FileLocation(storage if storage.is_local else Storage(local), local)
