@@ -165,15 +165,19 @@ _RULES: dict[str, Callable[[str, str], None]] = {
 }
 
 
-def checked_names(properties: Mapping[str, Any]) -> dict[str, Any]:
+def checked_names(properties: Mapping[str, Any], configuration: Mapping[str, str] | None = None) -> dict[str, Any]:
     """``properties`` (names a caller sets) with each ``delta.*`` name in Delta Spark's spelling, or
     InvalidArgumentError for a ``delta.*`` name Delta Spark refuses (unknown to it and to this
     package) or for two names of one property. A name being removed (value ``None``) is kept as
-    given: a table may hold any name, and removing it must stay possible."""
+    given when ``configuration`` (the table's) holds it: a table may hold any name, and removing it
+    must stay possible; else a known name is removed in Delta Spark's spelling, as its UNSET
+    TBLPROPERTIES normalizes it (``DELTA.APPENDONLY`` removes ``delta.appendOnly``)."""
     out: dict[str, Any] = {}
     for key, value in properties.items():
         name = key
         lower = key.lower() if isinstance(key, str) else ""
+        if value is None and key not in (configuration or {}):
+            name = _SPELLING.get(lower, key)
         if value is not None and lower.startswith("delta.") and not lower.startswith(
                 tuple(p.lower() for p in OPEN_PREFIXES)):
             name = _SPELLING.get(lower)
