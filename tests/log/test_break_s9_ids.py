@@ -1,5 +1,5 @@
 """Break review s9 (breaker 5) of the delta.* name check (property_values.checked_names): findings as
-strict xfails. Delta Spark is the reference: DeltaConfigs.validateConfigurations / normalizeConfigKeys
+fixed here (were strict xfails). Delta Spark is the reference: DeltaConfigs.validateConfigurations / normalizeConfigKeys
 lower-case a ``delta.feature.*`` name (feature names are matched without regard to case,
 TableFeature.featureNameToFeature), and UNSET TBLPROPERTIES normalizes the names it removes."""
 from __future__ import annotations
@@ -30,10 +30,6 @@ def test_a_stray_name_in_another_spelling_a_table_holds_is_still_removed_by_that
     assert DeltaTable(t.uri).snapshot().metadata.configuration == {"delta.appendOnly": "false"}
 
 
-@pytest.mark.xfail(strict=True, reason="a delta.feature.* name is passed through as given: 'Delta.Feature.X' is "
-                   "stored as a plain configuration entry and enables nothing (silently), 'delta.feature.X' with "
-                   "the feature name in another case is refused as an unknown feature; Delta Spark lower-cases "
-                   "the name and finds the feature in any case")
 @pytest.mark.parametrize("name", ["Delta.Feature.deletionVectors", "DELTA.FEATURE.DELETIONVECTORS",
                                   "delta.feature.DeletionVectors"])
 def test_a_feature_property_in_another_case_enables_the_feature(tmp_path, name):
@@ -43,3 +39,19 @@ def test_a_feature_property_in_another_case_enables_the_feature(tmp_path, name):
     snap = DeltaTable.create(str(tmp_path / "t"), SCHEMA, properties={name: "supported"}).snapshot()
     assert "deletionVectors" in (snap.protocol.writer_features or ())
     assert name not in snap.metadata.configuration
+
+
+def test_a_feature_property_in_another_case_enables_the_feature_on_an_existing_table(tmp_path):
+    t = DeltaTable.create(str(tmp_path / "t"), SCHEMA)
+    with t.transaction(operation="SET TBLPROPERTIES") as txn:
+        txn.set_properties({"DELTA.FEATURE.DELETIONVECTORS": "supported"})
+    snap = DeltaTable(t.uri).snapshot()
+    assert "deletionVectors" in (snap.protocol.writer_features or ())
+    assert not any(k.lower().startswith("delta.feature.") for k in snap.metadata.configuration)
+
+
+def test_an_unknown_feature_in_any_case_is_still_refused_and_nothing_is_written(tmp_path):
+    from airflow_provider_delta.log import DeltaError
+    with pytest.raises(DeltaError):
+        DeltaTable.create(str(tmp_path / "t"), SCHEMA, properties={"Delta.Feature.noSuchFeature": "supported"})
+    assert not (tmp_path / "t" / "_delta_log").exists() or not any((tmp_path / "t" / "_delta_log").iterdir())
