@@ -90,15 +90,19 @@ def app_id_matches(wanted: str, app_id: Any) -> bool:
     its mapped instances (``wanted[<map_index>]@<run key>``) included.
 
     A ``wanted`` without a colon is also read in the ``dag.task`` spelling of releases before 0.2.0:
-    it matches the task keys ``dag:task`` whose colon stands at one of its dots."""
+    it matches the task keys ``dag:task`` whose colon stands at one of its dots (dots of its task
+    part only: a run key after ``@``, a manual run id, may hold colons and dots of its own)."""
     if not isinstance(app_id, str):
         return False
     if _derived_from(wanted, app_id):
         return True
-    if TASK_SEPARATOR in wanted or TASK_SEPARATOR not in app_id:
+    # only the task part (before the run key) is read in the old spelling: a run key (a manual run's id)
+    # may hold colons and dots of its own
+    task_part = wanted.partition(RUN_SEPARATOR)[0]
+    if TASK_SEPARATOR in task_part or TASK_SEPARATOR not in app_id:
         return False
     return any(_derived_from(f"{wanted[:i]}{TASK_SEPARATOR}{wanted[i + 1:]}", app_id)
-               for i, char in enumerate(wanted) if char == ".")
+               for i, char in enumerate(task_part) if char == ".")
 
 
 def _derived_from(wanted: str, app_id: str) -> bool:

@@ -47,7 +47,7 @@ The JSON document (``format_version`` 1; ``input`` is null for a job without inp
     {"format": "delta-job-context", "format_version": 1,
      "input": {"table_uri": "file:///data/orders", "version": 12, "starting_version": 10},
      "output": {"table_uri": "file:///data/customers"},
-     "txn": {"app_id": "dag.task", "version": 1767225600},
+     "txn": {"app_id": "dag:task", "version": 1767225600},
      "job": {"dag_id": ..., "task_id": ..., "run_id": ..., "try_number": ...}}
 
 Table URIs are in the form Spark reads (``file:///...``, ``s3a://...``). For tables on S3

@@ -13,11 +13,11 @@ Document (``input`` optional; ``transform`` required)::
                                                # + "starting_version": 2 for the changes of 2..3
      "output": {"table_uri": "...", "mode": "append", "partition_by": ["day"],
                 "properties": {...}},
-     "app_id": "dag.task", "app_version": 1767225600,
+     "app_id": "dag:task@<run key>", "app_version": 1767225600,
      "transform": "package.module:function" | "<builtin name>",
      "params": {...},                          # keyword arguments of the transform
      "job": {"dag_id": ..., "task_id": ..., "run_id": ..., "try_number": ...},
-     "transaction": {"id": "<group id>", "writer": "dag.task"}}   # optional: stage into a catalog group
+     "transaction": {"id": "<group id>", "writer": "dag:task"}}   # optional: stage into a catalog group
 
 With ``transaction`` the output is a catalog-managed table and the job stages its commit into
 that multi-table transaction of the catalog (the ``catalog`` secret of the output side) instead

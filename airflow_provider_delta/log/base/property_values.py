@@ -16,7 +16,8 @@ a protocol version that exists (reader 1-3, writer 1-7).
 The names, as Delta Spark's ``DeltaConfigs.validateConfigurations`` checks them (:func:`checked_names`,
 applied to the properties a caller sets, never to a table's stored configuration): a ``delta.*`` name
 must be one Delta Spark knows (or this package writes: :data:`OWN_PROPERTIES`), compared without
-regard to case and stored in its own spelling; ``delta.constraints.*``, ``delta.feature.*`` and
+regard to case and stored in its own spelling; ``delta.feature.<name>`` is read in any case, the
+feature's name too (as Delta Spark's ``featureNameToFeature``); ``delta.constraints.*``, ``delta.feature.*`` and
 ``delta.universalFormat.config.*`` pass, and so does every name outside ``delta.``. Delta Spark
 takes an unknown ``delta.*`` name only with ``spark.databricks.delta.allowArbitraryProperties.enabled``;
 this package has no such switch (a misspelt property would do nothing, silently).
@@ -28,7 +29,9 @@ from typing import Any, Callable, Mapping
 
 from .errors import InvalidArgumentError
 from .features import (APPEND_ONLY_PROPERTY, CHANGE_DATA_FEED_PROPERTY, CHECK_CONSTRAINT_PREFIX,
-                       CHECKPOINT_INTERVAL_PROPERTY, CHECKPOINT_POLICY_PROPERTY,
+                       CHECKPOINT_INTERVAL_PROPERTY, CHECKPOINT_POLICY_PROPERTY, CATALOG_MANAGED_FEATURES,
+                       COMMIT_COORDINATION_FEATURES, LEGACY_FEATURES, MAINTAINABLE_FEATURES,
+                       MULTI_TABLE_TRANSACTION_FEATURES, READER_WRITER_FEATURES, SUPPORTED_READER_FEATURES,
                        CHECKPOINT_STATS_AS_JSON_PROPERTY, CHECKPOINT_STATS_AS_STRUCT_PROPERTY,
                        DATA_SKIPPING_STATS_COLUMNS_PROPERTY, FEATURE_PROPERTY_PREFIX,
                        MANAGED_OWNER_CONF_PROPERTY, MANAGED_OWNER_PROPERTY, MIN_READER_VERSION_PROPERTY,
@@ -71,6 +74,11 @@ OWN_PROPERTIES = (MANAGED_OWNER_PROPERTY, f"{MANAGED_OWNER_PROPERTY}-preview", M
 #: the universal format's per-format settings)
 OPEN_PREFIXES = (CHECK_CONSTRAINT_PREFIX, FEATURE_PROPERTY_PREFIX, "delta.universalFormat.config.")
 _SPELLING = {k.lower(): k for k in DELTA_SPARK_PROPERTIES + OWN_PROPERTIES}
+#: the features this package knows, by lower-cased name: Delta Spark finds a feature in any case
+#: (``TableFeature.featureNameToFeature``), so ``delta.feature.DeletionVectors`` names ``deletionVectors``
+_FEATURE_SPELLING = {f.lower(): f for f in (*SUPPORTED_READER_FEATURES, *LEGACY_FEATURES, *READER_WRITER_FEATURES,
+                                             *MAINTAINABLE_FEATURES, *CATALOG_MANAGED_FEATURES,
+                                             *COMMIT_COORDINATION_FEATURES, *MULTI_TABLE_TRANSACTION_FEATURES)}
 #: the protocol versions that exist (Delta Spark's ``supportedReaderVersionNumbers`` / ``...Writer...``)
 PROTOCOL_VERSIONS = {MIN_READER_VERSION_PROPERTY: range(1, 4), MIN_WRITER_VERSION_PROPERTY: range(1, 8)}
 CHECKPOINT_POLICIES = ("classic", "v2")
@@ -165,15 +173,22 @@ _RULES: dict[str, Callable[[str, str], None]] = {
 }
 
 
-def checked_names(properties: Mapping[str, Any]) -> dict[str, Any]:
+def checked_names(properties: Mapping[str, Any], configuration: Mapping[str, str] | None = None) -> dict[str, Any]:
     """``properties`` (names a caller sets) with each ``delta.*`` name in Delta Spark's spelling, or
     InvalidArgumentError for a ``delta.*`` name Delta Spark refuses (unknown to it and to this
     package) or for two names of one property. A name being removed (value ``None``) is kept as
-    given: a table may hold any name, and removing it must stay possible."""
+    given when ``configuration`` (the table's) holds it: a table may hold any name, and removing it
+    must stay possible; else a known name is removed in Delta Spark's spelling, as its UNSET
+    TBLPROPERTIES normalizes it (``DELTA.APPENDONLY`` removes ``delta.appendOnly``)."""
     out: dict[str, Any] = {}
     for key, value in properties.items():
         name = key
         lower = key.lower() if isinstance(key, str) else ""
+        if value is None and key not in (configuration or {}):
+            name = _SPELLING.get(lower, key)
+        if lower.startswith(FEATURE_PROPERTY_PREFIX):    # Delta Spark: the name in any case, the feature too
+            feature = key[len(FEATURE_PROPERTY_PREFIX):]
+            name = FEATURE_PROPERTY_PREFIX + _FEATURE_SPELLING.get(feature.lower(), feature)
         if value is not None and lower.startswith("delta.") and not lower.startswith(
                 tuple(p.lower() for p in OPEN_PREFIXES)):
             name = _SPELLING.get(lower)

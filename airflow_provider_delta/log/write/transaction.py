@@ -379,7 +379,7 @@ class Transaction:
             if not isinstance(k, str) or not k:
                 raise InvalidArgumentError(f"property names must be non-empty strings, got {k!r}")
             updates[k] = None if v is None else (("true" if v else "false") if isinstance(v, bool) else str(v))
-        updates = checked_names(updates)
+        updates = checked_names(updates, base.configuration)
         metadata = base.with_configuration(updates)
         check_property_values(updates, metadata.configuration)
         self.set_metadata(metadata)
