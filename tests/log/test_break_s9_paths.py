@@ -148,10 +148,6 @@ def test_an_azure_host_with_a_port_or_a_final_dot_is_the_same_account(live):
     assert table_relative(Storage("abfss://c@acct.dfs.core.windows.net/t", {"anon": True}), live) == "x.parquet"
 
 
-@pytest.mark.xfail(strict=True, reason="a table opened with account_name in its options reads a clone's "
-                   "abfss://c@other.dfs.core.windows.net/... file through Storage(uri, the table's options): "
-                   "fsspec gets account_name twice (the URI's host and the options) and raises TypeError (before "
-                   "this change too); Delta Spark reads the other account's file, given its credentials")
 def test_the_reader_reaches_a_file_of_another_azure_account_without_a_type_error():
     from airflow_provider_delta.log.base.storage import Storage
     from airflow_provider_delta.log.read.data_paths import locate

@@ -296,8 +296,21 @@ def locate(storage: Storage, path: str) -> FileLocation:
         assert root is not None, "a non-local table root is a URL"
         parts = SplitUri(root.scheme, root.authority, parts.path)
     path = f"{parts.scheme}://{parts.authority}{_lexical(parts.path)}"
-    other = Storage(path, storage.storage_options)          # rooted at the file itself
+    other = Storage(path, _options_for_other_place(parts, storage.storage_options))  # rooted at the file itself
     return FileLocation(other, other.path())
+
+#: storage options that name an Azure account (:func:`_azure_account`)
+_AZURE_ACCOUNT_OPTIONS = ("account_name", "account_host", "connection_string")
+
+
+def _options_for_other_place(parts: SplitUri, storage_options: dict) -> dict:
+    """The table's storage options for a file outside it: an Azure URI whose host names its account
+    goes without the table's account settings, which name another one (adlfs takes the account from
+    the host and refuses a second ``account_name``; the table's credentials, if any, still go along)."""
+    if store_of_scheme(parts.scheme) != "azure" or "@" not in parts.authority:
+        return storage_options
+    return {k: v for k, v in storage_options.items() if k not in _AZURE_ACCOUNT_OPTIONS}
+
 
 def table_root_of(storage: Storage, path: str) -> Storage:
     """The root of the table the file at (decoded log path) ``path`` belongs to.
@@ -319,14 +332,15 @@ def table_root_of(storage: Storage, path: str) -> Storage:
     else:
         store, file_path = f"{parts.scheme}://{parts.authority}", parts.path
     folder = posixpath.dirname(posixpath.normpath(file_path))
+    options = _options_for_other_place(parts, storage.storage_options)
     here = folder
     while True:
-        candidate = Storage(store + here, storage.storage_options)
+        candidate = Storage(store + here, options)
         if candidate.exists(LOG_DIR):
             return candidate
         parent = posixpath.dirname(here)
         if parent == here:
-            return Storage(store + folder, storage.storage_options)
+            return Storage(store + folder, options)
         here = parent
 
 def open_path(storage: Storage, path: str) -> str | IO[bytes]:
