@@ -73,7 +73,7 @@ def test_delta_spark_application_reads_the_pending_change_range(tmp_path, java, 
     commit = ctx["ti"].xcoms["commit"]
     assert version == 0 and commit["committed"] and (commit["input_starting_version"], commit["input_version"]) == (1, 2)
     output = DeltaTable(str(out))
-    assert output.snapshot().transaction_version("dag.apply") == 2                 # the stable consumer id
+    assert output.snapshot().transaction_version("dag:apply") == 2                 # the stable consumer id
     # Delta Spark's reading of the range equals ours (its _commit_timestamp too: file times here)
     got = output.snapshot().to_pyarrow()
     ours = source.changes(1, 2)
@@ -82,7 +82,7 @@ def test_delta_spark_application_reads_the_pending_change_range(tmp_path, java, 
     ctx, version = run_task()                                                      # nothing new: no submit
     assert version == 0 and ctx["ti"].xcoms["commit"]["committed"] is False and output.latest_version() == 0
     source.write(pa.table({"id": [3], "name": ["c"]}, schema=SCHEMA))                       # v3
-    pending = DeltaTableHook().pending_changes(source.uri, str(out), "dag.apply")
+    pending = DeltaTableHook().pending_changes(source.uri, str(out), "dag:apply")
     assert (pending.start, pending.end) == (3, 3)
 
 
@@ -102,7 +102,7 @@ def test_driver_side_job_gets_a_dataframe_of_the_changes(spark, tmp_path):
 
     def spec(start: int, end: int) -> JobSpec:
         return JobSpec(output_table_uri=out, transform="identity", input_table_uri=source.uri, input_version=end,
-                       input_starting_version=start, app_id="dag.apply", app_version=end).validate()
+                       input_starting_version=start, app_id="dag:apply", app_version=end).validate()
 
     first = run(spark, spec(0, 1))
     assert first["committed"] and first["input_starting_version"] == 0
@@ -111,7 +111,7 @@ def test_driver_side_job_gets_a_dataframe_of_the_changes(spark, tmp_path):
     second = run(spark, spec(2, 2))
     assert second["committed"] and second["version"] == 1
     output = DeltaTable(out)
-    assert output.snapshot().transaction_version("dag.apply") == 2
+    assert output.snapshot().transaction_version("dag:apply") == 2
     rows = output.snapshot().to_pyarrow()
     assert rows.schema.field("_commit_timestamp").type == pa.timestamp("us", tz="UTC")
     assert _rows(rows) == _rows(source.changes(0))
@@ -129,12 +129,12 @@ def test_submit_operator_plans_the_pending_range_and_skips_when_nothing_changed(
     op = DeltaSparkSubmitOperator(task_id="apply", conn_id="spark_not_defined", output_table_uri=out,
                                   transform="identity", input_table_uri=source.uri, input_changes=True)
     spec, _ = op.build_spec(task_context(task_id="apply"))
-    assert (spec.app_id, spec.input_starting_version, spec.input_version, spec.app_version) == ("dag.apply", 0, 1, 1)
-    process_changes(source, DeltaTable(out), "dag.apply")                    # as if that run had committed
+    assert (spec.app_id, spec.input_starting_version, spec.input_version, spec.app_version) == ("dag:apply", 0, 1, 1)
+    process_changes(source, DeltaTable(out), "dag:apply")                    # as if that run had committed
     source.write(pa.table({"id": [3], "name": ["c"]}, schema=SCHEMA))        # v2
     spec, _ = op.build_spec(task_context(task_id="apply"))
     assert (spec.input_starting_version, spec.input_version, spec.app_version) == (2, 2, 2)
-    process_changes(source, DeltaTable(out), "dag.apply")
+    process_changes(source, DeltaTable(out), "dag:apply")
     called = tmp_path / "spark-submit-was-called"
     from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
     monkeypatch.setattr(SparkSubmitOperator, "execute", lambda self, context: called.write_text("called"))
@@ -174,7 +174,7 @@ def test_delta_spark_application_incremental_input_pinned_by_a_manifest(spark, t
     commit = ctx["ti"].xcoms["commit"]
     assert commit["committed"] and (commit["input_starting_version"], commit["input_version"]) == (0, 2)
     output = DeltaTable(str(out))
-    assert output.snapshot().transaction_version("dag.apply") == 2
+    assert output.snapshot().transaction_version("dag:apply") == 2
     assert _rows(output.snapshot().to_pyarrow()) == _rows(source.changes(0, 2))
-    pending = DeltaTableHook().pending_changes(source.uri, str(out), "dag.apply")
+    pending = DeltaTableHook().pending_changes(source.uri, str(out), "dag:apply")
     assert (pending.start, pending.end) == (3, 3)
