@@ -79,16 +79,9 @@ def newest_protocol_metadata(blobs: CommitBlobs | list[tuple[int, bytes, str]]) 
         found = {}
         start, end = blobs.span(i)
         if may_spell_keys_escaped(buf, start, end):
-            version, data, path = blobs[i]
-            found = _parsed_protocol_metadata(version, data, path)
-        for pattern, kind, key in _KINDS if not found.get("escaped") else ():
-            if buf.rfind(key, start, end) < 0:
-                continue
-            version, data, path = blobs[i]    # a copy of this one commit
-            if data.count(key) > 1 and len(pattern.findall(data)) > 1:
-                raise CorruptLogError(f"{path}: commit {version} holds more than one {kind} action",
-                                      path=path)
-            found[kind] = _last_line(pattern, data)
+            found = _parsed_protocol_metadata(*blobs[i])
+        else:
+            found = _matched_protocol_metadata(blobs, i, buf, start, end)
         if protocol is None and found.get("protocol"):
             protocol = found["protocol"]["protocol"]
         if metadata is None and found.get("metaData"):
@@ -98,10 +91,24 @@ def newest_protocol_metadata(blobs: CommitBlobs | list[tuple[int, bytes, str]]) 
     return protocol, metadata
 
 
+def _matched_protocol_metadata(blobs: CommitBlobs, i: int, buf: bytes, start: int, end: int) -> dict[str, Any]:
+    """The protocol and metaData lines of commit ``i`` found by the line patterns (a substring test
+    first, so a commit without them is never copied), refusing two of a kind."""
+    found: dict[str, Any] = {}
+    for pattern, kind, key in _KINDS:
+        if buf.rfind(key, start, end) < 0:
+            continue
+        version, data, path = blobs[i]    # a copy of this one commit
+        if data.count(key) > 1 and len(pattern.findall(data)) > 1:
+            raise CorruptLogError(f"{path}: commit {version} holds more than one {kind} action", path=path)
+        found[kind] = _last_line(pattern, data)
+    return found
+
+
 def _parsed_protocol_metadata(version: int, data: bytes, path: str) -> dict[str, Any]:
     """The protocol and metaData lines of a commit whose keys may be spelled with escapes, by
     parsing each line as JSON (as :func:`newest_protocol_metadata` returns them), refusing two."""
-    found: dict[str, Any] = {"escaped": True}
+    found: dict[str, Any] = {}
     for line in data.splitlines():
         if not line.strip():
             continue
