@@ -162,8 +162,10 @@ def test_group_publish_on_a_locked_sqlite_catalog_raises_an_untyped_error(tmp_pa
     import sqlite3
     from airflow_provider_delta.log import DeltaError
 
+    import time
     db = tmp_path / "catalog.db"
-    catalog = SqlCatalog(f"sqlite:///{db}", publish_grace_ms=0)
+    # the busy timeout the user gives (SQLAlchemy's connect_args) is the one waited out (was always 60 s)
+    catalog = SqlCatalog(f"sqlite:///{db}", publish_grace_ms=0, engine_kwargs={"connect_args": {"timeout": 2}})
     a, b = make(catalog, tmp_path, "a", "b")
     tx = catalog.begin()
     tx.write(a.uri, rows("g1"))
@@ -172,8 +174,10 @@ def test_group_publish_on_a_locked_sqlite_catalog_raises_an_untyped_error(tmp_pa
     other = sqlite3.connect(db, isolation_level=None)       # another process's long write transaction
     other.execute("BEGIN EXCLUSIVE")
     try:
-        with pytest.raises(DeltaError, match="unknown"):     # waits out the 60 s busy timeout first
+        started = time.monotonic()
+        with pytest.raises(DeltaError, match="unknown"):     # waits out the busy timeout first
             tx.publish()
+        assert 2 <= time.monotonic() - started < 50
     finally:
         other.execute("ROLLBACK")
         other.close()

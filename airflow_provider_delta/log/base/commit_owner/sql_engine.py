@@ -76,16 +76,17 @@ def create_owner_engine(u: URL, engine_kwargs: dict[str, Any] | None = None) -> 
         path = u.database or ""
         if path and not path.startswith("file:"):
             os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-        kwargs.setdefault("connect_args", {}).setdefault("timeout", SQLITE_BUSY_TIMEOUT_S)
+        timeout = kwargs.setdefault("connect_args", {}).setdefault("timeout", SQLITE_BUSY_TIMEOUT_S)
         engine = sa.create_engine(u, **kwargs)
-        _setup_sqlite(engine)
+        _setup_sqlite(engine, float(timeout))
         return engine
     kwargs.setdefault("pool_pre_ping", True)
     return sa.create_engine(u, **kwargs)
 
 
-def _setup_sqlite(engine: Engine) -> None:
-    busy_ms = int(SQLITE_BUSY_TIMEOUT_S * 1000)
+def _setup_sqlite(engine: Engine, busy_timeout_s: float) -> None:
+    """WAL mode, explicit BEGINs, and the busy timeout the caller chose (``connect_args["timeout"]``)."""
+    busy_ms = int(busy_timeout_s * 1000)
 
     @sa.event.listens_for(engine, "connect")
     def _on_connect(dbapi_conn, _record):  # pragma: no cover - exercised through every SQLite test
