@@ -17,6 +17,28 @@ CORPUS = (ROOT.parent / "shared" / "corpus").resolve()
 POSTGRES_URL = os.environ.get("DELTA_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
 
 
+#: The pytest-xdist group of the tests that use the one local SparkSession (``make test`` runs two workers).
+SPARK_SESSION_GROUP = "spark-session"
+
+
+def _in_spark_session_group(item: pytest.Item) -> bool:
+    """Tests of the ``spark`` fixture, and those that compare what Spark drivers leave in /tmp
+    (the driver-secrets folders: another worker's running driver would show up there)."""
+    return "spark" in getattr(item, "fixturenames", ()) or "secrets" in item.path.name
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist (``--dist loadgroup``), the SparkSession's tests run in one worker, one
+    after the other, so a test run still starts one SparkSession; they come first because they are
+    the longest group, and the other worker takes the remaining tests one by one meanwhile.
+    Runs before xdist's own hook, which reads the group marks."""
+    group = [item for item in items if _in_spark_session_group(item)]
+    for item in group:
+        item.add_marker(pytest.mark.xdist_group(SPARK_SESSION_GROUP))
+    items[:] = group + [item for item in items if not _in_spark_session_group(item)]
+
+
 @pytest.fixture(scope="session")
 def corpus() -> Path:
     if not CORPUS.is_dir():
