@@ -1,0 +1,226 @@
+"""Break review s10 (issue 27): the Spark entry (``delta_job.run_application``), the check for commits
+outside the exactly-once pair, and what a retry does afterwards.
+
+The entry tests run ``run_application`` in this process against the test's Spark session, with the
+operator's ``--conf`` in the live ``SparkConf`` (what spark-submit gives the driver); one test runs a real
+spark-submit (local mode, Delta Spark jars) for what only a real process shows: the exit code.
+"""
+from __future__ import annotations
+
+import json
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from airflow_provider_delta.log import DeltaTable
+from task_context import LOGICAL, RUN_KEY, task_context
+
+pytestmark = pytest.mark.spark
+
+APP_ID = "dag:delta_job@" + RUN_KEY
+APP_VERSION = int(LOGICAL.timestamp())
+SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string())])
+SPARK_CONF = {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2",
+              "spark.databricks.delta.snapshotPartitions": "2", "spark.log.level": "WARN"}
+
+#: writes the output twice from the application's own session: the second write is refused by Delta
+WRITES_TWICE = '''
+from pyspark.sql import SparkSession
+from airflow_provider_delta.spark.delta_job import delta_job_context
+
+ctx = delta_job_context()
+spark = SparkSession.builder.getOrCreate()
+spark.range(0, 2).selectExpr("id", "'a' AS name").write.format("delta").mode("append").save(ctx.output_table_uri)
+spark.range(2, 4).selectExpr("id", "'b' AS name").write.format("delta").mode("append").save(ctx.output_table_uri)
+'''
+
+
+def _operator(**kwargs: Any):
+    from airflow_provider_delta.operators import DeltaSparkApplicationOperator
+    kwargs.setdefault("task_id", "delta_job")
+    kwargs.setdefault("conn_id", "spark_not_defined")
+    return DeltaSparkApplicationOperator(**kwargs)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_an_application_whose_second_write_is_refused_fails_without_retry(tmp_path, delta_spark_conf):
+    """The application writes the output twice: Delta commits the first with the pair and refuses the
+    second ("Both txnAppId and txnVersion must be specified"). Before: the try failed with a plain
+    (retryable) error and the retry found the pair committed, did not run the application and ended
+    green, announcing the output without the second write's rows. Now the entry exits with its own code
+    and the task fails without retry, saying the output lacks that write."""
+    from airflow.exceptions import AirflowFailException
+    app = tmp_path / "writes_twice.py"
+    app.write_text(WRITES_TWICE)
+    out = tmp_path / "out"
+    op = _operator(application=str(app), output_table_uri=str(out), jars=delta_spark_conf["spark.jars"],
+                   conf=SPARK_CONF, env_vars={"SPARK_LOCAL_IP": "127.0.0.1"})
+    with pytest.raises(AirflowFailException) as e:     # was: AirflowException "Error code is: 1" (retried)
+        op.execute(task_context(task_id="delta_job"))
+    assert type(e.value).__name__ == "SecondDeltaWriteError" and "refused" in str(e.value)
+    assert op._hook._submit_sp.returncode == 87       # delta_job.EXIT_SECOND_WRITE_REFUSED, through spark-submit
+    table = DeltaTable(str(out))
+    assert table.latest_version() == 0 and table.snapshot().transaction_version(APP_ID) == APP_VERSION
+    assert sorted(r["id"] for r in table.snapshot().to_pyarrow().to_pylist()) == [0, 1]
+
+
+# ------------------------------------------------------------------ the entry, in this process
+def _job(out: str):
+    from airflow_provider_delta.spark.delta_job import DeltaJobContext
+    return DeltaJobContext(input_table_uri=None, input_version=None, output_table_uri=out, txn_app_id=APP_ID,
+                           txn_version=APP_VERSION, job={"dag_id": "dag", "task_id": "delta_job",
+                                                         "run_id": "scheduled__2026-01-02", "try_number": 1})
+
+
+def _run_entry(monkeypatch, spark, tmp_path: Path, source: str, args: list[str] = (), files: dict | None = None):
+    """Run ``source`` as the application through ``run_application``, as spark-submit would: the operator's
+    Delta ``--conf`` in the live ``SparkConf``. Returns the ``SystemExit`` code (None: returned normally)."""
+    from pyspark.sql import SparkSession
+
+    from airflow_provider_delta.operators import DeltaSparkApplicationOperator
+    from airflow_provider_delta.spark.delta_job import APPLICATION_ARG, run_application
+    out = str(tmp_path / "out")
+    job = _job(out)
+    op = DeltaSparkApplicationOperator(task_id="delta_job", conn_id="spark_not_defined", application="app.py",
+                                       output_table_uri=out)
+    submitted = {k: v for k, v in op.spark_conf(job).items() if k.startswith("spark.databricks.delta.")}
+    app_dir = tmp_path / "jobs"
+    app_dir.mkdir(exist_ok=True)
+    for name, text in {**(files or {}), "app.py": source}.items():
+        (app_dir / name).write_text(textwrap.dedent(text))
+    live = spark.sparkContext._jsc.sc().conf()       # the SparkConf that spark-submit --conf fills
+    monkeypatch.setattr(SparkSession.Builder, "getOrCreate", SparkSession.Builder.getOrCreate)  # undone after
+    monkeypatch.setattr(sys, "argv", list(sys.argv))
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    for key, value in submitted.items():
+        live.set(key, value)
+    try:
+        run_application([f"{APPLICATION_ARG}={app_dir / 'app.py'}", *args, job.to_argument()])
+        return None
+    except SystemExit as e:
+        return e.code
+    finally:
+        for key in submitted:
+            live.remove(key)
+        for key in job.session_conf:
+            spark.conf.unset(key)
+        sys.modules.pop("helpers", None)
+
+
+def _output(tmp_path: Path) -> tuple[list[int], list[tuple[int, bool]]]:
+    """(the output's ids, per commit: (version, holds this run's pair))."""
+    table = DeltaTable(str(tmp_path / "out"))
+    pairs = [(v, any(a.get("txn", {}).get("appId") == APP_ID and a["txn"]["version"] == APP_VERSION
+                     for a in table.read_commit(v))) for v in range(table.latest_version() + 1)]
+    return sorted(r["id"] for r in table.snapshot().to_pyarrow().to_pylist()), pairs
+
+
+WRITE = ('SparkSession.builder.getOrCreate().range({lo}, {hi}).selectExpr("id", "\'x\' AS name")'
+         '.write.format("delta").mode("append").save(delta_job_context().output_table_uri)')
+HEAD = ("import sys\nfrom pyspark.sql import SparkSession\n"
+        "from airflow_provider_delta.spark.delta_job import delta_job_context\n")
+
+
+def test_builder_chains_called_again_and_active_give_the_armed_session(monkeypatch, spark, tmp_path):
+    app = HEAD + '''
+spark = SparkSession.builder.appName("mine").config("spark.sql.shuffle.partitions", "2").getOrCreate()
+again = SparkSession.builder.config("spark.sql.session.timeZone", "UTC").getOrCreate()
+assert again is spark and SparkSession.active() is spark and SparkSession.getActiveSession() is spark
+''' + WRITE.format(lo=0, hi=2)
+    assert _run_entry(monkeypatch, spark, tmp_path, app) is None
+    assert _output(tmp_path) == ([0, 1], [(0, True)])
+
+
+def test_main_guard_sibling_import_and_arguments_with_spaces_dashes_and_json(monkeypatch, spark, tmp_path):
+    args = ["--day", "2026-01-02 00:00", "--", '{"a": [1, "b c"]}', "", "--delta-job-contextual"]
+    app = HEAD + '''
+import json
+from helpers import rows                 # a module next to the application
+
+def main():
+    ctx = delta_job_context()
+    json.dump({"args": list(ctx.args), "argv": sys.argv[1:]}, open(sys.argv[0] + ".seen", "w"))
+    spark = SparkSession.builder.getOrCreate()
+    spark.createDataFrame(rows(), "id long, name string").write.format("delta").save(ctx.output_table_uri)
+
+if __name__ == "__main__":
+    main()
+'''
+    assert _run_entry(monkeypatch, spark, tmp_path, app, args,
+                      files={"helpers.py": "def rows():\n    return [(5, 'a'), (6, 'b')]\n"}) is None
+    seen = json.loads((tmp_path / "jobs" / "app.py.seen").read_text())
+    assert seen["args"] == args and seen["argv"][:-1] == args
+    assert _output(tmp_path) == ([5, 6], [(0, True)])
+
+
+def test_a_write_from_another_thread_of_the_application_carries_the_pair(monkeypatch, spark, tmp_path):
+    app = HEAD + '''
+import threading
+spark = SparkSession.builder.getOrCreate()
+errors = []
+def write():
+    try:
+        ''' + WRITE.format(lo=0, hi=3) + '''
+    except Exception as e:
+        errors.append(e)
+t = threading.Thread(target=write)
+t.start(); t.join()
+if errors:
+    raise errors[0]
+'''
+    assert _run_entry(monkeypatch, spark, tmp_path, app) is None
+    assert _output(tmp_path) == ([0, 1, 2], [(0, True)])
+
+
+def test_sys_exit_0_after_the_write_is_success(monkeypatch, spark, tmp_path):
+    assert _run_entry(monkeypatch, spark, tmp_path, HEAD + WRITE.format(lo=0, hi=2) + "\nsys.exit(0)\n") == 0
+    assert _output(tmp_path) == ([0, 1], [(0, True)])
+
+
+@pytest.mark.parametrize("second", [
+    WRITE.format(lo=2, hi=4),                                                     # the same session
+    WRITE.replace("SparkSession.builder.getOrCreate()", "SparkSession.builder.getOrCreate().newSession()")
+    .format(lo=2, hi=4),                                                          # a new session
+    "try:\n    " + WRITE.format(lo=2, hi=4) + "\nexcept Exception as e:\n    raise RuntimeError('my job failed') from e",
+], ids=["same-session", "new-session", "wrapped-by-the-app"])
+def test_a_refused_second_write_exits_with_the_entry_code(monkeypatch, spark, tmp_path, second):
+    from airflow_provider_delta.spark.delta_job import EXIT_SECOND_WRITE_REFUSED
+    code = _run_entry(monkeypatch, spark, tmp_path, HEAD + WRITE.format(lo=0, hi=2) + "\n" + second + "\n")
+    assert code == EXIT_SECOND_WRITE_REFUSED
+    assert _output(tmp_path) == ([0, 1], [(0, True)])
+
+
+def test_a_failure_after_the_one_write_stays_a_plain_failure(monkeypatch, spark, tmp_path):
+    """Not a refused write: the error is the application's own (a retry announces the commit)."""
+    with pytest.raises(ValueError, match="after the write"):
+        _run_entry(monkeypatch, spark, tmp_path, HEAD + WRITE.format(lo=0, hi=2) + "\nraise ValueError('after the write')\n")
+    assert _output(tmp_path) == ([0, 1], [(0, True)])
+
+
+def test_a_write_refused_before_the_pair_was_used_stays_a_plain_failure(monkeypatch, spark, tmp_path):
+    """The only write is in a new session (refused, nothing written): no entry code, a retry may run again."""
+    app = HEAD + "SparkSession.builder.getOrCreate()\n" + WRITE.replace(
+        "SparkSession.builder.getOrCreate()", "SparkSession.builder.getOrCreate().newSession()").format(lo=0, hi=2)
+    with pytest.raises(Exception, match="DELTA_INVALID_IDEMPOTENT_WRITES_OPTIONS"):
+        _run_entry(monkeypatch, spark, tmp_path, app)
+    assert not (tmp_path / "out" / "_delta_log").exists()
+
+
+def test_user_arguments_that_merely_start_like_the_context_argument_are_passed(tmp_path):
+    """The operator drops its own ``--delta-job-context=<JSON>`` from a previous execute, not every
+    argument starting with those letters (``--delta-job-contextual`` was dropped without a word)."""
+    stub = tmp_path / "spark-submit"
+    stub.write_text("#!/bin/sh\nexit 7\n")
+    stub.chmod(0o755)
+    op = _operator(application=str(tmp_path / "app.py"), output_table_uri=str(tmp_path / "o"),
+                   application_args=["--delta-job-contextual", "--delta-job-applications=2"], spark_binary=str(stub))
+    for _ in range(2):
+        with pytest.raises(Exception, match="Error code is: 7"):
+            op.execute(task_context(task_id="delta_job"))
+    assert op.application_args[:2] == ["--delta-job-contextual", "--delta-job-applications=2"]
+    assert len(op.application_args) == 3 and op.application_args[2].startswith("--delta-job-context=")
