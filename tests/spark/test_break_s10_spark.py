@@ -224,3 +224,48 @@ def test_user_arguments_that_merely_start_like_the_context_argument_are_passed(t
             op.execute(task_context(task_id="delta_job"))
     assert op.application_args[:2] == ["--delta-job-contextual", "--delta-job-applications=2"]
     assert len(op.application_args) == 3 and op.application_args[2].startswith("--delta-job-context=")
+
+
+# ------------------------------------------------------------------ secrets of a real local run
+PASSWORD = "pw with S10SecretValue"
+SECRETS_APP = '''
+import json, os, subprocess, sys
+from airflow_provider_delta.spark.delta_job import env_json_object
+secrets = env_json_object("DELTA_SPARK_JOB_SECRETS")
+ps = subprocess.run(["ps", "-eww", "-o", "args"], capture_output=True, text=True).stdout   # every process
+with open(sys.argv[1], "w") as f:
+    json.dump({"secrets": secrets, "ps": ps, "environ_arg": [a for a in sys.argv if "DELTA_SPARK" in a]}, f)
+print("driver error text:", secrets["output"]["catalog"]["url"])   # a driver echoing the URL (a DB error)
+'''
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_a_real_local_run_keeps_the_catalog_password_off_every_command_line_and_the_task_log(
+        tmp_path, delta_spark_conf, capsys):
+    """A real local spark-submit: the driver gets the secrets (environment route) while no process's
+    command line (spark-submit, its JVM, the Python driver, PySpark's daemons; read by the driver with
+    ps) holds the password, the task log masks the URL the driver prints, and nothing is left in /tmp."""
+    import tempfile
+
+    from airflow.sdk.log import redact
+    before = {n for n in __import__("os").listdir(tempfile.gettempdir()) if n.startswith("delta-spark-secrets-")}
+    secrets = {"output": {"catalog": {"url": f"postgresql://etl:{PASSWORD}@db.example:5432/cat"}}}
+    app, seen = tmp_path / "secrets_app.py", tmp_path / "seen.json"
+    app.write_text(SECRETS_APP)
+    op = _operator(application=str(app), application_args=[str(seen)], output_table_uri=str(tmp_path / "out"),
+                   jars=delta_spark_conf["spark.jars"], conf=SPARK_CONF,
+                   env_vars={"SPARK_LOCAL_IP": "127.0.0.1", "DELTA_SPARK_JOB_SECRETS": json.dumps(secrets)})
+    assert op.execute(task_context(task_id="delta_job")) is None          # commits nothing: "no commit"
+    got = json.loads(seen.read_text())
+    assert got["secrets"] == secrets                                        # the driver has them
+    assert "org.apache.spark.deploy.SparkSubmit" in got["ps"] and "secrets_app.py" in got["ps"]   # it saw them
+    assert "S10SecretValue" not in got["ps"]
+    assert not got["environ_arg"]
+    logged = capsys.readouterr()
+    assert "driver error text:" in logged.out + logged.err                 # the driver's output is the task log
+    # Airflow masks the task log with redact (airflow.sdk.log.mask_logs, in the supervisor for a real task;
+    # this test's logging has no such processor): what the operator registered covers the URL and password
+    assert "S10SecretValue" not in redact(logged.out + logged.err)
+    after = {n for n in __import__("os").listdir(tempfile.gettempdir()) if n.startswith("delta-spark-secrets-")}
+    assert after <= before
