@@ -269,3 +269,29 @@ def test_a_real_local_run_keeps_the_catalog_password_off_every_command_line_and_
     assert "S10SecretValue" not in redact(logged.out + logged.err)
     after = {n for n in __import__("os").listdir(tempfile.gettempdir()) if n.startswith("delta-spark-secrets-")}
     assert after <= before
+
+
+def test_delete_then_append_exits_with_the_entry_code_after_the_delete_used_the_pair(monkeypatch, spark, tmp_path):
+    """The usual "rewrite a day" pattern, DELETE then append, is two Delta writes: the DELETE commits with
+    the pair, the append is refused. Before, the retry found the pair and went green: the day deleted and
+    never written again. Now the entry says so (and the operator fails without retry); replaceWhere does
+    it in one write."""
+    from airflow_provider_delta.spark.delta_job import EXIT_SECOND_WRITE_REFUSED
+    out = str(tmp_path / "out")
+    spark.range(0, 4).selectExpr("id", "'old' AS name").write.format("delta").save(out)
+    app = HEAD + '''
+spark = SparkSession.builder.getOrCreate()
+spark.sql("DELETE FROM delta.`%s` WHERE id < 2")
+''' % out + WRITE.format(lo=0, hi=2)
+    assert _run_entry(monkeypatch, spark, tmp_path, app) == EXIT_SECOND_WRITE_REFUSED
+    assert _output(tmp_path) == ([2, 3], [(0, False), (1, True)])        # the delete holds the pair
+
+    out2 = tmp_path / "one-write"
+    spark.range(0, 4).selectExpr("id", "'old' AS name").write.format("delta").save(str(out2 / "out"))
+    one_write = HEAD + '''
+spark = SparkSession.builder.getOrCreate()
+(spark.range(0, 2).selectExpr("id", "'new' AS name").write.format("delta").mode("overwrite")
+ .option("replaceWhere", "id < 2").save(delta_job_context().output_table_uri))
+'''
+    assert _run_entry(monkeypatch, spark, out2, one_write) is None
+    assert _output(out2) == ([0, 1, 2, 3], [(0, False), (1, True)])
