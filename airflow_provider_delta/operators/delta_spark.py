@@ -73,8 +73,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from ..log import DeltaTable, Snapshot
 
-__all__ = ["DeltaSparkApplicationOperator", "CoordinatedCommitsError", "CommitOutsidePairError", "SecondDeltaWriteError",
-           "DELTA_SQL_CONF"]
+__all__ = ["DeltaSparkApplicationOperator", "CoordinatedCommitsError", "CommitOutsidePairError",
+           "SecondDeltaWriteError", "DELTA_SQL_CONF"]
 
 #: Spark settings that turn Delta Spark on in a session (set unless the user set them)
 DELTA_SQL_CONF = {

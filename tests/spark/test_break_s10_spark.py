@@ -2,8 +2,8 @@
 outside the exactly-once pair, and what a retry does afterwards.
 
 The entry tests run ``run_application`` in this process against the test's Spark session, with the
-operator's ``--conf`` in the live ``SparkConf`` (what spark-submit gives the driver); one test runs a real
-spark-submit (local mode, Delta Spark jars) for what only a real process shows: the exit code.
+operator's ``--conf`` in the live ``SparkConf`` (what spark-submit gives the driver); the secrets test runs
+a real spark-submit (local mode, Delta Spark jars) for what only real processes show: their command lines.
 """
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 import pytest
 
 from airflow_provider_delta.log import DeltaTable
@@ -23,21 +22,8 @@ pytestmark = pytest.mark.spark
 
 APP_ID = "dag:delta_job@" + RUN_KEY
 APP_VERSION = int(LOGICAL.timestamp())
-SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string())])
 SPARK_CONF = {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2",
               "spark.databricks.delta.snapshotPartitions": "2", "spark.log.level": "WARN"}
-
-#: writes the output twice from the application's own session: the second write is refused by Delta
-WRITES_TWICE = '''
-from pyspark.sql import SparkSession
-from airflow_provider_delta.spark.delta_job import delta_job_context
-
-ctx = delta_job_context()
-spark = SparkSession.builder.getOrCreate()
-spark.range(0, 2).selectExpr("id", "'a' AS name").write.format("delta").mode("append").save(ctx.output_table_uri)
-spark.range(2, 4).selectExpr("id", "'b' AS name").write.format("delta").mode("append").save(ctx.output_table_uri)
-'''
-
 
 def _operator(**kwargs: Any):
     from airflow_provider_delta.operators import DeltaSparkApplicationOperator
@@ -46,27 +32,9 @@ def _operator(**kwargs: Any):
     return DeltaSparkApplicationOperator(**kwargs)
 
 
-@pytest.mark.slow
-@pytest.mark.timeout(600)
-def test_an_application_whose_second_write_is_refused_fails_without_retry(tmp_path, delta_spark_conf):
-    """The application writes the output twice: Delta commits the first with the pair and refuses the
-    second ("Both txnAppId and txnVersion must be specified"). Before: the try failed with a plain
-    (retryable) error and the retry found the pair committed, did not run the application and ended
-    green, announcing the output without the second write's rows. Now the entry exits with its own code
-    and the task fails without retry, saying the output lacks that write."""
-    from airflow.exceptions import AirflowFailException
-    app = tmp_path / "writes_twice.py"
-    app.write_text(WRITES_TWICE)
-    out = tmp_path / "out"
-    op = _operator(application=str(app), output_table_uri=str(out), jars=delta_spark_conf["spark.jars"],
-                   conf=SPARK_CONF, env_vars={"SPARK_LOCAL_IP": "127.0.0.1"})
-    with pytest.raises(AirflowFailException) as e:     # was: AirflowException "Error code is: 1" (retried)
-        op.execute(task_context(task_id="delta_job"))
-    assert type(e.value).__name__ == "SecondDeltaWriteError" and "refused" in str(e.value)
-    assert op._hook._submit_sp.returncode == 87       # delta_job.EXIT_SECOND_WRITE_REFUSED, through spark-submit
-    table = DeltaTable(str(out))
-    assert table.latest_version() == 0 and table.snapshot().transaction_version(APP_ID) == APP_VERSION
-    assert sorted(r["id"] for r in table.snapshot().to_pyarrow().to_pylist()) == [0, 1]
+# The operator's side of a refused second write (SecondDeltaWriteError, exit code 87 through a real
+# spark-submit) is tests/spark/test_delta_spark_operator.py::
+# test_a_write_from_a_new_session_fails_the_application_and_a_cleared_run_announces_the_first.
 
 
 # ------------------------------------------------------------------ the entry, in this process
@@ -128,7 +96,8 @@ HEAD = ("import sys\nfrom pyspark.sql import SparkSession\n"
 
 def test_builder_chains_called_again_and_active_give_the_armed_session(monkeypatch, spark, tmp_path):
     app = HEAD + '''
-spark = SparkSession.builder.appName("mine").config("spark.sql.shuffle.partitions", "2").getOrCreate()
+spark = (SparkSession.builder.appName("airflow-provider-delta-tests")
+         .config("spark.sql.shuffle.partitions", "2").getOrCreate())
 again = SparkSession.builder.config("spark.sql.session.timeZone", "UTC").getOrCreate()
 assert again is spark and SparkSession.active() is spark and SparkSession.getActiveSession() is spark
 ''' + WRITE.format(lo=0, hi=2)
@@ -186,7 +155,8 @@ def test_sys_exit_0_after_the_write_is_success(monkeypatch, spark, tmp_path):
     WRITE.format(lo=2, hi=4),                                                     # the same session
     WRITE.replace("SparkSession.builder.getOrCreate()", "SparkSession.builder.getOrCreate().newSession()")
     .format(lo=2, hi=4),                                                          # a new session
-    "try:\n    " + WRITE.format(lo=2, hi=4) + "\nexcept Exception as e:\n    raise RuntimeError('my job failed') from e",
+    "try:\n    " + WRITE.format(lo=2, hi=4)
+    + "\nexcept Exception as e:\n    raise RuntimeError('my job failed') from e",
 ], ids=["same-session", "new-session", "wrapped-by-the-app"])
 def test_a_refused_second_write_exits_with_the_entry_code(monkeypatch, spark, tmp_path, second):
     from airflow_provider_delta.spark.delta_job import EXIT_SECOND_WRITE_REFUSED
@@ -198,7 +168,8 @@ def test_a_refused_second_write_exits_with_the_entry_code(monkeypatch, spark, tm
 def test_a_failure_after_the_one_write_stays_a_plain_failure(monkeypatch, spark, tmp_path):
     """Not a refused write: the error is the application's own (a retry announces the commit)."""
     with pytest.raises(ValueError, match="after the write"):
-        _run_entry(monkeypatch, spark, tmp_path, HEAD + WRITE.format(lo=0, hi=2) + "\nraise ValueError('after the write')\n")
+        _run_entry(monkeypatch, spark, tmp_path,
+                   HEAD + WRITE.format(lo=0, hi=2) + "\nraise ValueError('after the write')\n")
     assert _output(tmp_path) == ([0, 1], [(0, True)])
 
 

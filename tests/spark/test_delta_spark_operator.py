@@ -178,8 +178,9 @@ def test_a_write_from_a_new_session_fails_the_application_and_a_cleared_run_anno
     op = _operator(application=user_job, application_args=["copy", "again-from-a-new-session"],
                    input_table_uri=source.uri, output_table_uri=str(out), jars=delta_jars, conf=SPARK_CONF,
                    env_vars={"SPARK_LOCAL_IP": "127.0.0.1"})
-    with pytest.raises(SecondDeltaWriteError):
+    with pytest.raises(SecondDeltaWriteError):      # was: AirflowException "Error code is: 1" (retried)
         op.execute(_context())
+    assert op._hook._submit_sp.returncode == 87       # delta_job.EXIT_SECOND_WRITE_REFUSED, through spark-submit
     printed = capfd.readouterr().out                  # the task log (spark-submit's output)
     assert "DELTA-JOB-SECOND-WRITE-REFUSED [DELTA_INVALID_IDEMPOTENT_WRITES_OPTIONS]" in printed
     assert op.application == user_job                 # the user's values are back after the submit
