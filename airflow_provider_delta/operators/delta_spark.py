@@ -17,7 +17,9 @@ what makes the run reproducible and exactly-once, and checks the outcome:
   that matched nothing) succeeds with ``None``. Any other data-changing commit to the output
   while the application ran fails the task (:class:`CommitOutsidePairError`, no retry) unless
   it names another origin (run marker or ``commitInfo.job``): one made without the pair, or
-  one whose origin the log cannot tell.
+  one whose origin the log cannot tell. An application that made a second Delta write, refused by
+  Delta (the first used the pair up), fails the task without retry as well
+  (:class:`SecondDeltaWriteError`): a retry would find the pair and announce the output without it.
 
 spark-submit runs :func:`airflow_provider_delta.spark.delta_job.run_application`, which runs
 ``application`` and sets ``txnVersion`` on the session it creates, so the pair is in the
@@ -71,7 +73,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from ..log import DeltaTable, Snapshot
 
-__all__ = ["DeltaSparkApplicationOperator", "CoordinatedCommitsError", "CommitOutsidePairError", "DELTA_SQL_CONF"]
+__all__ = ["DeltaSparkApplicationOperator", "CoordinatedCommitsError", "CommitOutsidePairError",
+           "SecondDeltaWriteError", "DELTA_SQL_CONF"]
 
 #: Spark settings that turn Delta Spark on in a session (set unless the user set them)
 DELTA_SQL_CONF = {
@@ -88,6 +91,12 @@ class CommitOutsidePairError(CommitFailedError, AirflowFailException):
     """While the application ran, the output got data-changing commits the exactly-once pair does not
     account for (this try's, or of unknown origin). Fails the task without retrying: a retry that
     runs the application again would write that data twice if it was the application's."""
+
+
+class SecondDeltaWriteError(CommitFailedError, AirflowFailException):
+    """The application wrote the output with the exactly-once pair, then made another Delta write, which
+    Delta refused (the pair was used up): that write did not happen. Fails the task without retrying: a
+    retry finds the pair committed and would announce the output without that write's rows."""
 
 
 class DeltaSparkApplicationOperator(DeltaTaskMixin, StopDriverOnKillMixin, LocalSparkMixin, SparkSubmitOperator):
@@ -320,8 +329,8 @@ class DeltaSparkApplicationOperator(DeltaTaskMixin, StopDriverOnKillMixin, Local
         self.log.info("Submitting %s: input %s at version %s, output %s with txnAppId=%r txnVersion=%s",
                       self.application, ctx.input_table_uri, ctx.input_version, ctx.output_table_uri,
                       ctx.txn_app_id, ctx.txn_version)
-        user_args = [str(a) for a in (self.application_args or [])
-                     if not str(a).startswith((CONTEXT_ARG, APPLICATION_ARG))]
+        user_args = [str(a) for a in (self.application_args or [])      # not our own of a previous execute
+                     if not str(a).startswith((CONTEXT_ARG + "=", APPLICATION_ARG + "="))]
         self.application_args = user_args + [ctx.to_argument()]
         env = {k: v for k, v in (self.env_vars or {}).items() if k not in ENV_VARS and k != ENV_HADOOP_CONF}
         env.update(ctx.to_env())
@@ -335,6 +344,9 @@ class DeltaSparkApplicationOperator(DeltaTaskMixin, StopDriverOnKillMixin, Local
         with self._submitting_entry():
             try:
                 super().execute(context)  # the secrets routed for the master by LocalSparkMixin._get_hook
+            except Exception as e:
+                self._refuse_retry_after_second_write(table, ctx, e)
+                raise
             finally:
                 self._close_driver_secrets()
         self._check_commits_outside_pair(context, table, ctx, before)
@@ -350,6 +362,31 @@ class DeltaSparkApplicationOperator(DeltaTaskMixin, StopDriverOnKillMixin, Local
                           app_id, app_version, origin)
         return report_commit(self, context, table, app_id, app_version, committed=committed,
                              input_table_uri=ctx.input_table_uri, input_version=ctx.input_version, **more)
+
+    def _refuse_retry_after_second_write(self, table: "DeltaTable", ctx: DeltaJobContext, error: Exception) -> None:
+        """The application failed: when the entry says a Delta write was refused after the pair was used
+        up (its exit code :data:`~..spark.delta_job.EXIT_SECOND_WRITE_REFUSED`; local and client mode,
+        where spark-submit exits with the driver's code) and the output records the pair, raise
+        :class:`SecondDeltaWriteError`. Otherwise the error stands (a retry runs the application again,
+        or finds the pair committed by a try that died after its one write and announces it)."""
+        process = getattr(getattr(self, "_hook", None), "_submit_sp", None)
+        code = getattr(process, "returncode", None)
+        if code != delta_job.EXIT_SECOND_WRITE_REFUSED:
+            return
+        if not exactly_once.already_committed(table, ctx.txn_app_id, ctx.txn_version):
+            self.log.warning("the application's second Delta write was refused, and %s does not record "
+                             "txnAppId=%r txnVersion=%s: nothing of this try is in the output, a retry runs the "
+                             "application again", table.uri, ctx.txn_app_id, ctx.txn_version)
+            return
+        version = exactly_once.find_txn_commit(table, ctx.txn_app_id, ctx.txn_version)
+        raise SecondDeltaWriteError(
+            f"the Spark application wrote {table.uri} with txnAppId={ctx.txn_app_id!r} txnVersion={ctx.txn_version} "
+            f"(version {version}), then made another Delta write (to the output or another table, in its "
+            "session or a new one), which Delta refused (the first write used the pair up): that write did not "
+            "happen. The task fails without retrying: a retry would find the pair committed, not run the "
+            "application, and announce the output without that write's rows. Make the application make one "
+            "Delta write (one DataFrame, one write); then restore the output to the version before "
+            f"{version} and clear the task (docs: spark-failures)") from error
 
     def _check_commits_outside_pair(self, context: "Context", table: "DeltaTable", ctx: DeltaJobContext,
                                     before: int) -> None:

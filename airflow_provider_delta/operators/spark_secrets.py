@@ -35,7 +35,8 @@ URLs among the secrets are registered with Airflow's secrets masker (:func:`_mas
 
 The driver reads ``NAME``, else the file ``NAME_FILE`` names
 (:func:`~..spark.delta_job.env_json_object`). The files are removed when the submission ends
-(:meth:`DriverSecrets.close`). Kubernetes cluster mode is refused rather than given a file:
+(:meth:`DriverSecrets.close`); those of a task killed with SIGKILL are removed by this user's next
+submission on the worker once a day old (:func:`remove_stale_secrets`). Kubernetes cluster mode is refused rather than given a file:
 ``--files`` would upload it to ``spark.kubernetes.file.upload.path``, a shared location nobody
 cleans.
 """
@@ -44,6 +45,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import stat
 import tempfile
 import uuid
 from typing import Any
@@ -56,6 +58,11 @@ from ..spark.job_args import SECRETS_ENV
 SECRET_ENV_NAMES = (SECRETS_ENV, ENV_HADOOP_CONF)
 #: ``conf`` prefix naming the Kubernetes secret (``<secret>:<key>``) a cluster-mode driver takes ``NAME`` from
 K8S_SECRET_REF = "spark.kubernetes.driver.secretKeyRef."
+#: the prefix of the folder (in the temporary directory) holding one submission's secrets files
+SECRETS_DIR_PREFIX = "delta-spark-secrets-"
+#: a secrets folder this old is one a killed task (SIGKILL: no ``close``) left behind; the next
+#: submission of this user on the worker removes it (a driver reads its file when it starts)
+STALE_SECRETS_HOURS = 24
 
 
 class DriverSecretsError(DeltaArgumentError):
@@ -119,7 +126,8 @@ class DriverSecrets:
         """Each secret in a 0600 file; ``NAME_FILE`` names it (its path, or with ``ship`` its base name,
         the file going to the driver's working directory with ``--files``)."""
         if self._dir is None:
-            self._dir = tempfile.mkdtemp(prefix="delta-spark-secrets-")   # mode 0700
+            remove_stale_secrets()
+            self._dir = tempfile.mkdtemp(prefix=SECRETS_DIR_PREFIX)   # mode 0700
         env: dict[str, str] = {}
         shipped: list[str] = []
         for name, value in secrets.items():
@@ -155,6 +163,27 @@ class DriverSecrets:
         if self._dir is not None:
             shutil.rmtree(self._dir, ignore_errors=True)
             self._dir = None
+
+
+def remove_stale_secrets(max_age_hours: float = STALE_SECRETS_HOURS, now: float | None = None) -> list[str]:
+    """Remove this user's secrets folders older than ``max_age_hours`` from the temporary directory
+    (those of tasks killed with SIGKILL, whose :meth:`DriverSecrets.close` never ran); returns their paths."""
+    import time
+    root = tempfile.gettempdir()
+    cutoff = (time.time() if now is None else now) - max_age_hours * 3600
+    removed = []
+    for name in os.listdir(root):
+        path = os.path.join(root, name)
+        if not name.startswith(SECRETS_DIR_PREFIX):
+            continue
+        try:
+            st = os.lstat(path)
+        except OSError:
+            continue
+        if stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and st.st_mtime < cutoff:
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+    return removed
 
 
 def _pin_deploy_mode(hook: Any, env: dict[str, str]) -> str:

@@ -433,10 +433,12 @@ def application_path(name: str) -> str:
                                "spark-submit ships with --files")
 
 
-def arm_first_session(ctx: DeltaJobContext) -> None:
+def arm_first_session(ctx: DeltaJobContext) -> list[Any]:
     """Arm (:meth:`DeltaJobContext.arm_session`) the first session ``SparkSession.builder.getOrCreate()``
     returns in this process, once: later calls return the same session (by then its write may have
-    used the pair up) or, after ``stop()``, a new one that gets only ``SparkConf``'s app id."""
+    used the pair up) or, after ``stop()``, a new one that gets only ``SparkConf``'s app id.
+
+    Returns the list that will hold that session once armed (empty until then)."""
     from pyspark.sql import SparkSession        # only where the application runs (spark-submit's driver)
 
     original = SparkSession.Builder.getOrCreate
@@ -449,6 +451,38 @@ def arm_first_session(ctx: DeltaJobContext) -> None:
             ctx.arm_session(session)
         return session
     SparkSession.Builder.getOrCreate = get_or_create  # type: ignore[method-assign]
+    return armed
+
+
+#: the exit code of :func:`run_application` when the application failed on a Delta write that Delta
+#: refused for lack of ``txnVersion`` after the armed session had used the pair up: a second Delta
+#: write, which did not happen (``DeltaSparkApplicationOperator`` fails without retry)
+EXIT_SECOND_WRITE_REFUSED = 87
+#: Delta Spark's error class for a write with ``txnAppId`` and no ``txnVersion`` (or the other way round)
+REFUSED_WRITE_ERROR = "DELTA_INVALID_IDEMPOTENT_WRITES_OPTIONS"
+
+
+def _pair_used_up(armed: Sequence[Any]) -> bool:
+    """Whether the armed session's ``txnVersion`` is gone: a Delta write in it prepared with the pair."""
+    if not armed:
+        return False
+    try:
+        return armed[0].conf.get(TXN_VERSION_CONF, None) is None
+    except Exception:       # the JVM is gone: nothing to tell
+        return False
+
+
+def _refused_write(error: BaseException) -> bool:
+    """Whether ``error`` (or an error it was raised from or while handling) is Delta's refusal of a
+    write without ``txnVersion``."""
+    seen: set[int] = set()
+    e: BaseException | None = error
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        if REFUSED_WRITE_ERROR in str(e):
+            return True
+        e = e.__cause__ or e.__context__
+    return False
 
 
 def run_application(argv: Sequence[str] | None = None) -> None:
@@ -458,6 +492,10 @@ def run_application(argv: Sequence[str] | None = None) -> None:
     Runs ``app.py`` as ``__main__`` (``sys.argv`` and ``sys.path[0]`` as ``python app.py`` would set
     them, without the application argument) after :func:`arm_first_session`: the exactly-once pair
     goes into the application's session only, never into ``SparkConf`` (see the module doc).
+
+    When the application fails because Delta refused a write after the armed session used the pair
+    up (a second Delta write), exits with :data:`EXIT_SECOND_WRITE_REFUSED`, which the operator turns
+    into a failure without retry; any other failure or exit is the application's own.
     """
     argv = list(sys.argv[1:] if argv is None else argv)
     apps = [a[len(APPLICATION_ARG) + 1:] for a in argv if a.startswith(APPLICATION_ARG + "=")]
@@ -466,10 +504,24 @@ def run_application(argv: Sequence[str] | None = None) -> None:
     rest = [a for a in argv if not a.startswith(APPLICATION_ARG + "=")]
     ctx = delta_job_context(rest)
     path = application_path(apps[0])
-    arm_first_session(ctx)
+    armed = arm_first_session(ctx)
     sys.argv = [path, *rest]
     sys.path[0] = os.path.dirname(os.path.abspath(path))    # not this module's folder: its names would shadow
-    runpy.run_path(path, run_name="__main__")
+    try:
+        runpy.run_path(path, run_name="__main__")
+    except BaseException as e:
+        if isinstance(e, SystemExit) and e.code in (None, 0):
+            raise
+        if not (_refused_write(e) and _pair_used_up(armed)):
+            raise
+        import traceback
+        traceback.print_exc()
+        print(f"delta_job: the application made a Delta write after the one that used the exactly-once pair "
+              f"(txnAppId={ctx.txn_app_id!r} txnVersion={ctx.txn_version}) and Delta refused it: that "
+              f"write did not happen. Exiting with {EXIT_SECOND_WRITE_REFUSED}: the task fails "
+              "without retry (a retry would find the pair committed and announce the output without them)",
+              file=sys.stderr, flush=True)
+        raise SystemExit(EXIT_SECOND_WRITE_REFUSED) from None
 
 
 if __name__ == "__main__":

@@ -165,20 +165,22 @@ def test_an_application_that_commits_nothing_succeeds_with_no_commit(tmp_path, s
 @pytest.mark.spark
 @pytest.mark.slow
 @pytest.mark.timeout(900)
-def test_a_write_from_a_new_session_fails_the_application_and_a_retry_announces_the_first(
+def test_a_write_from_a_new_session_fails_the_application_and_a_cleared_run_announces_the_first(
         tmp_path, source, user_job, delta_jars, capfd):
     """Through a real spark-submit: the entry arms the application's session only, so a write from
     spark.newSession() is refused (it used to be skipped, its rows lost, and the task succeeded). The
-    task fails; the first write is in the table once; the retry does not submit and announces it."""
-    from airflow.exceptions import AirflowException
-
+    task fails without retry (SecondDeltaWriteError: a retry would announce the output without the
+    refused write's rows); the first write is in the table once; a cleared run does not submit and
+    announces it."""
     from airflow_provider_delta.assets import to_asset
+    from airflow_provider_delta.operators.delta_spark import SecondDeltaWriteError
     out = tmp_path / "out"
     op = _operator(application=user_job, application_args=["copy", "again-from-a-new-session"],
                    input_table_uri=source.uri, output_table_uri=str(out), jars=delta_jars, conf=SPARK_CONF,
                    env_vars={"SPARK_LOCAL_IP": "127.0.0.1"})
-    with pytest.raises(AirflowException):
+    with pytest.raises(SecondDeltaWriteError):      # was: AirflowException "Error code is: 1" (retried)
         op.execute(_context())
+    assert op._hook._submit_sp.returncode == 87       # delta_job.EXIT_SECOND_WRITE_REFUSED, through spark-submit
     printed = capfd.readouterr().out                  # the task log (spark-submit's output)
     assert "DELTA-JOB-SECOND-WRITE-REFUSED [DELTA_INVALID_IDEMPOTENT_WRITES_OPTIONS]" in printed
     assert op.application == user_job                 # the user's values are back after the submit
