@@ -110,13 +110,11 @@ def test_one_new_file_added_twice_under_two_spellings_in_one_commit_is_refused(t
     assert _ids(table.uri) == [1, 2, 3]
 
 
-@pytest.mark.xfail(strict=True, reason="replay keys a file by its path string as written: ./p and p are two live "
-                   "files for us, one for Delta Spark (Hadoop's new Path(new URI(p)) normalizes the ./ away); "
-                   "our writer no longer writes them, other writers may")
 def test_a_dot_segment_spelling_of_a_live_file_is_one_file_as_for_delta_spark(tmp_path):
     """Another writer's log: version 1 adds ``./p`` beside the live ``p`` (same data file). Delta
     Spark (checked on the jars in .jars: our writer's version of this log reads 1, 2, 3 in Delta
-    Spark and 1, 1, 2, 2, 3, 3 in ours) reconciles the two into one logical file; so must we."""
+    Spark and 1, 1, 2, 2, 3, 3 in ours) reconciles the two into one logical file; so must we. Replay
+    keys by Delta Spark's canonical path now (base/path_spelling.canonical_log_path)."""
     table, row = _table(tmp_path, dvs=False)
     add = {"add": {"path": "./" + row["path"], "partitionValues": {}, "size": row["size"],
                    "modificationTime": row["modification_time"], "dataChange": True, "stats": row["stats"]}}

@@ -13,7 +13,7 @@ import json
 import pyarrow as pa
 
 from airflow_provider_delta.log import AddFile, DeltaTable
-from airflow_provider_delta.log.read.replay import _any_byte, _parse_slow, parse_json_logs
+from airflow_provider_delta.log.read.replay import _parse_slow, _text_of, parse_json_logs
 
 
 def _add(path: str, **extra) -> dict:
@@ -60,15 +60,14 @@ def test_no_tags_anywhere_gives_null_tags_not_empty_maps():
     assert sorted(t.column("path").to_pylist()) == ["a", "b/c", "d"]
 
 
-def test_any_byte_looks_only_inside_the_array_slice():
+def test_the_path_text_searched_is_only_the_array_slice():
     arr = pa.array(["x%y", "plain", "more"], pa.string())
-    assert _any_byte(arr, b"%")
-    assert not _any_byte(arr.slice(1), b"%")     # the '%' lies in the buffer, before the slice
-    assert not _any_byte(pa.array([], pa.string()), b"%")
-    assert _any_byte(pa.array(["a", "b%"]).slice(1), b"%")
-    long = ["x" * 1000] * 3000                 # 3 MB of characters: several scan steps
-    assert not _any_byte(pa.array(long), b"%")
-    assert _any_byte(pa.array(long + ["late%"]), b"%")
+    assert b"%" in _text_of(arr)
+    assert b"%" not in _text_of(arr.slice(1))     # the '%' lies in the buffer, before the slice
+    assert _text_of(pa.array([], pa.string())) == b""
+    assert b"%" in _text_of(pa.array(["a", "b%"]).slice(1))
+    assert _text_of(pa.array(["ab", "c"]).slice(1)) == b"c"
+    assert _text_of(pa.array(["a"], pa.large_string())) is None   # not read: every value is checked
 
 
 def test_table_with_tagged_and_percent_paths(tmp_path):
