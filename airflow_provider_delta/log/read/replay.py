@@ -407,16 +407,14 @@ def file_paths(raw: pa.Array) -> tuple[pa.Array, pa.Array]:
     systems, :func:`~..base.path_spelling.uri_path_part`), then percent-decoded. Its ``.``/``..``
     segments stay: the reader resolves them lexically, as Hadoop does, and vacuum also keeps the file
     the operating system reaches through a symbolic link (``ln/../x``). One scan of the character
-    buffer decides whether any path needs more than a copy; only those go through Python.
+    buffer (:func:`_scan_paths`) decides whether any path needs more than a copy; only those go
+    through Python.
     """
-    text = _text_of(raw)
-    key = raw
-    if text is None or b"/." in text or text.count(b"//") != text.count(b"://") or _a_path_starts_with_dot(raw):
-        key = _replaced(key, NEEDS_NORMALIZING_REGEX, canonical_log_path)
-    path = raw
-    if text is None or b"?" in text or b"#" in text:
-        path = _replaced(path, "[?#]", uri_path_part)
-    if text is None or b"%" in text:
+    scan = _scan_paths(raw)
+    normalize, query, percent = scan if scan is not None else (True, True, True)
+    key = _replaced(raw, NEEDS_NORMALIZING_REGEX, canonical_log_path) if normalize else raw
+    path = _replaced(raw, "[?#]", uri_path_part) if query else raw
+    if percent:
         path = _replaced(path, "%", unquote, regex=False)
     return key, path
 
@@ -437,26 +435,54 @@ def _replaced(paths: pa.Array, pattern: str, fix, regex: bool = True) -> pa.Arra
     return ak.replace_with_mask(paths, hits, ab.array(fixed, pa.string()))
 
 
-def _text_of(strings: pa.Array) -> bytes | None:
-    """The character buffer of a string array's values (one copy, searched with bytes' fast
-    substring search); None for a type this does not read (the callers then check every value).
-    A match across two values' boundary is a false alarm only: the callers check the values."""
+_STEP = 1 << 20
+
+
+def _scan_paths(strings: pa.Array) -> tuple[bool, bool, bool] | None:
+    """(may need normalizing, holds ``?`` or ``#``, holds ``%``) for the values of a string array, from
+    one pass over its character buffer in 1 MiB steps (small temporary buffers instead of ones as large
+    as the data); None for a type this does not read (the caller then
+    checks every value). A match across two values' boundary is a false alarm only: the caller checks
+    the values themselves."""
     if not pa.types.is_string(strings.type):
         return None
     offsets_buf, data_buf = strings.buffers()[1:3]
     if data_buf is None or len(strings) == 0:
-        return b""
+        return False, False, False
     offsets = np.frombuffer(offsets_buf, dtype=np.int32, count=len(strings) + 1, offset=strings.offset * 4)
-    return bytes(memoryview(data_buf)[offsets[0]:offsets[-1]])     # the slice's characters only
+    chars = np.frombuffer(data_buf, dtype=np.uint8)[offsets[0]:offsets[-1]]
+    normalize = _a_path_starts_with_dot(chars, offsets - offsets[0])
+    query = percent = False
+    for start in range(0, len(chars), _STEP):
+        part = chars[max(start - 1, 0):start + _STEP + 1]     # one character either side: '/.' across steps
+        normalize = normalize or _may_need_normalizing(part)
+        text = part.tobytes()                                # 1 MiB: bytes' one-character search is memchr
+        query = query or b"?" in text or b"#" in text
+        percent = percent or b"%" in text
+        if normalize and query and percent:
+            break
+    return normalize, query, percent
 
 
-def _a_path_starts_with_dot(strings: pa.Array) -> bool:
-    """Whether some value starts with '.' (``./p``, ``../p``: the buffer search for ``/.`` misses them)."""
-    offsets_buf, data_buf = strings.buffers()[1:3]
-    if data_buf is None or len(strings) == 0:
+def _may_need_normalizing(chars: np.ndarray) -> bool:
+    """Whether the characters hold ``/.`` or a ``//`` that is not an authority's (``s3://``): a superset
+    of the paths :func:`~..base.path_spelling.canonical_log_path` changes, found from the positions of
+    the slashes."""
+    slashes = np.flatnonzero(chars[:-1] == ord("/"))
+    if not len(slashes):
         return False
-    offsets = np.frombuffer(offsets_buf, dtype=np.int32, count=len(strings) + 1, offset=strings.offset * 4)
-    chars = np.frombuffer(data_buf, dtype=np.uint8)
+    following = chars[slashes + 1]
+    if (following == ord(".")).any():
+        return True
+    doubled = slashes[following == ord("/")]
+    if not len(doubled):
+        return False
+    before = chars[np.maximum(doubled - 1, 0)]
+    return bool(((doubled == 0) | ((before != ord(":")) & (before != ord("/")))).any())
+
+
+def _a_path_starts_with_dot(chars: np.ndarray, offsets: np.ndarray) -> bool:
+    """Whether some value starts with '.' (``./p``, ``../p``: the scan for ``/.`` misses them)."""
     starts = offsets[:-1][offsets[:-1] < offsets[1:]]       # non-empty values
     return bool((chars[starts] == ord(".")).any())
 
