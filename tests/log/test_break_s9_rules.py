@@ -64,22 +64,18 @@ def test_a_readd_without_dv_rebased_over_a_concurrent_dv_is_refused(tmp_path):
     assert _ids(table.uri) == [2, 3]
 
 
-_OTHER_SPELLING = pytest.mark.xfail(
-    strict=True, reason="a live file added again under an absolute spelling of its path (a path, a file: URI) "
-    "is not matched to the live entry: F4b does not see it and replay keeps both, so the file's rows are read "
-    "twice (with a DV: the deleted row comes back); Delta Spark reads it twice too")
-
-
 @pytest.mark.parametrize("dvs", [False, True], ids=["no-dv-feature", "with-dv"])
-@pytest.mark.parametrize("spelling", ["dot", pytest.param("absolute", marks=_OTHER_SPELLING),
-                                      pytest.param("file-uri", marks=_OTHER_SPELLING)])
+@pytest.mark.parametrize("spelling", ["dot", "absolute",
+                                      "file-uri"])
 def test_a_live_file_added_under_another_spelling_is_refused(tmp_path, dvs, spelling):
     """``./p``, ``/table/p`` and ``file:///table/p`` open the same data file as the live ``p``.
     Hadoop's ``new Path(new URI(...))`` (Delta Spark's canonicalization) even drops the ``./``, so
     Delta Spark reads ``./p`` and ``p`` as one file where our replay reads two. An add of the live
     file under another spelling, without the remove of the live entry, must be refused
     (InvalidArgumentError or another typed error) and write nothing. ``./p`` is refused since the
-    fix (no '.' segments in added paths); the absolute spellings are open."""
+    fix (no '.' segments in added paths); the absolute spellings since session 10 (placed by
+    data_paths.table_relative, write/commit_plan._live_files_spelled_otherwise). Delta Spark reads such
+    a log's rows twice too (it keys ``p`` and ``file:/t/p`` apart), so our writer must not write it."""
     table, row = _table(tmp_path, dvs)
     if dvs:
         _delete_first_row(table.uri, row)
@@ -110,13 +106,11 @@ def test_one_new_file_added_twice_under_two_spellings_in_one_commit_is_refused(t
     assert _ids(table.uri) == [1, 2, 3]
 
 
-@pytest.mark.xfail(strict=True, reason="replay keys a file by its path string as written: ./p and p are two live "
-                   "files for us, one for Delta Spark (Hadoop's new Path(new URI(p)) normalizes the ./ away); "
-                   "our writer no longer writes them, other writers may")
 def test_a_dot_segment_spelling_of_a_live_file_is_one_file_as_for_delta_spark(tmp_path):
     """Another writer's log: version 1 adds ``./p`` beside the live ``p`` (same data file). Delta
     Spark (checked on the jars in .jars: our writer's version of this log reads 1, 2, 3 in Delta
-    Spark and 1, 1, 2, 2, 3, 3 in ours) reconciles the two into one logical file; so must we."""
+    Spark and 1, 1, 2, 2, 3, 3 in ours) reconciles the two into one logical file; so must we. Replay
+    keys by Delta Spark's canonical path now (base/path_spelling.canonical_log_path)."""
     table, row = _table(tmp_path, dvs=False)
     add = {"add": {"path": "./" + row["path"], "partitionValues": {}, "size": row["size"],
                    "modificationTime": row["modification_time"], "dataChange": True, "stats": row["stats"]}}

@@ -13,7 +13,7 @@ import json
 import pyarrow as pa
 
 from airflow_provider_delta.log import AddFile, DeltaTable
-from airflow_provider_delta.log.read.replay import _any_byte, _parse_slow, parse_json_logs
+from airflow_provider_delta.log.read.replay import _parse_slow, _scan_paths, parse_json_logs
 
 
 def _add(path: str, **extra) -> dict:
@@ -60,15 +60,21 @@ def test_no_tags_anywhere_gives_null_tags_not_empty_maps():
     assert sorted(t.column("path").to_pylist()) == ["a", "b/c", "d"]
 
 
-def test_any_byte_looks_only_inside_the_array_slice():
+def test_the_path_scan_looks_only_inside_the_array_slice():
     arr = pa.array(["x%y", "plain", "more"], pa.string())
-    assert _any_byte(arr, b"%")
-    assert not _any_byte(arr.slice(1), b"%")     # the '%' lies in the buffer, before the slice
-    assert not _any_byte(pa.array([], pa.string()), b"%")
-    assert _any_byte(pa.array(["a", "b%"]).slice(1), b"%")
+    assert _scan_paths(arr) == (False, False, True)
+    assert _scan_paths(arr.slice(1)) == (False, False, False)     # the '%' lies in the buffer, before the slice
+    assert _scan_paths(pa.array([], pa.string())) == (False, False, False)
+    assert _scan_paths(pa.array(["a", "b%"]).slice(1)) == (False, False, True)
+    assert _scan_paths(pa.array(["./a", "b"]).slice(1)) == (False, False, False)
+    assert _scan_paths(pa.array(["a", "./b"]).slice(1)) == (True, False, False)
     long = ["x" * 1000] * 3000                 # 3 MB of characters: several scan steps
-    assert not _any_byte(pa.array(long), b"%")
-    assert _any_byte(pa.array(long + ["late%"]), b"%")
+    assert _scan_paths(pa.array(long)) == (False, False, False)
+    assert _scan_paths(pa.array(long + ["late%", "q?", "a//b"])) == (True, True, True)
+    step_end = ["y" * ((1 << 20) - 1) + "/", ".z"]            # '/.' across two values and a step boundary
+    assert _scan_paths(pa.array(step_end))[0]
+    assert _scan_paths(pa.array(["s3://b/t/x", "file:///t/x"])) == (False, False, False)
+    assert _scan_paths(pa.array(["a"], pa.large_string())) is None   # not read: every value is checked
 
 
 def test_table_with_tagged_and_percent_paths(tmp_path):

@@ -125,7 +125,7 @@ def check_deletion_vectors(protocol: Protocol, metadata: Metadata, adds: Iterabl
 
 
 def check_live_file_replaced(adds: Iterable[AddFile], removes: Iterable[RemoveFile],
-                             live: set[tuple[str, str | None]]) -> None:
+                             live: set[tuple[str, str | None]], spelled_otherwise: dict[str, str] | None = None) -> None:
     """Refuse an add of a live path under another deletion vector (a new one, another one, or none)
     unless the commit removes that live logical file.
 
@@ -140,12 +140,24 @@ def check_live_file_replaced(adds: Iterable[AddFile], removes: Iterable[RemoveFi
     and leaves this case to its commands; we check the commit against the read snapshot. ``live``:
     the read snapshot's logical files among the adds' paths that may collide (:func:`check_deletion_vectors`
     takes the same).
+
+    ``spelled_otherwise`` maps an add's path to the live path it names in another spelling (an absolute
+    ``/t/p`` or ``file:///t/p`` for the live ``p``: one data file, two logical files for replay, ours and
+    Delta Spark's, which keys ``p`` and ``file:/t/p`` apart and reads the rows twice). Such an add comes
+    with the remove of every live logical file of that path, whatever its DV.
     """
     removed = {(r.path, dv_unique_id(r.deletion_vector)) for r in removes}
     live_ids: dict[str, set[str | None]] = {}
     for path, dv_id in live:
         live_ids.setdefault(path, set()).add(dv_id)
     for add in adds:
+        live_path = (spelled_otherwise or {}).get(add.path)
+        for other in sorted(live_ids.get(live_path, set()) if live_path is not None else (), key=str):
+            if (live_path, other) not in removed:
+                raise InvalidArgumentError(
+                    f"file {add.path!r} is the live file {live_path!r} spelled otherwise, and the commit does not "
+                    f"remove the live logical file ({live_path!r}, DV {other!r}): readers would read its rows twice. "
+                    f"Add it as {live_path!r}, or remove the live file in the same commit (nothing was committed)")
         own = dv_unique_id(add.deletion_vector)
         for other in sorted(live_ids.get(add.path, set()) - {own}, key=str):
             if (add.path, other) not in removed:

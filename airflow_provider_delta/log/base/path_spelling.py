@@ -20,6 +20,7 @@ the spelling as it is; delta-rs compares the strings too). So:
 """
 from __future__ import annotations
 
+import re
 from urllib.parse import quote
 
 
@@ -42,7 +43,75 @@ def log_spelling(path: str, log_path: str | None) -> str:
 
 #: The normalized file-action column holding each action's path as the log spells it: the
 #: path part of the logical file's key in Action Reconciliation (the ``path`` column next to
-#: it is the decoded form used to open the file). Delta Spark's canonicalization of that
-#: string (``new Path(new URI(path))``) does not decode percent-escapes; it only qualifies
-#: scheme-less absolute paths and drops ``.`` segments, which no writer of data paths produces.
+#: it is the decoded form used to open the file). Delta Spark canonicalizes that string
+#: (``new Path(new URI(path))``, DeltaLog.CanonicalPathFunction): it does not decode
+#: percent-escapes, but ``java.net.URI.normalize`` drops ``.`` segments, resolves ``a/..`` and
+#: collapses doubled slashes, so ``./p``, ``a/../p`` and ``p`` are one logical file; replay keys
+#: by :func:`canonical_log_path` (it does not qualify a scheme-less ``/t/p`` as ``file:/t/p``).
 LOG_PATH_COLUMN = "log_path"
+
+#: A superset of the log paths :func:`canonical_log_path` changes (a ``.``/``..`` segment, a doubled
+#: slash that is not an authority's ``//``): only those go through Python.
+NEEDS_NORMALIZING_REGEX = r"(^|/)\.\.?($|[/?#])|[^:/]//"
+
+_URI_PREFIX = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*:)?(//[^/?#]*)?")
+
+
+def _normalized_uri_path(path: str) -> str:
+    """``java.net.URI.normalize`` of a path component: ``.`` segments dropped, ``seg/..`` pairs removed
+    (a relative path keeps its leading ``..``), repeated slashes one; a final slash stays, and a removed
+    last ``.``/``..`` segment leaves one."""
+    absolute = path.startswith("/")
+    segments = [s for s in path.split("/") if s]
+    out: list[str] = []
+    for seg in segments:
+        if seg == ".":
+            continue
+        if seg == ".." and out and out[-1] != "..":
+            out.pop()
+            continue
+        out.append(seg)
+    trailing = bool(segments) and (path.endswith("/") or segments[-1] in (".", ".."))
+    if not out:
+        return "/" if absolute else ""
+    if not absolute and ":" in out[0]:
+        out.insert(0, ".")        # java.net.URI: a first segment with a colon would read as a scheme
+    return ("/" if absolute else "") + "/".join(out) + ("/" if trailing else "")
+
+
+def canonical_log_path(raw: str) -> str:
+    """A file action's path as Delta Spark keys it in Action Reconciliation (``new Path(new URI(raw))``
+    of the raw, still percent-encoded string): the path component normalized, scheme, authority,
+    query and fragment as written. ``./p`` and ``a/../p`` are ``p``; ``s3://b//t/p`` is ``s3://b/t/p``;
+    ``%2E/p`` stays (an escaped dot is no segment to ``java.net.URI``)."""
+    cut = len(raw)
+    for sep in "?#":
+        i = raw.find(sep)
+        if i != -1:
+            cut = min(cut, i)
+    head, tail = raw[:cut], raw[cut:]
+    m = _URI_PREFIX.match(head)
+    assert m is not None                   # both groups are optional
+    scheme, authority = m.group(1) or "", m.group(2) or ""
+    if len(scheme) == 2:
+        scheme, authority = "", ""         # C:/x: a drive letter, no scheme
+    path = head[len(scheme) + len(authority):]
+    norm = _normalized_uri_path(path)
+    if norm == path:
+        return raw
+    if authority == "//":
+        authority = ""                     # an empty authority is not written back (file:///t -> file:/t)
+    return scheme + authority + norm + tail
+
+
+def uri_path_part(raw: str) -> str:
+    """A raw log path without its query or fragment (a ``?`` or ``#`` a writer did not percent-encode):
+    the file it names to Hadoop's file systems, which open a URI's path component only (Delta Spark
+    reads ``x.parquet`` for ``x.parquet?a=b`` and ``x.parquet#f``). An escaped ``%3F``/``%23`` is part
+    of the name."""
+    cut = len(raw)
+    for sep in "?#":
+        i = raw.find(sep)
+        if i != -1:
+            cut = min(cut, i)
+    return raw[:cut]

@@ -187,11 +187,19 @@ def _same_authority(a: Location, b: Location) -> bool | None:
     return None
 
 
+#: Stores whose URLs may name any other store's objects: S3, GCS and Azure serve every object over
+#: HTTP(S) too (``https://b.s3.amazonaws.com/t/x``, path-style ``http://endpoint/b/t/x``,
+#: ``https://acct.blob.core.windows.net/c/t/x``), and an HTTP server may serve a local directory
+_ALIASING_STORES = frozenset({"http", "https"})
+
+
 def within(inner: Location, outer: Location) -> str | Undecided | None:
     """``inner`` relative to ``outer`` (``""``: the same place), None when it is certainly elsewhere, or
-    Undecided when it may be either (an unknown scheme, an account that cannot be known)."""
+    Undecided when it may be either (an unknown scheme, an HTTP(S) URL, an account that cannot be known)."""
     if inner.store is None or outer.store is None:
         return Undecided(inner.path)                    # a scheme that may alias the other
+    if inner.store in _ALIASING_STORES and outer.store != inner.store:
+        return Undecided(inner.path)                    # an object store's own file, by its web address?
     if inner.store != outer.store:
         return None
     root = outer.path.rstrip("/")
@@ -239,7 +247,8 @@ def table_relative(storage: Storage, path: str) -> str | Undecided | None:
             if parts.authority not in ("", "localhost"):
                 return None                                   # a file on another host
             return _under(os.path.realpath(storage.root), _resolved_dirs(parts.path))
-        return None if store_of_scheme(parts.scheme) is not None else Undecided(_lexical(parts.path))
+        store = store_of_scheme(parts.scheme)
+        return None if store is not None and store not in _ALIASING_STORES else Undecided(_lexical(parts.path))
     root = split_uri(storage.root)
     assert root is not None, "a non-local table root is a URL"
     if parts.scheme == "":                                    # absolute on the table's own store
@@ -285,6 +294,10 @@ def locate(storage: Storage, path: str) -> FileLocation:
     if parts is None:
         return FileLocation(storage, _joined_in_store(storage, path))
     if parts.scheme == "file" or (parts.scheme == "" and storage.is_local):
+        if parts.authority not in ("", "localhost") and os.name != "nt":
+            # file://host/x: another host's file (Hadoop: "Wrong FS", Delta Spark reads nothing). POSIX has
+            # no UNC paths: '//host/x' is '/host/x' here, a local file vacuum does not keep for this path
+            raise FileNotFoundError(f"{path!r} names a file on host {parts.authority!r}, not on this machine")
         local = _local_path(parts)
         return FileLocation(storage if storage.is_local else Storage(local), local)
     if not storage.is_local:
@@ -296,18 +309,25 @@ def locate(storage: Storage, path: str) -> FileLocation:
         assert root is not None, "a non-local table root is a URL"
         parts = SplitUri(root.scheme, root.authority, parts.path)
     path = f"{parts.scheme}://{parts.authority}{_lexical(parts.path)}"
-    other = Storage(path, _options_for_other_place(parts, storage.storage_options))  # rooted at the file itself
+    other = Storage(path, _options_for_other_place(parts, storage.storage_options, storage.root))  # rooted at the file
     return FileLocation(other, other.path())
 
 #: storage options that name an Azure account (:func:`_azure_account`)
 _AZURE_ACCOUNT_OPTIONS = ("account_name", "account_host", "connection_string")
 
 
-def _options_for_other_place(parts: SplitUri, storage_options: dict) -> dict:
-    """The table's storage options for a file outside it: an Azure URI whose host names its account
-    goes without the table's account settings, which name another one (adlfs takes the account from
-    the host and refuses a second ``account_name``; the table's credentials, if any, still go along)."""
-    if store_of_scheme(parts.scheme) != "azure" or "@" not in parts.authority:
+def _options_for_other_place(parts: SplitUri, storage_options: dict, table_root: str | None = None) -> dict:
+    """The table's storage options for a file outside it. A file of another store (an ``https://`` URL
+    in an ``s3://`` table) gets none: they are another file system's settings and credentials (fsspec's
+    HTTP file system handed the S3 ``endpoint_url`` to aiohttp: a raw TypeError; and credentials would go
+    to whatever host the URL names). An Azure URI whose host names its account goes without the table's
+    account settings, which name another one (adlfs takes the account from the host and refuses a second
+    ``account_name``; the table's credentials, if any, still go along)."""
+    root = split_uri(table_root) if table_root else None
+    store = store_of_scheme(parts.scheme)
+    if root is not None and root.scheme and store != store_of_scheme(root.scheme):
+        return {}
+    if store != "azure" or "@" not in parts.authority:
         return storage_options
     return {k: v for k, v in storage_options.items() if k not in _AZURE_ACCOUNT_OPTIONS}
 
@@ -332,7 +352,7 @@ def table_root_of(storage: Storage, path: str) -> Storage:
     else:
         store, file_path = f"{parts.scheme}://{parts.authority}", parts.path
     folder = posixpath.dirname(posixpath.normpath(file_path))
-    options = _options_for_other_place(parts, storage.storage_options)
+    options = _options_for_other_place(parts, storage.storage_options, storage.root)
     here = folder
     while True:
         candidate = Storage(store + here, options)
@@ -359,5 +379,8 @@ def read_path_bytes(storage: Storage, path: str) -> bytes:
 
 def path_exists(storage: Storage, path: str) -> bool:
     """Whether the file at (decoded log path) ``path``, table-relative or absolute, is there."""
-    where = locate(storage, path)
+    try:
+        where = locate(storage, path)
+    except FileNotFoundError:
+        return False                  # a place this machine cannot reach
     return where.storage.files.exists(where.path)

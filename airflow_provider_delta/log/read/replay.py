@@ -33,7 +33,7 @@ from ..base.action_schemas import (ADD_FIELDS, DV_TYPE, FILE_ACTION_SCHEMA, FILE
 from .column_mapping import partition_keys_of
 from .commit_reader import CommitBlobs, parse_json_lines
 from ..base.errors import CorruptLogError
-from ..base.path_spelling import LOG_PATH_COLUMN
+from ..base.path_spelling import LOG_PATH_COLUMN, NEEDS_NORMALIZING_REGEX, canonical_log_path, uri_path_part
 from ..base.records import Record
 
 
@@ -398,43 +398,102 @@ def only_keys(maps: pa.Array | pa.ChunkedArray, keys: list[str]) -> pa.Array | p
     return ab.with_validity(out, ak.is_valid(arr) if arr.null_count else None)
 
 
-def _decode_paths(paths: pa.Array) -> pa.Array:
-    """URL-decode the log's paths; only the few that contain '%' go through Python."""
-    if not _any_byte(paths, b"%"):
+def file_paths(raw: pa.Array) -> tuple[pa.Array, pa.Array]:
+    """(reconciliation key, decoded path) of the log's raw file paths.
+
+    The key is Delta Spark's canonical path (:func:`~..base.path_spelling.canonical_log_path`: ``./p``
+    is ``p``); the decoded path is the file the raw URI names, its query or fragment dropped (a
+    writer that does not percent-encode: ``x.parquet?a=b`` opens ``x.parquet`` for Hadoop's file
+    systems, :func:`~..base.path_spelling.uri_path_part`), then percent-decoded. Its ``.``/``..``
+    segments stay: the reader resolves them lexically, as Hadoop does, and vacuum also keeps the file
+    the operating system reaches through a symbolic link (``ln/../x``). One scan of the character
+    buffer (:func:`_scan_paths`) decides whether any path needs more than a copy; only those go
+    through Python.
+    """
+    scan = _scan_paths(raw)
+    normalize, query, percent = scan if scan is not None else (True, True, True)
+    key = _replaced(raw, NEEDS_NORMALIZING_REGEX, canonical_log_path) if normalize else raw
+    path = _replaced(raw, "[?#]", uri_path_part) if query else raw
+    if percent:
+        path = _replaced(path, "%", unquote, regex=False)
+    return key, path
+
+
+def _replaced(paths: pa.Array, pattern: str, fix, regex: bool = True) -> pa.Array:
+    """``paths`` with ``fix`` applied to the values matching ``pattern`` (only those go through Python)."""
+    hits = (ak.match_substring_regex if regex else ak.match_substring)(paths, pattern)
+    hits = ak.fill_null(hits, ab.scalar(False, pa.bool_()))
+    idx = _nonzero(hits)
+    if not len(idx):
         return paths
-    has_pct = ak.fill_null(ak.match_substring(paths, "%"), ab.scalar(False, pa.bool_()))
-    idx = _nonzero(has_pct)
-    decoded = [unquote(p) for p in ak.take(paths, ab.from_numpy(idx)).to_pylist()]
+    fixed = [fix(p) for p in ak.take(paths, ab.from_numpy(idx)).to_pylist()]
     out = paths.to_pylist() if len(idx) * 4 > len(paths) else None
     if out is not None:
-        for i, d in zip(idx, decoded):
+        for i, d in zip(idx, fixed):
             out[i] = d
         return ab.array(out, pa.string())
-    return ak.replace_with_mask(paths, has_pct, ab.array(decoded, pa.string()))
+    return ak.replace_with_mask(paths, hits, ab.array(fixed, pa.string()))
 
 
 _STEP = 1 << 20
 
 
-def _any_byte(strings: pa.Array, byte: bytes) -> bool:
-    """Whether ``byte`` occurs in any value of a string array: one scan of its character
-    buffer (a few times faster than a per-value substring kernel)."""
-    if pa.types.is_large_string(strings.type) or not pa.types.is_string(strings.type):
-        return True    # let the caller's general path decide
+def _scan_paths(strings: pa.Array) -> tuple[bool, bool, bool] | None:
+    """(may need normalizing, holds ``?`` or ``#``, holds ``%``) for the values of a string array, from
+    one pass over its character buffer in 1 MiB steps (small temporary buffers instead of ones as large
+    as the data); None for a type this does not read (the caller then
+    checks every value). A match across two values' boundary is a false alarm only: the caller checks
+    the values themselves."""
+    if not pa.types.is_string(strings.type):
+        return None
     offsets_buf, data_buf = strings.buffers()[1:3]
     if data_buf is None or len(strings) == 0:
-        return False
+        return False, False, False
     offsets = np.frombuffer(offsets_buf, dtype=np.int32, count=len(strings) + 1, offset=strings.offset * 4)
     chars = np.frombuffer(data_buf, dtype=np.uint8)[offsets[0]:offsets[-1]]
-    # in 1 MiB steps: one small comparison buffer, reused, instead of a fresh one as large as the data
-    return any(bool((chars[i:i + _STEP] == byte[0]).any()) for i in range(0, len(chars), _STEP))
+    normalize = _a_path_starts_with_dot(chars, offsets - offsets[0])
+    query = percent = False
+    for start in range(0, len(chars), _STEP):
+        part = chars[max(start - 1, 0):start + _STEP + 1]     # one character either side: '/.' across steps
+        normalize = normalize or _may_need_normalizing(part)
+        text = part.tobytes()                                # 1 MiB: bytes' one-character search is memchr
+        query = query or b"?" in text or b"#" in text
+        percent = percent or b"%" in text
+        if normalize and query and percent:
+            break
+    return normalize, query, percent
+
+
+def _may_need_normalizing(chars: np.ndarray) -> bool:
+    """Whether the characters hold ``/.`` or a ``//`` that is not an authority's (``s3://``): a superset
+    of the paths :func:`~..base.path_spelling.canonical_log_path` changes, found from the positions of
+    the slashes."""
+    slashes = np.flatnonzero(chars[:-1] == ord("/"))
+    if not len(slashes):
+        return False
+    following = chars[slashes + 1]
+    if (following == ord(".")).any():
+        return True
+    doubled = slashes[following == ord("/")]
+    if not len(doubled):
+        return False
+    before = chars[np.maximum(doubled - 1, 0)]
+    return bool(((doubled == 0) | ((before != ord(":")) & (before != ord("/")))).any())
+
+
+def _a_path_starts_with_dot(chars: np.ndarray, offsets: np.ndarray) -> bool:
+    """Whether some value starts with '.' (``./p``, ``../p``: the scan for ``/.`` misses them)."""
+    starts = offsets[:-1][offsets[:-1] < offsets[1:]]       # non-empty values
+    return bool((chars[starts] == ord(".")).any())
 
 
 def _assemble(cols: dict[str, Any], n: int, is_add: bool, versions, seqs) -> pa.Table:
     path = cols.get("path")
     if path is None or path.null_count:
         raise CorruptLogError(f"{'an add' if is_add else 'a remove'} action without a path (the log is corrupt)")
-    cols = {**cols, LOG_PATH_COLUMN: path}      # the spelling, kept before decoding (reconciliation key)
+    raw = path.combine_chunks() if isinstance(path, pa.ChunkedArray) else path
+    key, decoded = file_paths(raw if raw.type == pa.string() else ak.cast(raw, pa.string()))
+    cols = {**cols, "path": decoded, LOG_PATH_COLUMN: key}      # the key: the spelling, canonical as Delta Spark's
     arrays = []
     for f in FILE_ACTION_SCHEMA:
         if f.name == "is_add":
@@ -453,11 +512,7 @@ def _assemble(cols: dict[str, Any], n: int, is_add: bool, versions, seqs) -> pa.
                 a = struct_to_map(a) if pa.types.is_struct(a.type) else ak.cast(a, STR_MAP)
             elif a.type != f.type:
                 a = ak.cast(a, f.type)
-            if f.name == "path":
-                a = _decode_paths(a)
-            elif f.name == LOG_PATH_COLUMN:
-                pass
-            elif f.name == "size" and a.null_count < len(a) and ak.min_of(a) < 0:
+            if f.name == "size" and a.null_count < len(a) and ak.min_of(a) < 0:
                 raise CorruptLogError(f"{'an add' if is_add else 'a remove'} action with a negative size "
                                       "(the log is corrupt)")
             arrays.append(a)

@@ -37,7 +37,9 @@ from ..base import ict
 from ..base.actions import Metadata, Protocol
 from ..base.commit_actions import AddFile, DomainMetadata, RemoveFile, Txn
 from ..base.path_spelling import LOG_PATH_COLUMN, spelling_may_differ
+from ..base.storage import Storage
 from ..read.column_mapping import partition_keys
+from ..read.data_paths import split_uri, table_relative
 from .conflicts import ReadSet
 from .isolation import check_isolation_property, isolation_level_to_use, table_isolation_level
 from ..base.errors import InvalidArgumentError
@@ -207,7 +209,8 @@ def plan_commit(table: TableLog, snap: Snapshot | None, changes: PendingChanges,
     check_row_tracking_fields(protocol, adds)
     live = _live_logical_files(snap, adds)
     check_deletion_vectors(protocol, metadata, adds, live, operation)
-    check_live_file_replaced(adds, removes, live)
+    spelled_otherwise, live_elsewhere = _live_files_spelled_otherwise(table.storage, snap, adds)
+    check_live_file_replaced(adds, removes, live | live_elsewhere, spelled_otherwise)
     if any(a.data_change for a in adds) and operation not in FILE_REINSTATING_OPERATIONS:
         check_can_add_data(protocol, metadata)      # a restore or clone re-adds rows, it adds none
 
@@ -407,6 +410,28 @@ def _live_logical_files(snap: Snapshot | None, adds: list[AddFile]) -> set[FileK
     live = files.filter(pc.is_in(files["path"], value_set=ab.array(sorted(paths), pa.string())))
     return {(r["path"], dv_unique_id(r["deletion_vector"]))
             for r in live.select(["path", "deletion_vector"]).to_pylist()}
+
+
+def _live_files_spelled_otherwise(storage: Storage, snap: Snapshot | None,
+                                  adds: list[AddFile]) -> tuple[dict[str, str], set[FileKey]]:
+    """``{add path: live path}`` for adds that name, by an absolute path or URI, a file the read snapshot
+    holds under its table-relative path, and those live logical files
+    (:func:`~..base.feature_actions.check_live_file_replaced`). Only absolute adds are placed
+    (:func:`~..read.data_paths.table_relative`, the rule vacuum keeps files by), and the file list is
+    read only when one of them lands under the root: appends of relative paths pay nothing."""
+    if snap is None:
+        return {}, set()
+    placed = {}
+    for a in adds:
+        if split_uri(a.path) is not None:
+            rel = table_relative(storage, a.path)
+            if isinstance(rel, str) and rel != a.path:
+                placed[a.path] = rel
+    if not placed:
+        return {}, set()
+    rows = _live_rows_by_path(snap, sorted(set(placed.values())))
+    live = {(path, dv_unique_id(r.get("deletion_vector"))) for path, rs in rows.items() for r in rs}
+    return {p: rel for p, rel in placed.items() if rel in rows}, live
 
 
 def _describe_for_conflict_checks(read: ReadSet, snap: Snapshot | None, protocol: Protocol, metadata: Metadata,
