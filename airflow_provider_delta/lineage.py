@@ -26,13 +26,10 @@ from typing import TYPE_CHECKING, Any, Iterable
 from urllib.parse import urlsplit
 
 from .assets import table_uri_for_asset
+from .log.read.data_paths import location_of, split_uri
 
 if TYPE_CHECKING:  # pragma: no cover
     from .log import DeltaTable
-
-#: Azure Data Lake Storage Gen2's DFS endpoint, part of the abfss namespace
-ADLS_SUFFIX = ".dfs.core.windows.net"
-
 
 def dataset_name(table_uri: str, storage_options: dict[str, Any] | None = None) -> tuple[str, str]:
     """``(namespace, name)`` of the table at ``table_uri`` by the OpenLineage naming spec."""
@@ -46,12 +43,21 @@ def dataset_name(table_uri: str, storage_options: dict[str, Any] | None = None) 
     if scheme in ("gs", "gcs"):
         return f"gs://{parsed.netloc}", path.lstrip("/")
     if scheme in ("abfs", "abfss", "az", "adl"):
-        container, _, account = parsed.netloc.partition("@")
-        if not account:
-            name = (storage_options or {}).get("account_name")
-            account = f"{name}{ADLS_SUFFIX}" if name else ""
-        return (f"abfss://{container}@{account}" if account else f"abfss://{container}"), path.lstrip("/")
+        return _adls_dataset_name(str(table_uri), storage_options)
     return f"{scheme}://{parsed.netloc}", path or "/"
+
+
+def _adls_dataset_name(table_uri: str, storage_options: dict[str, Any] | None) -> tuple[str, str]:
+    """``abfss://<container>@<account>.dfs.<cloud>`` and the path: the account as the storage layer knows
+    it (:func:`~.log.read.data_paths.location_of`: the URI's DFS or Blob host, else the options' account
+    or connection string); ``abfss://<container>`` when neither names one. ``adl://`` is named alike."""
+    parts = split_uri(table_uri)
+    assert parts is not None, "an abfs/abfss/az/adl URI"
+    location = location_of(parts._replace(scheme="abfss"), storage_options)   # adl: in the abfss namespace too
+    container, _, account_cloud = (location.authority or location.written).partition("@")
+    account, _, cloud = account_cloud.partition(".")
+    namespace = f"abfss://{container}@{account}.dfs.{cloud}" if account_cloud else f"abfss://{container}"
+    return namespace, location.path.lstrip("/")
 
 
 def asset_to_openlineage(asset: Any, lineage_context: Any = None) -> Any:

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import errno
 import time
-from typing import Any
+from typing import Any, Sequence
 
 from airflow.providers.common.compat.lineage.hook import get_hook_lineage_collector
 from airflow.sdk import BaseHook
@@ -304,21 +304,22 @@ class DeltaTableHook(BaseHook):
         return self.get_table(table_uri).changes(start_version, end_version, **kwargs)
 
     def pending_changes(self, source_uri: str, output_uri: str, app_id: str, end_version: int | None = None,
-                        initial_version: int = 0) -> ChangeRange:
+                        initial_version: int = 0, former_app_ids: Sequence[str] = ()) -> ChangeRange:
         """The source versions ``app_id`` has not processed into ``output_uri`` yet, up to ``end_version``.
 
-        The position is the output's ``txn(app_id)`` record (see :mod:`airflow_provider_delta.log.incremental`).
+        The position is the output's ``txn(app_id)`` record, else the furthest of ``former_app_ids``
+        (see :mod:`airflow_provider_delta.log.incremental`).
         """
         return pending_changes(self.get_table(source_uri), self.get_table(output_uri), app_id,
-                               end_version, initial_version)
+                               end_version, initial_version, former_app_ids)
 
     def process_changes(self, source_uri: str, output_uri: str, app_id: str, transform: Any = None,
                         end_version: int | None = None, initial_version: int = 0,
-                        **write_kwargs: Any) -> IncrementalStep:
+                        former_app_ids: Sequence[str] = (), **write_kwargs: Any) -> IncrementalStep:
         """Append ``transform(changes)`` of the pending range to ``output_uri`` with ``txn(app_id, end)``:
         the plain-Python incremental step, exactly once across retries."""
         return process_changes(self.get_table(source_uri), self.get_table(output_uri), app_id, transform,
-                               end_version, initial_version, **write_kwargs)
+                               end_version, initial_version, former_app_ids, **write_kwargs)
 
     def is_managed(self, table_uri: str) -> bool:
         """Whether the table's latest state enables managed (coordinated) commits."""

@@ -128,6 +128,26 @@ def task_key(context: Mapping[str, Any] | None, task: Any = None) -> str | None:
     return key
 
 
+def former_task_keys(context: Mapping[str, Any] | None, task: Any = None) -> tuple[str, ...]:
+    """The spellings :func:`task_key` had before 0.2.0 for this task instance: ``<dag_id>.<task_id>``;
+    for a mapped task ``<dag_id>.<task_id>[<map_index>]`` (development builds of 0.2.0) and
+    ``<dag_id>.<task_id>.<map_index>`` (0.1.0). Empty outside a task.
+
+    Only to find what a task recorded under its former id (an incremental consumer's position,
+    :func:`~..log.incremental.pending_changes`); nothing is written under them. A dot-joined key
+    may be another task's as well (DAG ``a.b`` task ``c`` and DAG ``a`` task ``b.c``): they shared
+    it before 0.2.0."""
+    key = task_key(context, task)
+    if key is None:
+        return ()
+    dag_id, _, task_part = key.partition(TASK_SEPARATOR)
+    dotted = f"{dag_id}.{task_part}"
+    if not task_part.endswith("]"):
+        return (dotted,)
+    unmapped, _, index = dotted[:-1].rpartition("[")
+    return dotted, f"{unmapped}.{index}"
+
+
 def run_task_key(context: Mapping[str, Any], task: Any = None) -> str:
     """``<dag_id>:<task_id>[<map_index>]@<run_id>``: one task instance of one DAG run, the same in
     every try (what makes a retried write-audit-publish begin return the group it began)."""

@@ -17,11 +17,16 @@ it (``end_version``, e.g. the version a commit sensor saw), so a step's input is
 fixed before it starts, and the next step starts exactly where this one ended.
 The position lives as long as the output table keeps its ``txn`` records
 (``delta.setTransactionRetentionDuration``, unset by default: forever).
+
+A consumer that changed its ``app_id`` (the Airflow operators' default id changed in 0.2.0)
+names its former ids (``former_app_ids``): while the output holds no position under its
+``app_id``, it continues from the furthest position recorded under a former one, and its
+next commit records the position under ``app_id``. A position under ``app_id`` always wins.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import pyarrow as pa
 
@@ -43,6 +48,8 @@ class ChangeRange:
     end: int
     #: where a consumer without a position starts
     initial: int = 0
+    #: the former id whose position ``processed`` is (None: ``app_id``'s own, or no position)
+    resumed_from: str | None = None
 
     @property
     def start(self) -> int:
@@ -66,33 +73,52 @@ class IncrementalStep:
 
 def processed_version(output: TableLog, app_id: str) -> int | None:
     """The consumer's position: the version of ``app_id``'s last ``txn`` in ``output`` (None if none)."""
+    return _position(output, app_id, ())[0]
+
+
+def _position(output: TableLog, app_id: str, former_app_ids: Sequence[str]) -> tuple[int | None, str | None]:
+    """``app_id``'s position in ``output``, else the furthest one of ``former_app_ids`` and that id."""
     try:
-        return output.snapshot().transaction_version(app_id)
+        snap = output.snapshot()
     except TableNotFoundError:
-        return None
+        return None, None
+    own = snap.transaction_version(app_id)
+    if own is not None:
+        return own, None
+    found = [(v, former) for former in former_app_ids if (v := snap.transaction_version(former)) is not None]
+    if not found:
+        return None, None
+    return max(found, key=lambda pair: pair[0])
 
 
 def pending_changes(source: TableLog, output: TableLog, app_id: str, end_version: int | None = None,
-                    initial_version: int = 0) -> ChangeRange:
-    """The range of source versions ``app_id`` has yet to process, up to ``end_version`` (default: latest)."""
+                    initial_version: int = 0, former_app_ids: Sequence[str] = ()) -> ChangeRange:
+    """The range of source versions ``app_id`` has yet to process, up to ``end_version`` (default: latest).
+
+    Without a position under ``app_id``, the furthest one under ``former_app_ids`` counts
+    (``resumed_from`` names it); commits record the position under ``app_id``."""
     if not isinstance(app_id, str) or not app_id.strip():
         raise InvalidArgumentError("app_id must be a non-empty string: it names the consumer's position")
+    if isinstance(former_app_ids, str) or not all(isinstance(f, str) and f.strip() for f in former_app_ids):
+        raise InvalidArgumentError("former_app_ids must be a sequence of non-empty strings")
     initial_version = version_arg(initial_version, "initial_version")
     end = source.latest_version() if end_version is None else version_arg(end_version, "end_version")
-    return ChangeRange(source.uri, app_id, processed_version(output, app_id), end, initial_version)
+    processed, resumed_from = _position(output, app_id, former_app_ids)
+    return ChangeRange(source.uri, app_id, processed, end, initial_version, resumed_from)
 
 
 def process_changes(source: TableLog, output: TableLog, app_id: str,
                     transform: Callable[[pa.Table], pa.Table] | None = None, end_version: int | None = None,
-                    initial_version: int = 0, **write_kwargs: Any) -> IncrementalStep:
+                    initial_version: int = 0, former_app_ids: Sequence[str] = (),
+                    **write_kwargs: Any) -> IncrementalStep:
     """Append ``transform(changes)`` (default: the change rows themselves) to ``output``, exactly once.
 
     The changes are those of :func:`pending_changes`; the output commit records
-    ``txn(app_id, end)``. A transform may return an empty table: the commit still
+    ``txn(app_id, end)`` (also when the range started at a position of ``former_app_ids``). A transform may return an empty table: the commit still
     moves the position. Other keywords go to the writer (``partition_by``,
     ``properties`` when the output is created, ``user_metadata``...).
     """
-    rng = pending_changes(source, output, app_id, end_version, initial_version)
+    rng = pending_changes(source, output, app_id, end_version, initial_version, former_app_ids)
     if rng.empty:
         return IncrementalStep(rng, None)
     changes = read_changes(source, rng.start, rng.end)

@@ -65,8 +65,8 @@ from ..spark.uris import spark_uri
 from ..hooks.arguments import (NOT_GIVEN, flag, input_manifest, is_template, manifest_argument, optional_int,
                                optional_value)
 from .base import DeltaTaskMixin, job_info
-from .spark_base import (LocalSparkMixin, StopDriverOnKillMixin, report_commit, resolve_app,
-                         resolve_incremental_app, s3a_job_conf)
+from .spark_base import (LocalSparkMixin, StopDriverOnKillMixin, incremental_range, report_commit, resolve_app,
+                         s3a_job_conf)
 
 if TYPE_CHECKING:  # pragma: no cover
     from airflow.sdk import Context
@@ -308,9 +308,8 @@ class DeltaSparkApplicationOperator(DeltaTaskMixin, StopDriverOnKillMixin, Local
         in_uri, pinned = self.resolve_input()
         if in_uri is None or pinned is None:
             raise InvalidArgumentError("input_changes=True needs an input: input_table_uri or input_manifest_uri")
-        app_id, _ = resolve_incremental_app(self.app_id, pinned, context, self)
-        rng = self.hook.pending_changes(in_uri, self.output_table_uri, app_id, pinned,
-                                        optional_int(self.initial_version, "initial_version") or 0)
+        rng = incremental_range(self, context, in_uri, pinned)
+        app_id = rng.app_id
         if rng.empty:
             self.log.info("%s already holds the changes of %s up to version %s for %r (pinned: %s): "
                           "nothing to process, not submitting", table.uri, in_uri, rng.processed, app_id, pinned)

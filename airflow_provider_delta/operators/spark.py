@@ -38,7 +38,7 @@ from ..spark import exactly_once
 from ..spark.job_args import SECRETS_ENV, JobSpec
 from .base import DeltaTaskMixin, job_info
 from .spark_base import (LOCAL_MASTER, LocalSparkMixin, StopDriverOnKillMixin, bundled_spark_submit,
-                         default_app_version, job_secrets, report_commit, resolve_app, resolve_incremental_app)
+                         default_app_version, job_secrets, incremental_range, report_commit, resolve_app)
 
 if TYPE_CHECKING:  # pragma: no cover
     from airflow.sdk import Context
@@ -170,10 +170,8 @@ class DeltaSparkSubmitOperator(DeltaTaskMixin, StopDriverOnKillMixin, LocalSpark
         pinned = optional_int(self.input_version, "input_version")
         if pinned is None:
             pinned = self.hook.latest_version(uri)
-        app_id, _ = resolve_incremental_app(self.app_id, pinned, context, self)
-        rng = self.hook.pending_changes(uri, self.output_table_uri, app_id, pinned,
-                                        optional_int(self.initial_version, "initial_version") or 0)
-        return app_id, pinned, rng.start
+        rng = incremental_range(self, context, uri, pinned)
+        return rng.app_id, pinned, rng.start
 
     def _side(self, uri: str) -> dict[str, Any]:
         return job_secrets(self.hook, uri)

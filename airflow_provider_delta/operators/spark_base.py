@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.sdk.exceptions import AirflowNotFoundException
 
-from ..hooks.run_identity import run_app_id, run_app_version, task_key
+from ..hooks.run_identity import former_task_keys, run_app_id, run_app_version, task_key
 from ..lineage import output_statistics
 from ..spark import exactly_once
 from ..spark.s3a import s3_bucket, s3a_bucket_conf
@@ -35,7 +35,7 @@ from .spark_secrets import DriverSecrets
 if TYPE_CHECKING:  # pragma: no cover
     from airflow.sdk import Context
 
-    from ..log import DeltaTable
+    from ..log import ChangeRange, DeltaTable
 
 LOCAL_MASTER = "local[*]"
 
@@ -86,6 +86,26 @@ def resolve_incremental_app(app_id: Any, pinned: int, context: "Context", task: 
     app_id = optional_value(app_id)
     pair = exactly_once.check_app(str(app_id) if app_id is not None else task_app_id(context, task), pinned)
     return pair  # type: ignore[return-value]
+
+
+def incremental_range(task: Any, context: "Context", input_uri: str, pinned: int) -> "ChangeRange":
+    """The input versions an incremental run of ``task`` processes: after its position in the output
+    (the output's ``txn`` under :func:`resolve_incremental_app`'s id) up to ``pinned``.
+
+    With the default id, a consumer that has no position under it yet continues from the one it
+    recorded under its id of releases before 0.2.0 (``<dag_id>.<task_id>``,
+    :func:`~..hooks.run_identity.former_task_keys`) instead of starting again at ``initial_version``;
+    it commits under the new id. An ``app_id`` given explicitly is used as it is.
+    """
+    app_id, _ = resolve_incremental_app(task.app_id, pinned, context, task)
+    former = former_task_keys(context, task) if optional_value(task.app_id) is None else ()
+    rng = task.hook.pending_changes(input_uri, task.output_table_uri, app_id, pinned,
+                                    optional_int(task.initial_version, "initial_version") or 0, former)
+    if rng.resumed_from is not None:
+        task.log.info("%s holds no position of %r yet: continuing from version %s recorded under %r (this "
+                      "task's id before 0.2.0); the commit records the position under %r", task.output_table_uri,
+                      app_id, rng.processed, rng.resumed_from, app_id)
+    return rng
 
 
 def report_commit(task: Any, context: "Context", table: "DeltaTable", app_id: str, app_version: int,

@@ -35,8 +35,11 @@ URLs among the secrets are registered with Airflow's secrets masker (:func:`_mas
 
 The driver reads ``NAME``, else the file ``NAME_FILE`` names
 (:func:`~..spark.delta_job.env_json_object`). The files are removed when the submission ends
-(:meth:`DriverSecrets.close`); those of a task killed with SIGKILL are removed by this user's next
-submission on the worker once a day old (:func:`remove_stale_secrets`). Kubernetes cluster mode is refused rather than given a file:
+(:meth:`DriverSecrets.close`). A worker killed before that (SIGKILL, a lost machine) leaves its folder:
+each folder holds a marker naming its host, process id and that process's start time
+(:data:`OWNER_MARKER`), and the next submission on the host removes the folders of this user whose
+process is gone (:func:`sweep_orphaned_secrets`). A folder without a readable marker, of another host,
+or whose process runs (or cannot be checked) is kept. Kubernetes cluster mode is refused rather than given a file:
 ``--files`` would upload it to ``spark.kubernetes.file.upload.path``, a shared location nobody
 cleans.
 """
@@ -45,10 +48,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import stat
+import socket
 import tempfile
 import uuid
 from typing import Any
+
+import psutil
 
 from ..hooks.arguments import DeltaArgumentError
 from ..spark.delta_job import ENV_HADOOP_CONF, FILE_SUFFIX
@@ -56,13 +61,14 @@ from ..spark.job_args import SECRETS_ENV
 
 #: the environment variables by which our operators hand a job secrets
 SECRET_ENV_NAMES = (SECRETS_ENV, ENV_HADOOP_CONF)
+#: the prefix of a submission's secrets folder in the temporary directory
+SECRETS_DIR_PREFIX = "delta-spark-secrets-"
+#: the file in a secrets folder naming the process that owns it: ``{"host", "pid", "started"}``
+OWNER_MARKER = "owner.json"
+#: how far (seconds) a process's start time may differ from the recorded one and still be that process
+_START_TOLERANCE_S = 1.0
 #: ``conf`` prefix naming the Kubernetes secret (``<secret>:<key>``) a cluster-mode driver takes ``NAME`` from
 K8S_SECRET_REF = "spark.kubernetes.driver.secretKeyRef."
-#: the prefix of the folder (in the temporary directory) holding one submission's secrets files
-SECRETS_DIR_PREFIX = "delta-spark-secrets-"
-#: a secrets folder this old is one a killed task (SIGKILL: no ``close``) left behind; the next
-#: submission of this user on the worker removes it (a driver reads its file when it starts)
-STALE_SECRETS_HOURS = 24
 
 
 class DriverSecretsError(DeltaArgumentError):
@@ -126,8 +132,9 @@ class DriverSecrets:
         """Each secret in a 0600 file; ``NAME_FILE`` names it (its path, or with ``ship`` its base name,
         the file going to the driver's working directory with ``--files``)."""
         if self._dir is None:
-            remove_stale_secrets()
+            sweep_orphaned_secrets(self.log)
             self._dir = tempfile.mkdtemp(prefix=SECRETS_DIR_PREFIX)   # mode 0700
+            _write_owner_marker(self._dir)
         env: dict[str, str] = {}
         shipped: list[str] = []
         for name, value in secrets.items():
@@ -165,24 +172,53 @@ class DriverSecrets:
             self._dir = None
 
 
-def remove_stale_secrets(max_age_hours: float = STALE_SECRETS_HOURS, now: float | None = None) -> list[str]:
-    """Remove this user's secrets folders older than ``max_age_hours`` from the temporary directory
-    (those of tasks killed with SIGKILL, whose :meth:`DriverSecrets.close` never ran); returns their paths."""
-    import time
-    root = tempfile.gettempdir()
-    cutoff = (time.time() if now is None else now) - max_age_hours * 3600
-    removed = []
-    for name in os.listdir(root):
-        path = os.path.join(root, name)
-        if not name.startswith(SECRETS_DIR_PREFIX):
-            continue
-        try:
-            st = os.lstat(path)
-        except OSError:
-            continue
-        if stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and st.st_mtime < cutoff:
-            shutil.rmtree(path, ignore_errors=True)
-            removed.append(path)
+def _process_started(pid: int) -> float | None:
+    """The start time (epoch seconds) of process ``pid``, None when there is no such process."""
+    try:
+        return psutil.Process(pid).create_time()
+    except psutil.NoSuchProcess:
+        return None
+
+
+def _write_owner_marker(folder: str) -> None:
+    """Name this process as the folder's owner (written whole, then renamed: a reader sees all or nothing)."""
+    owner = {"host": socket.gethostname(), "pid": os.getpid(), "started": _process_started(os.getpid())}
+    partial = os.path.join(folder, f".{OWNER_MARKER}.{uuid.uuid4().hex}")
+    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        json.dump(owner, f)
+    os.replace(partial, os.path.join(folder, OWNER_MARKER))
+
+
+def _orphaned(folder: str) -> bool:
+    """Whether ``folder`` is a secrets folder of this user and host whose owning process is gone."""
+    try:
+        if os.stat(folder, follow_symlinks=False).st_uid != os.getuid() or os.path.islink(folder):
+            return False
+        with open(os.path.join(folder, OWNER_MARKER), encoding="utf-8") as f:
+            owner = json.load(f)
+        pid, started = int(owner["pid"]), float(owner["started"])
+        if owner["host"] != socket.gethostname():
+            return False                # another machine's (a shared /tmp): its processes are not visible here
+        running = _process_started(pid)
+    except (OSError, ValueError, TypeError, KeyError, psutil.Error):
+        return False                    # no readable marker (being created, not ours) or cannot be checked: keep
+    return running is None or abs(running - started) > _START_TOLERANCE_S   # gone, or the pid is another's now
+
+
+def sweep_orphaned_secrets(log: Any = None, directory: str | None = None) -> list[str]:
+    """Remove the secrets folders in ``directory`` (the temporary directory) left by processes of this user
+    on this host that are gone (killed before :meth:`DriverSecrets.close`); returns the folders removed."""
+    directory = directory or tempfile.gettempdir()
+    try:
+        names = [n for n in os.listdir(directory) if n.startswith(SECRETS_DIR_PREFIX)]
+    except OSError:
+        return []
+    removed = [os.path.join(directory, n) for n in names if _orphaned(os.path.join(directory, n))]
+    for folder in removed:
+        shutil.rmtree(folder, ignore_errors=True)
+        if log is not None:
+            log.info("removed %s: secrets folder of a process that is gone (killed before it removed it)", folder)
     return removed
 
 

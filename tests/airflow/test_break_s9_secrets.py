@@ -3,8 +3,8 @@
 Each test was a strict xfail (a finding) on the reviewed code; all are fixed in operators/spark_secrets.py
 (the deploy mode resolved as spark-submit does and pinned with --deploy-mode; standalone cluster judged
 by Spark's reading of the master URL; database URLs with a password registered with the secrets masker).
-The real operators and the real ``SparkSubmitHook`` submit to a stand-in ``spark-submit`` that resolves
-the deploy mode the way Spark's ``SparkSubmitArguments`` does (``--deploy-mode``, else the property
+The real operators and the real ``SparkSubmitHook`` submit to the stand-in ``spark-submit`` of
+tests/spark_submit_stand_in.py, which resolves the deploy mode the way Spark's ``SparkSubmitArguments`` does (``--deploy-mode``, else the property
 ``spark.submit.deployMode`` from ``--conf`` or ``$SPARK_CONF_DIR/spark-defaults.conf``, else the
 ``DEPLOY_MODE`` environment variable; checked against the real pyspark spark-submit, which answers
 ``--master local --conf spark.submit.deployMode=cluster`` with "Cluster deploy mode is not compatible
@@ -16,83 +16,22 @@ sends spark-submit's whole environment with the driver description), or this wor
 from __future__ import annotations
 
 import json
-import os
-import stat
-import sys
-import textwrap
 from typing import Any
 
 import pytest
 
 from airflow_provider_delta.spark.job_args import SECRETS_ENV
+from spark_submit_stand_in import spark_submit_stand_in
 
 pytestmark = pytest.mark.airflow
 
 PASSWORD = "S3cretS9Value"
 OPTIONS = {"auto_mkdir": True, "client_secret": PASSWORD}
 EXPECTED = {"output": {"storage_options": OPTIONS}}
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-STUB = textwrap.dedent('''\
-    #!{python}
-    """Stand-in spark-submit: Spark's deploy-mode resolution, then the driver where that mode runs it."""
-    import json, os, shutil, sys, tempfile
-    sys.path.insert(0, {root!r})
-    from airflow_provider_delta.spark.delta_job import env_json_object
-    from airflow_provider_delta.spark.job_args import SECRETS_ENV
-
-    argv = sys.argv[1:]
-    confs = dict(argv[i + 1].split("=", 1) for i, a in enumerate(argv) if a == "--conf")
-    defaults = {{}}
-    conf_dir = os.environ.get("SPARK_CONF_DIR")
-    if conf_dir and os.path.exists(os.path.join(conf_dir, "spark-defaults.conf")):
-        for line in open(os.path.join(conf_dir, "spark-defaults.conf")):
-            parts = line.split(None, 1)
-            if len(parts) == 2 and not parts[0].startswith("#"):
-                defaults[parts[0]] = parts[1].strip()
-    master = argv[argv.index("--master") + 1]
-    mode = ((argv[argv.index("--deploy-mode") + 1] if "--deploy-mode" in argv else None)
-            or confs.get("spark.submit.deployMode") or defaults.get("spark.submit.deployMode")
-            or os.environ.get("DEPLOY_MODE") or "client")
-    files = argv[argv.index("--files") + 1].split(",") if "--files" in argv else []
-    record = {{"argv": argv, "mode": mode,
-              "env": {{k: v for k, v in os.environ.items() if k.startswith("DELTA_")}}}}
-    cluster = mode == "cluster"
-    if master == "yarn" and cluster:                 # a YARN container on another machine
-        container = tempfile.mkdtemp(dir=os.path.dirname({record!r}))
-        for f in files:
-            shutil.copy(f, container)
-        os.chdir(container)
-        prefix = "spark.yarn.appMasterEnv."
-        environ = {{k[len(prefix):]: v for k, v in confs.items() if k.startswith(prefix)}}
-    elif master.startswith("k8s") and cluster:       # a pod: driverEnv confs only
-        prefix = "spark.kubernetes.driverEnv."
-        environ = {{k[len(prefix):]: v for k, v in confs.items() if k.startswith(prefix)}}
-    elif master.startswith("spark") and cluster:     # the legacy client ships sys.env to the master
-        environ = dict(os.environ)
-        record["sent_to_master"] = {{k: v for k, v in os.environ.items() if k.startswith("DELTA_")}}
-    else:                                            # client mode: the driver is this process's child
-        environ = dict(os.environ)
-    named = environ.get(SECRETS_ENV + "_FILE")
-    try:
-        if cluster and named and os.path.isabs(named):
-            raise OSError("a path on the Airflow worker, which the cluster node does not have")
-        record["driver_secrets"] = env_json_object(SECRETS_ENV, environ)
-    except Exception as e:
-        record["driver_error"] = str(e)
-    with open({record!r}, "w") as f:
-        json.dump(record, f)
-    print("Exit code: 0")
-''')
-
 
 @pytest.fixture
 def stub(tmp_path):
-    record = tmp_path / "record.json"
-    path = tmp_path / "spark-submit"
-    path.write_text(STUB.format(python=sys.executable, root=ROOT, record=str(record)))
-    path.chmod(path.stat().st_mode | stat.S_IEXEC)
-    return str(path), record
+    return spark_submit_stand_in(tmp_path)
 
 
 @pytest.fixture

@@ -24,6 +24,15 @@ pytest.importorskip("airflow.providers.openlineage", reason="the openlineage ext
     ("abfss://lake@acct.dfs.core.windows.net/w/orders", None,
      ("abfss://lake@acct.dfs.core.windows.net", "w/orders")),
     ("az://lake/w/orders", {"account_name": "acct"}, ("abfss://lake@acct.dfs.core.windows.net", "w/orders")),
+    # the account as the storage layer reads it (data_paths.location_of): one place for the rule
+    ("abfss://lake@ACCT.blob.core.windows.net:443/w/orders/", None,
+     ("abfss://lake@acct.dfs.core.windows.net", "w/orders")),
+    ("abfs://lake/w/orders", {"connection_string": "AccountName=acct;AccountKey=k;EndpointSuffix=core.chinacloudapi.cn"},
+     ("abfss://lake@acct.dfs.core.chinacloudapi.cn", "w/orders")),
+    ("az://lake/w/orders", {"account_host": "acct.dfs.core.windows.net"},
+     ("abfss://lake@acct.dfs.core.windows.net", "w/orders")),
+    ("az://lake/w/orders", None, ("abfss://lake", "w/orders")),
+    ("adl://lake/w/orders", {"account_name": "acct"}, ("abfss://lake@acct.dfs.core.windows.net", "w/orders")),
     ("hdfs://namenode:8020/w/orders", None, ("hdfs://namenode:8020", "/w/orders")),
 ])
 def test_dataset_names_follow_the_openlineage_naming_spec(uri, storage_options, expected):

@@ -18,7 +18,7 @@ import pytest
 from airflow.dag_processing.dagbag import DagBag
 
 from airflow_provider_delta.hooks.commits import CommitWatch
-from airflow_provider_delta.hooks.run_identity import app_id_matches, run_app_id, run_key
+from airflow_provider_delta.hooks.run_identity import app_id_matches, former_task_keys, run_app_id, run_key, task_key
 from airflow_provider_delta.log import DeltaTable, InvalidArgumentError
 from airflow_provider_delta.operators.spark_base import resolve_app
 from airflow_provider_delta.spark import exactly_once
@@ -64,6 +64,17 @@ def test_identity_is_the_data_interval_then_logical_date_then_run_id():
     assert resolve_app("mine", None, interval(DAY1, DAY2), Task()) == ("mine", int(DAY2.timestamp()))
     with pytest.raises(InvalidArgumentError, match="app_id and app_version"):
         run_key({})
+
+
+def test_the_former_spellings_of_a_task_key_are_those_of_earlier_builds():
+    """0.1.0 joined with dots (a mapped index too: ``.1``), development builds of 0.2.0 had ``dag.task[1]``
+    (git: 437bb40 brackets, abbb7bb colon)."""
+    ti = SimpleNamespace(dag_id="sales.daily", task_id="grp.load", map_index=-1)
+    assert task_key({"ti": ti}) == "sales.daily:grp.load"
+    assert former_task_keys({"ti": ti}) == ("sales.daily.grp.load",)
+    ti.map_index = 12
+    assert former_task_keys({"ti": ti}) == ("sales.daily.grp.load[12]", "sales.daily.grp.load.12")
+    assert former_task_keys({}) == ()
 
 
 def test_a_backfill_after_a_newer_run_commits_and_a_rerun_does_not(table):

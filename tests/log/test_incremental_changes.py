@@ -93,3 +93,39 @@ def test_initial_version_and_bad_arguments(tmp_path):
     with pytest.raises(InvalidArgumentError):
         process_changes(source, DeltaTable(str(tmp_path / "o2")), APP, transform=lambda c: None)
     assert not (tmp_path / "o2").exists()
+
+
+def test_a_consumer_without_a_position_continues_from_its_former_ids_furthest(tmp_path):
+    """A renamed consumer: no txn under its id, txns under two former ids: it continues after the
+    furthest of them, commits under its own id, and its next round reads that one."""
+    source, output = _source(tmp_path), DeltaTable(str(tmp_path / "out"))
+    process_changes(source, output, "old.mapped.1")                           # position 1 under a former id
+    source.write(pa.table({"id": pa.array([3], pa.int64()), "v": ["c"]}))     # v2
+    process_changes(source, output, "old.mapped[1]", initial_version=2)      # position 2 under another
+    source.write(pa.table({"id": pa.array([4], pa.int64()), "v": ["d"]}))     # v3
+    rng = pending_changes(source, output, "new:mapped[1]", former_app_ids=["old.mapped[1]", "old.mapped.1"])
+    assert (rng.processed, rng.start, rng.resumed_from) == (2, 3, "old.mapped[1]")
+    step = process_changes(source, output, "new:mapped[1]", former_app_ids=("old.mapped.1", "old.mapped[1]"))
+    assert (step.range.start, step.range.end, step.rows, step.range.resumed_from) == (3, 3, 1, "old.mapped[1]")
+    assert output.snapshot().transaction_version("new:mapped[1]") == 3        # the position moved to the new id
+    assert _keys(output.snapshot().to_pyarrow()) == _keys(source.changes(0))  # every change once
+    again = pending_changes(source, output, "new:mapped[1]", former_app_ids=["old.mapped.1"])
+    assert again.empty and again.resumed_from is None
+
+
+def test_a_position_under_the_consumers_own_id_wins_over_a_former_one(tmp_path):
+    source, output = _source(tmp_path), DeltaTable(str(tmp_path / "out"))
+    process_changes(source, output, "new:c", end_version=0)                   # own position 0
+    source.write(pa.table({"id": pa.array([3], pa.int64()), "v": ["c"]}))     # v2
+    process_changes(source, output, "old.c", end_version=2)                   # a former id further on
+    rng = pending_changes(source, output, "new:c", former_app_ids=["old.c"])
+    assert (rng.processed, rng.start, rng.end, rng.resumed_from) == (0, 1, 2, None)
+    assert pending_changes(source, output, "nobody", former_app_ids=["nobody.else"]).start == 0
+
+
+@pytest.mark.parametrize("former", ["old.c", [""], [None], [" "]])
+def test_bad_former_ids_are_refused_and_nothing_is_written(tmp_path, former):
+    source, output = _source(tmp_path), DeltaTable(str(tmp_path / "out"))
+    with pytest.raises(InvalidArgumentError, match="former_app_ids"):
+        process_changes(source, output, "new:c", former_app_ids=former)
+    assert not (tmp_path / "out").exists()

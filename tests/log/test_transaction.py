@@ -351,3 +351,22 @@ def test_managed_tables_keep_in_commit_timestamps(tmp_path):
         with t.transaction() as txn:
             txn.set_properties({"delta.enableInCommitTimestamps": "false"})
     assert t.latest_version() == 0
+
+
+def test_a_transaction_reads_the_snapshot_its_caller_loaded(tmp_path):
+    """``read_snapshot``: the caller's snapshot (file list loaded once, as restore does) is the read
+    snapshot; one of another table, or at another version than ``read_version``, is refused."""
+    t = DeltaTable.create(str(tmp_path / "t"), SCHEMA)
+    t.write(pa.table({"id": [1], "p": ["a"]}, schema=SCHEMA))
+    snap = t.snapshot()
+    snap.files()
+    txn = Transaction(t, read_snapshot=snap)
+    assert txn.snapshot is snap
+    txn.remove_files(snap.files().column("path").to_pylist())
+    assert txn.commit() == 2 and t.snapshot().files().num_rows == 0
+    other = DeltaTable.create(str(tmp_path / "other"), SCHEMA)
+    for bad in ({"read_snapshot": other.snapshot()}, {"read_snapshot": snap, "read_version": 0},
+                {"read_snapshot": "snap"}):
+        with pytest.raises(InvalidArgumentError, match="read_snapshot"):
+            Transaction(t, **bad)
+    assert t.latest_version() == 2

@@ -7,7 +7,9 @@ conftest of this run already gave it one.
 """
 from __future__ import annotations
 
+import json
 import os
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -38,3 +40,29 @@ def data_files():
     def _list(root: Path) -> set[str]:
         return {str(p.relative_to(root)) for p in Path(root).rglob("*.parquet") if "_delta_log" not in p.parts}
     return _list
+
+
+@pytest.fixture(scope="session")
+def airflow_db():
+    """This process's Airflow metadata database (the home above), migrated once: for ``dag.test()``."""
+    proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), "airflow"), "db", "migrate"],
+                          capture_output=True, text=True, env=dict(os.environ))
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+
+
+@pytest.fixture
+def in_session(monkeypatch, spark):
+    """spark-submit replaced by the entry point run in this Spark session; the specs it ran (Airflow
+    imported here: only the tests that use it pay for it)."""
+    from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+
+    from airflow_provider_delta.spark.job import run as run_job
+    from airflow_provider_delta.spark.job_args import SECRETS_ENV, JobSpec
+    ran: list = []
+
+    def execute(self, context):
+        spec = JobSpec.parse(self.application_args[0])
+        ran.append(spec)
+        run_job(spark, spec, json.loads((self.env_vars or {}).get(SECRETS_ENV, "{}")))
+    monkeypatch.setattr(SparkSubmitOperator, "execute", execute)
+    return ran

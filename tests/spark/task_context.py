@@ -2,8 +2,11 @@
 from __future__ import annotations
 
 import datetime as dt
+import importlib.util
 import json
+import shutil
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 LOGICAL = dt.datetime(2026, 1, 2, tzinfo=dt.timezone.utc)
@@ -31,3 +34,16 @@ def task_context(**ti_fields: Any) -> dict[str, Any]:
     ti = RecordingTaskInstance(**ti_fields)
     return {"ti": ti, "task_instance": ti, "run_id": ti.run_id, "logical_date": LOGICAL,
             "outlet_events": OutletEventAccessors()}
+
+
+def load_dag(path: Path) -> Any:
+    """The DAG ``dag`` of the file ``path``, put into this Airflow home's DAG folder (``dag.test()``
+    runs a DAG its bundle holds) and loaded from there."""
+    from airflow.configuration import conf
+    folder = Path(conf.get("core", "dags_folder"))
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copy(path, folder / path.name)
+    spec = importlib.util.spec_from_file_location(path.stem, folder / path.name)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module.dag

@@ -18,7 +18,7 @@ from airflow_provider_delta.log import DeltaTable, InvalidArgumentError
 from airflow_provider_delta.spark.job import run
 from airflow_provider_delta.spark.job_args import JobSpec
 from submitted_application import submitted_session
-from task_context import task_context
+from task_context import load_dag, task_context
 
 pytestmark = pytest.mark.spark
 
@@ -178,3 +178,72 @@ def test_delta_spark_application_incremental_input_pinned_by_a_manifest(spark, t
     assert _rows(output.snapshot().to_pyarrow()) == _rows(source.changes(0, 2))
     pending = DeltaTableHook().pending_changes(source.uri, str(out), "dag:apply")
     assert (pending.start, pending.end) == (3, 3)
+
+
+def test_default_consumers_continue_from_their_0_1_positions_under_airflow(airflow_db, in_session, tmp_path,
+                                                                            monkeypatch, capfd):
+    """dag.test() of incremental_dag.py after an "upgrade": each consumer's output holds the position its
+    0.1.0 build recorded under ``incremental_dag.<task>`` (mapped: ``.<index>``). The run continues after
+    it (not at initial_version: no change twice), commits under ``incremental_dag:<task>[<index>]``, and
+    the next run reads the new id. A consumer holding both ids continues from its new one."""
+    from airflow_provider_delta.log import process_changes
+    source = _source(tmp_path)                                                         # v0, v1
+    source.write(pa.table({"id": [3], "name": ["c"]}, schema=SCHEMA))                  # v2
+    outs = {t: DeltaTable(str(tmp_path / t)) for t in ("apply", "apply_mapped", "apply_both")}
+    process_changes(source, outs["apply"], "incremental_dag.apply", end_version=1)
+    process_changes(source, outs["apply_mapped"], "incremental_dag.apply_mapped.0", end_version=0)
+    process_changes(source, outs["apply_both"], "incremental_dag:apply_both", end_version=0)
+    process_changes(source, outs["apply_both"], "incremental_dag.apply_both", end_version=2)   # further, ignored
+    monkeypatch.setenv("INCREMENTAL_SOURCE", source.uri)
+    for task_id, table in outs.items():
+        monkeypatch.setenv(f"INCREMENTAL_OUT_{task_id.upper()}", table.uri)
+    dag = load_dag(Path(__file__).with_name("incremental_dag.py"))
+
+    run = dag.test()
+    task_log = capfd.readouterr().out                                                  # dag.test() logs the tasks here
+    assert {ti.task_id: str(ti.state) for ti in run.get_task_instances()} == dict.fromkeys(outs, "success")
+    ran = {spec.app_id: (spec.input_starting_version, spec.input_version) for spec in in_session}
+    assert ran == {"incremental_dag:apply": (2, 2), "incremental_dag:apply_mapped[0]": (1, 2),
+                   "incremental_dag:apply_both": (1, 2)}
+    for task_id, table in outs.items():
+        new_id = f"incremental_dag:{task_id}" + ("[0]" if task_id == "apply_mapped" else "")
+        assert table.snapshot().transaction_version(new_id) == 2                      # the position moved to the new id
+    assert _rows(outs["apply"].snapshot().to_pyarrow()) == _rows(source.changes(0))    # every change once
+    assert _rows(outs["apply_mapped"].snapshot().to_pyarrow()) == _rows(source.changes(0))
+    assert "continuing from version 1 recorded under 'incremental_dag.apply'" in task_log
+    assert "recorded under 'incremental_dag.apply_mapped.0'" in task_log
+    assert "'incremental_dag.apply_both'" not in task_log                           # its own position won
+
+    in_session.clear()
+    source.write(pa.table({"id": [4], "name": ["d"]}, schema=SCHEMA))                  # v3
+    dag.test()
+    assert sorted((s.app_id, s.input_starting_version) for s in in_session) == [
+        ("incremental_dag:apply", 3), ("incremental_dag:apply_both", 3), ("incremental_dag:apply_mapped[0]", 3)]
+    assert _rows(outs["apply"].snapshot().to_pyarrow()) == _rows(source.changes(0))
+
+
+def test_delta_spark_application_continues_from_the_former_default_id(tmp_path, java, delta_spark_conf):
+    """A real submit: the output holds ``dag.apply``'s position 1 (0.1.0's id): the application reads
+    only version 2 and commits txn ``dag:apply`` 2; an explicit app_id is used as given (no fallback)."""
+    from airflow_provider_delta.log import process_changes
+    from airflow_provider_delta.operators import DeltaSparkApplicationOperator, DeltaSparkSubmitOperator
+    source, out = _source(tmp_path), tmp_path / "out"
+    process_changes(source, DeltaTable(str(out)), "dag.apply")                         # 0.1.0's position: 1
+    source.write(pa.table({"id": [9], "name": ["z"]}, schema=SCHEMA), mode="overwrite")     # v2
+    job = tmp_path / "changes_job.py"
+    job.write_text(CHANGES_JOB)
+    ctx = task_context(task_id="apply")
+    op = DeltaSparkApplicationOperator(
+        task_id="apply", conn_id="spark_not_defined", application=str(job), input_table_uri=source.uri,
+        input_changes=True, output_table_uri=str(out), jars=delta_spark_conf["spark.jars"], conf=SPARK_CONF)
+    assert op.execute(ctx) == 1
+    commit = ctx["ti"].xcoms["commit"]
+    assert commit["committed"] and (commit["input_starting_version"], commit["input_version"]) == (2, 2)
+    output = DeltaTable(str(out))
+    assert output.snapshot().transaction_version("dag:apply") == 2
+    assert _rows(output.snapshot().to_pyarrow()) == _rows(source.changes(0))          # every change once
+    process_changes(source, DeltaTable(str(tmp_path / "out2")), "dag.apply")
+    given = DeltaSparkSubmitOperator(task_id="apply", conn_id="spark_not_defined", output_table_uri=str(tmp_path / "out2"),
+                                     transform="identity", input_table_uri=source.uri, input_changes=True, app_id="mine")
+    spec, _ = given.build_spec(task_context(task_id="apply"))
+    assert (spec.app_id, spec.input_starting_version) == ("mine", 0)                   # as given: no fallback

@@ -2,8 +2,8 @@
 
 ``operators/spark_secrets.py`` routes ``DELTA_SPARK_JOB_SECRETS`` (and ``DELTA_JOB_HADOOP_CONF``)
 per master and deploy mode. Here the real operators and the real ``SparkSubmitHook`` submit to
-a stand-in ``spark-submit`` (YARN and Kubernetes are not on this machine) that records its
-arguments and environment and plays the driver: in client modes it reads the secrets as the
+the stand-in ``spark-submit`` of tests/spark_submit_stand_in.py (YARN and Kubernetes are not on this
+machine), which resolves the deploy mode as Spark does, records its arguments and environment and plays the driver: in client modes it reads the secrets as the
 driver would (same environment: the driver is spark-submit's child); in YARN cluster mode it
 first does what YARN does (copies the ``--files`` into a container working directory, sets the
 ``spark.yarn.appMasterEnv.*`` variables). The last test runs a real local spark-submit whose
@@ -26,57 +26,15 @@ from airflow_provider_delta.log import DeltaTable
 from airflow_provider_delta.log.base.errors import CommitFailedError, InvalidTableStateError
 from airflow_provider_delta.operators.spark_secrets import DriverSecrets, DriverSecretsError
 from airflow_provider_delta.spark.job_args import SECRETS_ENV
+from spark_submit_stand_in import ROOT, spark_submit_stand_in
 from task_context import task_context
 
 PASSWORD = "pw with S3cretValue"          # a space: the hook's log masking used to stop there
 OPTIONS = {"auto_mkdir": True, "client_secret": PASSWORD}
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-STUB = textwrap.dedent('''\
-    #!{python}
-    """Stand-in spark-submit: records argv and environment, then reads the secrets as the driver would."""
-    import json, os, shutil, stat, sys, tempfile
-    sys.path.insert(0, {root!r})
-    from airflow_provider_delta.spark.delta_job import env_json_object
-    from airflow_provider_delta.spark.job_args import SECRETS_ENV
-
-    argv = sys.argv[1:]
-    confs = dict(argv[i + 1].split("=", 1) for i, a in enumerate(argv) if a == "--conf")
-    master = argv[argv.index("--master") + 1]
-    cluster = "--deploy-mode" in argv and argv[argv.index("--deploy-mode") + 1] == "cluster"
-    files = argv[argv.index("--files") + 1].split(",") if "--files" in argv else []
-    record = {{"argv": argv, "env": {{k: v for k, v in os.environ.items() if k.startswith("DELTA_")}},
-              "files": {{f: stat.S_IMODE(os.stat(f).st_mode) for f in files}}}}
-    named = os.environ.get(SECRETS_ENV + "_FILE")
-    if named and os.path.isabs(named):
-        record["named_file"] = [named, stat.S_IMODE(os.stat(named).st_mode),
-                                stat.S_IMODE(os.stat(os.path.dirname(named)).st_mode)]
-    if "yarn" in master and cluster:        # YARN: --files into the container's working directory
-        container = tempfile.mkdtemp(dir=os.path.dirname({record!r}))
-        for f in files:
-            shutil.copy(f, container)
-        os.chdir(container)
-        prefix = "spark.yarn.appMasterEnv."
-        environ = {{k[len(prefix):]: v for k, v in confs.items() if k.startswith(prefix)}}
-    elif "k8s" in master and cluster:       # the driver pod gets the driverEnv confs (and k8s secrets)
-        prefix = "spark.kubernetes.driverEnv."
-        environ = {{k[len(prefix):]: v for k, v in confs.items() if k.startswith(prefix)}}
-    else:                                   # client mode: the driver is this process's child
-        environ = dict(os.environ)
-    record["driver_secrets"] = env_json_object(SECRETS_ENV, environ)
-    with open({record!r}, "w") as f:
-        json.dump(record, f)
-    print("Exit code: 0")
-''')
-
 
 @pytest.fixture
 def stub(tmp_path):
-    record = tmp_path / "record.json"
-    path = tmp_path / "spark-submit"
-    path.write_text(STUB.format(python=sys.executable, root=ROOT, record=str(record)))
-    path.chmod(path.stat().st_mode | stat.S_IEXEC)
-    return str(path), record
+    return spark_submit_stand_in(tmp_path)
 
 
 @pytest.fixture

@@ -10,12 +10,8 @@ whose try staged already submits nothing.
 """
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pyarrow as pa
@@ -23,35 +19,13 @@ import pytest
 
 from airflow_provider_delta.log import DeltaTable, SqlCatalog
 from airflow_provider_delta.spark.job import run as run_job
-from airflow_provider_delta.spark.job_args import SECRETS_ENV, JobSpec
-from task_context import task_context
+from airflow_provider_delta.spark.job_args import JobSpec
+from task_context import load_dag, task_context
 
 pytestmark = pytest.mark.spark
 
 from spark_wap_dag import CONN
 SOURCE_SCHEMA = pa.schema([("customer", pa.string()), ("amount", pa.int64())])
-
-
-@pytest.fixture(scope="module")
-def airflow_db():
-    """This process's Airflow metadata database (tests/spark/conftest.py's home), migrated once."""
-    proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), "airflow"), "db", "migrate"],
-                          capture_output=True, text=True, env=dict(os.environ))
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-
-
-@pytest.fixture
-def in_session(monkeypatch, spark):
-    """spark-submit replaced by the entry point run in this Spark session; the specs it ran."""
-    from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
-    ran: list[JobSpec] = []
-
-    def execute(self, context):
-        spec = JobSpec.parse(self.application_args[0])
-        ran.append(spec)
-        run_job(spark, spec, json.loads((self.env_vars or {}).get(SECRETS_ENV, "{}")))
-    monkeypatch.setattr(SparkSubmitOperator, "execute", execute)
-    return ran
 
 
 @pytest.fixture
@@ -70,18 +44,10 @@ def lake(tmp_path, monkeypatch):
 
 
 def wap_dag(source: DeltaTable, orders: DeltaTable, totals: DeltaTable, monkeypatch):
-    """The DAG of ``spark_wap_dag.py``, put into this Airflow home's DAG folder (``dag.test()`` runs a
-    DAG its bundle holds) and loaded with the three tables' URIs from the environment."""
-    from airflow.configuration import conf
-    folder = Path(conf.get("core", "dags_folder"))
-    folder.mkdir(parents=True, exist_ok=True)
-    shutil.copy(Path(__file__).with_name("spark_wap_dag.py"), folder / "spark_wap_dag.py")
+    """The DAG of ``spark_wap_dag.py`` loaded with the three tables' URIs from the environment."""
     for name, table in (("SOURCE", source), ("ORDERS", orders), ("TOTALS", totals)):
         monkeypatch.setenv(f"SPARK_WAP_{name}", table.uri)
-    spec = importlib.util.spec_from_file_location("spark_wap_dag", folder / "spark_wap_dag.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
-    return module.dag
+    return load_dag(Path(__file__).with_name("spark_wap_dag.py"))
 
 
 def files(table: DeltaTable) -> set[str]:

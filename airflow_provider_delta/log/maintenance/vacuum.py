@@ -28,7 +28,7 @@ from urllib.parse import unquote
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..read.data_paths import ABSOLUTE_PATH_REGEX, Undecided, split_uri, table_relative
+from ..read.data_paths import ABSOLUTE_PATH_REGEX, Undecided, split_uri, table_relative_to
 from ..read.deletion_vectors import dv_file_path
 from ..base.errors import DeltaError, InvalidArgumentError
 from ..base.features import Operation
@@ -161,7 +161,7 @@ def _walk_remote(table: TableLog, hidden) -> list[_Listed]:
 
 #: Log paths that are absolute (``scheme:/...`` or ``/...``) or hold ``.``/``..`` segments, doubled
 #: slashes or a trailing one (``x.parquet/`` is ``x.parquet`` to Hadoop's file systems): the few that go
-#: through :func:`~..read.data_paths.table_relative` one by one.
+#: through :func:`~..read.data_paths.table_relative_to` one by one.
 _NOT_PLAIN = ABSOLUTE_PATH_REGEX + r"|(^|/)\.\.?(/|$)|//|/$"
 
 
@@ -189,8 +189,9 @@ def _place(storage, paths: list[str], out: list[str], undecided: list[str]) -> N
     too (:func:`~..read.data_paths.locate`), but a reader that opens the path through the operating
     system (an older version of this package, another engine) reads the other: both are kept.
     """
+    relative = table_relative_to(storage)           # the root's location once, not for every path
     for p in paths:
-        where = table_relative(storage, p)
+        where = relative(p)
         if isinstance(where, Undecided):
             undecided.append(where.path)
         elif where is not None:

@@ -31,7 +31,7 @@ from __future__ import annotations
 import os
 import posixpath
 import re
-from typing import IO, NamedTuple
+from typing import IO, Callable, NamedTuple
 from urllib.parse import unquote
 
 from ..base.names import LOG_DIR, SIDECARS_DIR
@@ -234,28 +234,47 @@ def _relative_path(path: str) -> str | None:
 
 def table_relative(storage: Storage, path: str) -> str | Undecided | None:
     """Where a (decoded) log path points: a root-relative path, None (outside the table), or Undecided."""
-    parts = split_uri(path)
-    if parts is None:
-        rel = _relative_path(path)
-        if rel is not None or not _lexical(path).startswith("../"):
-            return rel
-        # above the root: resolved against it, as Hadoop's Path resolves it (``../t/x`` under root ``t`` is ``x``)
-        root_path = storage.root if storage.is_local else split_uri(storage.root).path  # type: ignore[union-attr]
-        parts = SplitUri("", "", root_path.rstrip("/") + "/" + path)
-    if storage.is_local:
-        if parts.scheme in ("", "file"):
-            if parts.authority not in ("", "localhost"):
-                return None                                   # a file on another host
-            return _under(os.path.realpath(storage.root), _resolved_dirs(parts.path))
-        store = store_of_scheme(parts.scheme)
-        return None if store is not None and store not in _ALIASING_STORES else Undecided(_lexical(parts.path))
-    root = split_uri(storage.root)
-    assert root is not None, "a non-local table root is a URL"
-    if parts.scheme == "":                                    # absolute on the table's own store
-        parts = SplitUri(root.scheme, root.authority, parts.path)
-    options = storage.storage_options                         # the reader opens the path with the table's
-    where = within(location_of(parts, options), location_of(root, options))
-    return None if where == "" else where                     # the root itself is no file
+    return table_relative_to(storage)(path)
+
+
+def table_relative_to(storage: Storage) -> Callable[[str], str | Undecided | None]:
+    """:func:`table_relative` for many paths of one table (vacuum's): the root's location (its real path,
+    or its split URI and :func:`location_of`) is worked out once, on first need, not for every path."""
+    root_cache: list = []
+
+    def root() -> tuple:
+        if not root_cache:
+            if storage.is_local:
+                root_cache.append((os.path.realpath(storage.root), None, None))
+            else:
+                split = split_uri(storage.root)
+                assert split is not None, "a non-local table root is a URL"
+                root_cache.append((None, split, location_of(split, storage.storage_options)))
+        return root_cache[0]
+
+    def relative(path: str) -> str | Undecided | None:
+        parts = split_uri(path)
+        if parts is None:
+            rel = _relative_path(path)
+            if rel is not None or not _lexical(path).startswith("../"):
+                return rel
+            # above the root: resolved against it, as Hadoop's Path resolves it (``../t/x`` under root ``t`` is ``x``)
+            root_path = storage.root if storage.is_local else root()[1].path
+            parts = SplitUri("", "", root_path.rstrip("/") + "/" + path)
+        if storage.is_local:
+            if parts.scheme in ("", "file"):
+                if parts.authority not in ("", "localhost"):
+                    return None                                   # a file on another host
+                return _under(root()[0], _resolved_dirs(parts.path))
+            store = store_of_scheme(parts.scheme)
+            return None if store is not None and store not in _ALIASING_STORES else Undecided(_lexical(parts.path))
+        _, split, location = root()
+        if parts.scheme == "":                                    # absolute on the table's own store
+            parts = SplitUri(split.scheme, split.authority, parts.path)
+        # the reader opens the path with the table's options
+        where = within(location_of(parts, storage.storage_options), location)
+        return None if where == "" else where                     # the root itself is no file
+    return relative
 
 def sidecar_location(path: str) -> str:
     """A ``sidecar`` action's path as a decoded log path: sidecar paths are percent-encoded and,

@@ -246,7 +246,8 @@ def restore_table(table: TableLog, version: Any = None, timestamp: Any = None, *
     if ISOLATION_LEVEL_PROPERTY not in latest.metadata.configuration:
         commit_kwargs.setdefault("isolation_level", WRITE_SERIALIZABLE)   # see the module docstring
     commit_kwargs.setdefault("large_commit_info", True)     # commitInfo as Delta Spark's commitLarge writes it
-    txn = Transaction(table, operation=RESTORE_OPERATION, read_version=latest.version, **commit_kwargs)
+    # the snapshot whose file list this restore loaded: the transaction reads it, not a second copy
+    txn = Transaction(table, operation=RESTORE_OPERATION, read_snapshot=latest, **commit_kwargs)
     txn.mark_read("all")
     metadata = restored_metadata(latest, old.metadata)
     if metadata.to_json() != latest.metadata.to_json():

@@ -63,7 +63,9 @@ class Transaction:
     """One optimistic commit. Use as a context manager (commits on a clean exit) or call :meth:`commit`.
 
     ``read_version`` pins the snapshot the transaction is based on (default: the
-    latest); ``-1`` means the table must not exist yet (table creation). ``clock``
+    latest); ``-1`` means the table must not exist yet (table creation). ``read_snapshot``:
+    that snapshot, already loaded by the caller (a snapshot of this table's location), so its
+    file list is not loaded a second time; its version is the read version. ``clock``
     returns epoch milliseconds; tests replace it to make time go backwards.
     ``isolation_level`` defaults to the table's ``delta.isolationLevel``, else
     ``Serializable`` (Delta Spark's default; see :mod:`.isolation`). ``large_commit_info``:
@@ -77,7 +79,7 @@ class Transaction:
                  read_version: int | None = None, clock: Callable[[], int] | None = None,
                  operation_metrics: dict[str, Any] | None = None,
                  enlist: Callable[["Transaction"], None] | None = None,
-                 large_commit_info: bool = False):
+                 large_commit_info: bool = False, read_snapshot: Snapshot | None = None):
         if not isinstance(operation, str) or not operation.strip():
             raise InvalidArgumentError("operation must be a non-empty string, e.g. 'WRITE'")
         if isolation_level is not None and isolation_level not in ISOLATION_LEVELS:
@@ -88,6 +90,10 @@ class Transaction:
         if read_version is not None and (isinstance(read_version, bool) or not isinstance(read_version, int)
                                          or read_version < -1):
             raise InvalidArgumentError(f"read_version must be an integer >= -1, got {read_version!r}")
+        if read_snapshot is not None and (not isinstance(read_snapshot, Snapshot) or read_snapshot.uri != table.uri
+                                          or read_version not in (None, read_snapshot.version)):
+            raise InvalidArgumentError(f"read_snapshot must be a snapshot of {table.uri} (at read_version when both "
+                                       f"are given), got {read_snapshot!r}")
         if user_metadata is not None and not isinstance(user_metadata, str):
             raise InvalidArgumentError("user_metadata must be a string")
         if job is not None and not isinstance(job, dict):
@@ -103,9 +109,9 @@ class Transaction:
         self.clock: Callable[[], int] = clock or ict.system_clock
         self.operation_metrics = dict(operation_metrics or {})
         self.txn_id = str(uuid.uuid4())
-        self._read_version = read_version
-        self._snapshot: Snapshot | None = None
-        self._snapshot_loaded = read_version == -1
+        self._read_version = read_version if read_snapshot is None else read_snapshot.version
+        self._snapshot: Snapshot | None = read_snapshot
+        self._snapshot_loaded = read_version == -1 or read_snapshot is not None
         self._changes = PendingChanges()
         self._state = "open"
         #: the committed version, once :meth:`commit` succeeded
