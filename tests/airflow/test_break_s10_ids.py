@@ -130,3 +130,28 @@ def test_a_retried_rollback_with_string_versions_recognises_its_restore(make_tab
                                expected_version="3").execute(_retry(make_context, "rollback"))
     assert (out["version"], out["restored_version"], out["committed"]) == (4, 1, True)
     assert DeltaTable(table.uri).latest_version() == 4
+
+
+# ------------------------------------------------------------------ task identity in real DAG runs
+@pytest.mark.airflow
+@pytest.mark.parametrize("manual", [False, True], ids=["logical-date", "manual-run-id"])
+def test_sensors_filter_a_mapped_writer_in_a_group_of_a_dotted_dag_in_both_spellings(run_dag, tmp_path, manual):
+    """Real Airflow (dag.test): DAG 'sales.daily', group 'grp', mapped 'load' committing txn ids
+    'sales.daily:grp.load[i]@<run key>' (with no logical date the run key is the manual run id, colons
+    and all). Sensors (one deferred, through the trigger) filtering by 'sales.daily:grp.load', the old
+    spelling 'sales.daily.grp.load' and one instance '...[1]' see the commits; a group prefix and a
+    task id that is a prefix of the task's match nothing (soft-failed: skipped)."""
+    from pathlib import Path
+
+    from airflow_provider_delta.log import DeltaTable
+    table = DeltaTable.create(str(tmp_path / "t"), pa.schema([("id", pa.int64())]))
+    env = {"DELTA_S10_TABLE": table.uri}
+    if manual:
+        env["DELTA_DAG_RUN_NO_LOGICAL_DATE"] = "1"
+    report = run_dag("sales.daily", env=env, dags_folder=Path(__file__).resolve().parent / "break_s10_dags")
+    assert report.state == "success", (report.tasks, report.output[-4000:])
+    assert report.xcoms["grp.load"]["return_value"].startswith("sales.daily:grp.load[")
+    counts = {k: report.xcoms.get(k, {}).get("return_value", {}).get("count")
+              for k in ("new_spelling", "old_spelling", "one_instance", "deferred_old_spelling")}
+    assert counts == {"new_spelling": 2, "old_spelling": 2, "one_instance": 1, "deferred_old_spelling": 2}, counts
+    assert report.tasks["group_prefix"] == report.tasks["other_task"] == "skipped", report.tasks
