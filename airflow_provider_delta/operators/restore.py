@@ -13,7 +13,10 @@ from airflow.providers.common.compat.sdk import AirflowFailException
 
 from ..log import RestoreResult, UnexpectedVersionError, restore_table, restored_version_of
 from ..hooks.arguments import NOT_GIVEN, check_flags, flag, given_value, optional_int
-from .base import DeltaVersionAsOfOperator, earlier_try_commit, job_info, metrics_of
+from .base import DeltaVersionAsOfOperator, earlier_try_commit, job_info, metrics_of, same_task_run
+
+#: how many of the newest commits an unguarded retry searches for its earlier try's RESTORE
+RETRY_LOOKBACK = 100
 
 if TYPE_CHECKING:  # pragma: no cover
     from airflow.sdk import Context
@@ -50,7 +53,9 @@ class DeltaRestoreOperator(DeltaVersionAsOfOperator):
     RESTORE metrics (integers). A commit emits an asset event with ``operation: "RESTORE"``; a
     restore to the latest version (nothing to do) emits none. Concurrent blind appends stay in the
     table; other concurrent changes fail the task with ``ConcurrentModificationError``, nothing
-    written (retrying the task restores on top of them).
+    written (retrying the task restores on top of them). A retry whose earlier try's RESTORE of the
+    same target landed reports it instead of restoring again (guarded: where the guard refuses;
+    unguarded: found among the newest 100 commits).
     """
 
     template_fields: Sequence[str] = ("table_uri", "delta_conn_id", "version", "timestamp", "expected_version",
@@ -74,14 +79,17 @@ class DeltaRestoreOperator(DeltaVersionAsOfOperator):
             "the rollback guard came with no version (the load task pushed no XCom?); restoring without it "
             "could undo commits made after the load"), "expected_version")
         table = self.hook.get_table(self.table_uri)
-        try:
-            result = restore_table(table, version, timestamp, enforce_retention=enforce_retention,
-                                   expected_version=expected_version, job=job_info(context))
-        except UnexpectedVersionError as e:
-            done = self._earlier_try_restore(table, e.latest, version, timestamp, context)
-            if done is None:
-                raise DeltaRollbackRefusedError(str(e), expected=e.expected, latest=e.latest) from e
-            result = done
+        # a guarded retry finds its earlier try's RESTORE where the guard refuses; an unguarded one looks first
+        result = None if self.guarded else self._earlier_try_restore_in_history(table, version, timestamp, context)
+        if result is None:
+            try:
+                result = restore_table(table, version, timestamp, enforce_retention=enforce_retention,
+                                       expected_version=expected_version, job=job_info(context))
+            except UnexpectedVersionError as e:
+                done = self._earlier_try_restore(table, e.latest, version, timestamp, context)
+                if done is None:
+                    raise DeltaRollbackRefusedError(str(e), expected=e.expected, latest=e.latest) from e
+                result = done
         out = {"table_uri": table.uri, "version": result.version, "restored_version": result.restored_version,
                "committed": result.committed, "metrics": dict(result.metrics)}
         if result.committed:
@@ -94,6 +102,30 @@ class DeltaRestoreOperator(DeltaVersionAsOfOperator):
             self.record_lineage(result.version)
             self.drop_asset_events(f"version {result.version} is the latest already: nothing restored")
         return out
+
+    def _earlier_try_restore_in_history(self, table: Any, version: int | None, timestamp: Any,
+                                        context: "Context") -> Any:
+        """An unguarded retry: this task run's RESTORE of the same target among the newest
+        :data:`RETRY_LOOKBACK` commits (an earlier try committed it, then its worker died before
+        reporting) is the rollback done, reported again; restoring a second time would undo what
+        other writers committed after it. None when there is none (a first try, or one that failed
+        before committing) or when it restored another target."""
+        ti = context.get("ti") or context.get("task_instance")
+        try_number = getattr(ti, "try_number", None)
+        if not isinstance(try_number, int) or try_number <= 1:
+            return None
+        for info in table.history(limit=RETRY_LOOKBACK):
+            if info.get("operation") != "RESTORE" or not same_task_run(info.get("job"), context):
+                continue
+            restored = restored_version_of(table, info.get("operationParameters"), version, timestamp)
+            if restored is None:
+                return None                 # this run's restore of another target: do as this try asks
+            self.log.info("Version %d of %s is this task run's RESTORE of version %d, committed by try %s, which "
+                          "did not report it: the rollback is done, announcing it now instead of restoring again",
+                          info["version"], table.uri, restored, (info.get("job") or {}).get("try_number"))
+            return RestoreResult(version=info["version"], restored_version=restored, committed=True,
+                                 metrics=metrics_of(info))
+        return None
 
     def _earlier_try_restore(self, table: Any, latest: Any, version: int | None, timestamp: Any,
                              context: "Context") -> Any:

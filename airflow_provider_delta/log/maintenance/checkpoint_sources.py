@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..base.actions import Metadata, Protocol
+from ..read.action_lines import may_carry
 from ..read.checkpoint_reader import read_checkpoint
 from ..read.commit_reader import read_blobs
 from ..read.data_paths import filesystem_path, sidecar_location
@@ -58,7 +59,7 @@ def protocol_metadata(storage: Storage, segment: LogSegment) -> tuple[Protocol, 
     carrying: list[tuple[int, bytes, str]] = []
     for commit in reversed(segment.commits):
         blob = read_blobs(storage, [commit])[0]
-        if b'"protocol"' in blob[1] or b'"metaData"' in blob[1]:
+        if may_carry(blob[1], "protocol") or may_carry(blob[1], "metaData"):
             carrying.insert(0, blob)
             protocol, metadata = newest_protocol_metadata(carrying)
             if protocol is not None and metadata is not None:

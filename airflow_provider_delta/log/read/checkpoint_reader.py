@@ -7,7 +7,6 @@ asked for, never the heavy ``stats_parsed`` columns.
 from __future__ import annotations
 
 import json
-import re
 from datetime import date, datetime, timezone
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
@@ -20,6 +19,7 @@ from ..base.errors import CorruptLogError
 from ..base.names import LogFile
 from ..base.parquet_file import ParquetFile
 from ..base.records import Record
+from .action_lines import first_action
 from .column_mapping import partition_keys_of
 from .data_paths import open_path, sidecar_location
 from .replay import file_actions_from_struct, parse_json_logs
@@ -27,7 +27,6 @@ from .replay import file_actions_from_struct, parse_json_logs
 if TYPE_CHECKING:  # pragma: no cover
     from ..base.storage import Storage
 
-_METADATA_LINE = re.compile(rb'^\{\s*"metaData"\s*:.*$', re.M)
 _NON_FILE_COLUMNS = ("protocol", "metaData", "txn", "domainMetadata", "checkpointMetadata", "sidecar")
 
 
@@ -253,11 +252,11 @@ def read_checkpoint(storage: "Storage", files: list[LogFile], version: int,
 def _read_json_checkpoint(storage: "Storage", f: LogFile, version: int, with_files: bool) -> CheckpointContent:
     data = storage.read_bytes(f.path)
     pcols: tuple[str, ...] = ()
-    m = _METADATA_LINE.search(data)
-    if m:
+    metadata = first_action(data, "metaData")
+    if metadata is not None:
         try:
-            pcols = tuple(partition_keys_of(json.loads(m.group(0))["metaData"]))
-        except (ValueError, KeyError, AttributeError):
+            pcols = tuple(partition_keys_of(metadata))
+        except (ValueError, KeyError, AttributeError, TypeError):
             pcols = ()
     parsed = parse_json_logs([(version, data, f.path)], pcols, seq_start=-(1 << 61))
     out = CheckpointContent()

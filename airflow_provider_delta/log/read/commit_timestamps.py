@@ -8,19 +8,17 @@ Spark does: a time not after the previous commit's becomes the previous one + 1 
 """
 from __future__ import annotations
 
-import json
-import re
 from typing import Any
 
 from ..base import ict
 from ..base.actions import Metadata, Protocol
+from .action_lines import first_action
 from .commit_reader import read_commit_file
 from ..base.errors import CorruptLogError
 from .listing import LogListing
 from ..base.names import LogFile
 from ..base.storage import Storage
 
-_COMMIT_INFO_LINE = re.compile(rb'^\{\s*"commitInfo"\s*:.*$', re.M)
 
 
 def file_timestamps(listing: LogListing) -> dict[int, int]:
@@ -43,13 +41,8 @@ def file_timestamps(listing: LogListing) -> dict[int, int]:
 
 def commit_info_of(data: bytes) -> dict[str, Any] | None:
     """The ``commitInfo`` of a commit file's bytes (None when it has none)."""
-    m = _COMMIT_INFO_LINE.search(data)
-    if not m:
-        return None
-    try:
-        return json.loads(m.group(0))["commitInfo"]
-    except (ValueError, KeyError):
-        return None
+    info = first_action(data, "commitInfo")
+    return info if isinstance(info, dict) else None
 
 
 def read_ict(storage: Storage, listing: LogListing, version: int, blob: bytes | None = None) -> int:

@@ -3,7 +3,8 @@
 Most questions about a table (may we read it? what is its schema, its
 properties, its id?) need only these two actions. They come from the newest
 commits of the segment that carry them (a regex over the raw bytes finds those
-lines, so a commit without them costs a substring test) or else from the
+lines, so a commit without them costs a substring test; a commit that may spell
+keys with escapes is parsed instead, see :mod:`.action_lines`) or else from the
 checkpoint's two columns.
 """
 from __future__ import annotations
@@ -16,24 +17,12 @@ from ..base.actions import Metadata, Protocol
 from .checkpoint_reader import read_checkpoint, read_checkpoint_protocol
 from .commit_reader import CommitBlobs, read_blobs
 from ..base.errors import CorruptLogError
+from .action_lines import line_pattern, may_spell_keys_escaped, parsed_lines
 from .segment import LogSegment
 from ..base.storage import Storage
 
-#: a JSON escape of an ASCII letter (``\u0070`` for ``p``): no writer needs one, but JSON allows it, so
-#: a commit holding one may spell an action's key so, which the line patterns below cannot see; such
-#: a commit is parsed as JSON instead (:func:`may_spell_keys_escaped`). Non-ASCII text escapes to
-#: ``\u0080`` and above, control characters to below ``\u0020``: neither matches.
-ESCAPED_ASCII = re.compile(rb"\\u00[4-7][0-9a-fA-F]")
-
-
-def may_spell_keys_escaped(data: bytes, start: int = 0, end: int | None = None) -> bool:
-    """Whether ``data[start:end]`` holds a JSON escape of an ASCII letter (a cheap substring test first)."""
-    end = len(data) if end is None else end
-    return data.find(b"\\u00", start, end) >= 0 and ESCAPED_ASCII.search(data, start, end) is not None
-
-
-PROTOCOL_LINE = re.compile(rb'^\{\s*"protocol"\s*:.*$', re.M)
-METADATA_LINE = re.compile(rb'^\{\s*"metaData"\s*:.*$', re.M)
+PROTOCOL_LINE = line_pattern("protocol")
+METADATA_LINE = line_pattern("metaData")
 
 
 def _key_of(pattern: re.Pattern) -> bytes:
@@ -109,15 +98,7 @@ def _parsed_protocol_metadata(version: int, data: bytes, path: str) -> dict[str,
     """The protocol and metaData lines of a commit whose keys may be spelled with escapes, by
     parsing each line as JSON (as :func:`newest_protocol_metadata` returns them), refusing two."""
     found: dict[str, Any] = {}
-    for line in data.splitlines():
-        if not line.strip():
-            continue
-        try:
-            action = json.loads(line)
-        except ValueError:
-            continue         # the replay reports a malformed line; here only these two actions count
-        if not isinstance(action, dict):
-            continue
+    for action in parsed_lines(data):     # malformed lines: the replay reports them
         for kind in ("protocol", "metaData"):
             if kind in action:
                 if kind in found:

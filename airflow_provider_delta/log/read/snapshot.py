@@ -11,7 +11,6 @@ after it and overlaying them on the already reconciled state.
 """
 from __future__ import annotations
 
-import json
 import time
 from functools import cached_property
 import typing
@@ -34,7 +33,8 @@ from ..base.features import Operation, commits_are_coordinated, supported_featur
 from ..base.intervals import deleted_file_retention_ms, set_transaction_retention_ms
 from .listing import LogListing
 from .managed_state import validate_managed_state
-from .protocol_metadata import METADATA_LINE, load_protocol_metadata, may_spell_keys_escaped, \
+from .action_lines import action_lines
+from .protocol_metadata import load_protocol_metadata, may_spell_keys_escaped, \
     newest_protocol_metadata, parse_protocol_metadata
 from .reader import read_rows
 from .replay import only_keys, parse_json_logs, reconcile, select_rows
@@ -222,12 +222,10 @@ class Snapshot:
         under column mapping these are physical names."""
         cols = self._partition_keys()
         for _, data, _ in blobs:
-            if b'"metaData"' not in data:
-                continue
-            for m in METADATA_LINE.finditer(data):
+            for action in action_lines(data, "metaData"):
                 try:
-                    cols.extend(partition_keys_of(json.loads(m.group(0))["metaData"]))
-                except (ValueError, KeyError, AttributeError):
+                    cols.extend(partition_keys_of(action["metaData"]))
+                except (ValueError, KeyError, AttributeError, TypeError):
                     continue
         return list(dict.fromkeys(cols))
 

@@ -20,7 +20,8 @@ from .history import history, version_at
 from .listing import LogListing, list_log
 from ..base.names import commit_path
 from .new_commits import CommitsSince, read_commits_since
-from .protocol_metadata import PROTOCOL_LINE, last_line_match, load_protocol, load_protocol_metadata
+from .action_lines import may_carry
+from .protocol_metadata import load_protocol, load_protocol_metadata
 from .segment import build_segment
 from .snapshot import Snapshot, load_snapshot
 from ..base.storage import Storage
@@ -187,7 +188,7 @@ class TableLog:
                 data = self.storage.read_bytes(commit_path(v))
             except FileNotFoundError:
                 return True
-            if last_line_match(PROTOCOL_LINE, data) is not None:
+            if may_carry(data, "protocol"):    # parsed by load_protocol (escaped keys too)
                 return True
         return False
 

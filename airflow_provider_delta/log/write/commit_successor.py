@@ -13,15 +13,18 @@ before the put (nothing is written) and once more after it, for a cleanup racing
 * after: our commit fell into a hole only if both hold (:func:`landed_below_newer_log`): version
   ``v - 1``'s commit file is gone now (cleanup deletes commits oldest first, so the one that freed
   ``v`` removed ``v - 1`` before it), and a checkpoint above ``v`` is not newer than our commit file
-  (it was there before our put; equal times count, for stores with whole-second times). Timestamps
-  alone are not evidence enough: a writer on a skewed clock builds on our commit with an older file
-  time, but ``v - 1`` is still there then. A checkpoint with the very time of our commit file may
-  also have been written right after it, in the same second, by a writer that built on our commit
-  (and Delta Spark's cleanup after that checkpoint removes ``v - 1``): such a checkpoint holds the
-  new files our commit added (as adds, or as removes when it already replaced them), which a
-  checkpoint written before our put cannot, so a tie counts as a hole only when it holds none of
-  them; a tied commit that added no file cannot be told apart (:class:`CommitOutcomeUnknownError`,
-  nothing withdrawn). The committer then withdraws its commit file: below the
+  (it was there before our put; equal times count, for stores with whole-second times). A checkpoint
+  that names a new file our commit added (as an add, or as a remove when it already replaced it) was
+  built on our commit, whatever its time says: no checkpoint written before our put can name it. That
+  covers a writer on a skewed clock (an older file time) on an idle table, where the cleanup after its
+  checkpoint removes ``v - 1`` too (past log retention), and a writer that built on our commit within
+  the same second (a tie). A tie that names none of them counts as a hole only when the checkpoint
+  would have kept their tombstones (its ``delta.deletedFileRetentionDuration`` is an hour or more:
+  with a shorter one a writer that compacted our file right after our commit leaves no trace of it);
+  a tied commit that added no file, a checkpoint that may have dropped them, or one still being
+  written cannot be told apart (:class:`CommitOutcomeUnknownError`, nothing withdrawn). A commit
+  without new files whose checkpoint carries an older time is still judged by the times alone.
+  The committer then withdraws its commit file: below the
   checkpoint no reader replays it, nobody built on it (the versions above existed before it), and
   left in place its file time would enter the monotonized timestamps that time travel by timestamp
   uses (ours, Delta Spark's and delta-rs', which then looks for the commits cleanup removed).
@@ -37,6 +40,7 @@ import pyarrow.compute as pc
 
 from ..base.path_spelling import LOG_PATH_COLUMN
 from ..base.errors import InvalidCommittedVersionError
+from ..base.intervals import deleted_file_retention_ms
 from ..base.names import LOG_DIR, commit_path
 from ..base.storage import Storage
 from ..read.checkpoint_reader import read_checkpoint
@@ -78,7 +82,8 @@ def landed_below_newer_log(storage: Storage, version: int,
     """After our put of ``version``: a checkpoint above it written before our commit file, when
     ``version - 1``'s commit is gone too (the state a racing cleanup leaves), or None.
 
-    ``added_paths`` are the paths (as the log spells them) of the files our commit added; a
+    ``added_paths`` are the paths of the files our commit added as the log spells them (encoded:
+    :func:`~..base.path_spelling.log_spelling`, never the decoded ``AddFile.path``); a
     checkpoint with our commit file's very time is taken as written before it only if it names
     none of them. The common case costs one stat: ``v - 1``'s commit file is still there, so no
     cleanup freed ``v``.
@@ -94,21 +99,38 @@ def landed_below_newer_log(storage: Storage, version: int,
     listing = sorted_listing(entries)
     older = {v: max(f.mtime_ms for f in files) for v, files in listing.checkpoints.items()
              if v > version and min(f.mtime_ms for f in files) <= own.mtime_ms}
+    named: dict[int, bool | None] = {}           # per checkpoint: names a file our commit added?
+    for v in sorted(older, reverse=True):
+        files = listing.complete_checkpoint(v)
+        named[v] = None if files is None or not added_paths else _names_any(storage, files, v, added_paths)
+        if named[v]:
+            return None       # a checkpoint naming our new file was built on our commit, whatever its time says
     before = [v for v, mtime in older.items() if mtime < own.mtime_ms]
     if before:
         return NewerCheckpoint(max(before))
     for v in sorted(older, reverse=True):       # ties: written in our commit file's second
-        if not added_paths:
+        if named[v] is None:    # no new file to tell by, parts still being written, or tombstones dropped
             return NewerCheckpoint(v, undecided=True)
-        files = listing.complete_checkpoint(v)
-        if files is not None and _names_any(storage, files, v, added_paths):
-            return None                          # built on our commit: not a hole
     return NewerCheckpoint(max(older)) if older else None
 
 
-def _names_any(storage: Storage, files: list, version: int, paths: frozenset[str]) -> bool:
-    """Whether the checkpoint of ``version`` has an add or remove of one of ``paths``."""
-    actions = read_checkpoint(storage, files, version, with_files=True, with_protocol_metadata=False).file_actions
-    if actions is None or not actions.num_rows:
-        return False
-    return bool(pc.any(pc.is_in(actions.column(LOG_PATH_COLUMN), value_set=pa.array(sorted(paths)))).as_py())
+#: a tied checkpoint that names none of our new files tells "written before our commit" only if it would
+#: have kept the tombstone of one removed after it (a writer that built on our commit and compacted or
+#: deleted our file): it keeps tombstones younger than ``delta.deletedFileRetentionDuration``, so that
+#: retention must exceed the second of the tie with room for the remover's clock (an hour)
+TOMBSTONE_RETENTION_MARGIN_MS = 3_600_000
+
+
+def _names_any(storage: Storage, files: list, version: int, paths: frozenset[str]) -> bool | None:
+    """Whether the checkpoint of ``version`` has an add or remove of one of ``paths``; None when it has
+    none but its tombstone retention is too short for that to count (a remove of ours may have expired)."""
+    content = read_checkpoint(storage, files, version, with_files=True)
+    actions = content.file_actions
+    if actions is not None and actions.num_rows and pc.any(
+            pc.is_in(actions.column(LOG_PATH_COLUMN), value_set=pa.array(sorted(paths)))).as_py():
+        return True
+    try:
+        retention = deleted_file_retention_ms((content.metadata or {}).get("configuration") or {})
+    except Exception:           # noqa: BLE001 - an unreadable retention: not known to keep tombstones
+        return None
+    return False if retention >= TOMBSTONE_RETENTION_MARGIN_MS else None

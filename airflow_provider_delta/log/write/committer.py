@@ -27,8 +27,9 @@ from .commit_successor import check_commit_follows_log, landed_below_newer_log
 from .conflicts import WinningCommit, check_conflicts
 from ..base.errors import (CommitFailedError, CommitOutcomeUnknownError, ConcurrentModificationError, DeltaError,
                      InvalidCommittedVersionError, VersionNotFoundError)
-from ..base.features import check_writable
+from ..base.features import FILE_REINSTATING_OPERATIONS, check_writable
 from ..base.names import commit_path
+from ..base.path_spelling import log_spelling
 from ..read.table_log import TableLog
 
 log = logging.getLogger(__name__)
@@ -219,8 +220,13 @@ class Committer:
         :class:`InvalidCommittedVersionError`. A checkpoint of our commit file's very second that
         cannot be told apart from one built on our commit leaves the file and reports
         :class:`CommitOutcomeUnknownError`."""
+        # files new to the table, as the log spells them (a checkpoint's paths are the log's strings,
+        # p=a%20b/..., not decoded): not a file the log already names (log_path: a restored file, which a
+        # checkpoint written before our put may name too), nor one this commit replaces (a new DV)
         replaced = {r.path for r in self.plan.removes}
-        added = frozenset(a.path for a in self.plan.adds if a.path not in replaced)
+        reinstating = self.provenance.operation in FILE_REINSTATING_OPERATIONS
+        added = frozenset(log_spelling(a.path, a.log_path) for a in self.plan.adds
+                          if not reinstating and a.log_path is None and a.path not in replaced)
         newer = landed_below_newer_log(self.table.storage, version, added)
         if newer is None:
             return
