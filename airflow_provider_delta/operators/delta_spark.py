@@ -65,7 +65,7 @@ from ..spark.uris import spark_uri
 from ..hooks.arguments import (NOT_GIVEN, flag, input_manifest, is_template, manifest_argument, optional_int,
                                optional_value)
 from .base import DeltaTaskMixin, job_info
-from .spark_base import (LocalSparkMixin, StopDriverOnKillMixin, incremental_range, report_commit, resolve_app,
+from .spark_base import (LocalSparkMixin, committed_pair_id, StopDriverOnKillMixin, incremental_range, report_commit, resolve_app,
                          s3a_job_conf)
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -296,6 +296,7 @@ class DeltaSparkApplicationOperator(DeltaTaskMixin, StopDriverOnKillMixin, Local
         if self.input_changes:
             return self._execute_incremental(context, table)
         app_id, app_version = resolve_app(self.app_id, self.app_version, context, self)
+        app_id = committed_pair_id(table, app_id, app_version, context, self)
         if exactly_once.already_committed(table, app_id, app_version):
             self.log.info("%s already holds txn version %s of %r: not submitting the Spark application",
                           table.uri, app_version, app_id)

@@ -38,7 +38,8 @@ from ..spark import exactly_once
 from ..spark.job_args import SECRETS_ENV, JobSpec
 from .base import DeltaTaskMixin, job_info
 from .spark_base import (LOCAL_MASTER, LocalSparkMixin, StopDriverOnKillMixin, bundled_spark_submit,
-                         default_app_version, job_secrets, incremental_range, report_commit, resolve_app)
+                         committed_pair_id, default_app_version, job_secrets, incremental_range, report_commit,
+                         resolve_app)
 
 if TYPE_CHECKING:  # pragma: no cover
     from airflow.sdk import Context
@@ -224,6 +225,8 @@ class DeltaSparkSubmitOperator(DeltaTaskMixin, StopDriverOnKillMixin, LocalSpark
         if spec.transaction_id is not None:
             return self._stage(context, spec, secrets)
         table = self.hook.get_table(spec.output_table_uri)
+        if not spec.incremental:
+            spec.app_id = committed_pair_id(table, spec.app_id, spec.app_version, context, self)  # type: ignore[arg-type]
         if exactly_once.already_committed(table, spec.app_id, spec.app_version):
             self.log.info("%s already holds version %s of %r: not submitting the Spark job",
                           table.uri, spec.app_version, spec.app_id)

@@ -71,6 +71,25 @@ def resolve_app(app_id: Any, app_version: Any, context: "Context", task: Any) ->
     return app_id, version  # type: ignore[return-value]
 
 
+def committed_pair_id(table: "DeltaTable", app_id: str, app_version: int, context: "Context", task: Any) -> str:
+    """The id under which ``table`` holds this run's pair: ``app_id``, or, for the default id only, the
+    run's id in a spelling of releases before 0.2.0 (``<dag>.<task>@<run key>``,
+    :func:`~..hooks.run_identity.former_task_keys`) when the table holds the pair under that one.
+
+    A run committed by an older release and cleared (or retried) after the upgrade must find its
+    commit and skip, not write its interval a second time under the new id. An explicit ``app_id``
+    is used as given."""
+    if optional_value(task.app_id) is not None or exactly_once.already_committed(table, app_id, app_version):
+        return app_id
+    for former in former_task_keys(context, task):
+        former_id = run_app_id(former, context)
+        if exactly_once.already_committed(table, former_id, app_version):
+            task.log.info("%s holds version %s of this run under its id before 0.2.0, %r (now %r): taking that "
+                          "commit as this run's", table.uri, app_version, former_id, app_id)
+            return former_id
+    return app_id
+
+
 def task_app_id(context: "Context", task: Any) -> str:
     """``<dag_id>:<task_id>``, plus ``[<map_index>]`` for a mapped task."""
     return task_key(context, task)  # type: ignore[return-value]

@@ -112,13 +112,16 @@ def test_commit_filters_match_the_per_run_ids_of_a_task(table):
     assert [c["version"] for c in watch.commits] == [1]
 
 
-def test_a_spark_task_whose_interval_is_in_emits_no_asset_event(run_dag, tmp_path):
+@pytest.mark.parametrize("former_id", [False, True], ids=["current-id", "id-before-0.2.0"])
+def test_a_spark_task_whose_interval_is_in_emits_no_asset_event(run_dag, tmp_path, former_id):
     """Real Airflow (dag.test): the Spark operator finds its interval committed, submits nothing, stays
     silent; in the same run @task.delta_snapshot (registered through the provider info) gets a pinned snapshot."""
     uri = str(tmp_path / "orders")
     table = DeltaTable.create(uri, pa.schema([("id", pa.int64())]))
     table.write(pa.table({"id": [1, 2]}))                 # version 1; the DAG's txn-only commit is 2
-    report = run_dag("delta_recommit", env={"DELTA_TEST_TABLE": uri})
+    # former_id: the interval was committed by a release before 0.2.0 (id 'delta_recommit.ingest@...') and the
+    # run is cleared after the upgrade: it must find that commit, not write the interval again under the new id
+    report = run_dag("delta_recommit", env={"DELTA_TEST_TABLE": uri, "DELTA_TEST_FORMER_ID": "1" if former_id else "0"})
     assert report.state == "success", report.output[-5000:]
     assert report.tasks == {"mark_interval_committed": "success", "ingest": "success", "pin": "success",
                             "count_rows": "success"}

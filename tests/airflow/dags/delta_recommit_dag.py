@@ -5,7 +5,9 @@ pair of ``ingest`` for this run's data interval; ``ingest`` then submits nothing
 leave its outlet without an event. ``pin`` emits one, so the run does record events.
 ``count_rows`` (the provider's task decorator) gets the pinned version as a snapshot, writes
 to the table itself and counts its snapshot again: the snapshot does not move.
-The table path comes from ``DELTA_TEST_TABLE``.
+The table path comes from ``DELTA_TEST_TABLE``; with ``DELTA_TEST_FORMER_ID=1`` the pair is recorded
+under the id releases before 0.2.0 gave the task (``delta_recommit.ingest@<run key>``), as a run
+committed before an upgrade and cleared after it.
 """
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from airflow_provider_delta.operators import DeltaTimeTravelSnapshotOperator
 from airflow_provider_delta.operators.spark import DeltaSparkSubmitOperator
 
 TABLE = os.environ.get("DELTA_TEST_TABLE", "/nonexistent/delta-test-table")
+TASK_KEY = "delta_recommit.ingest" if os.environ.get("DELTA_TEST_FORMER_ID") == "1" else "delta_recommit:ingest"
 ASSET = to_asset(table_uri=TABLE)
 
 with DAG("delta_recommit", schedule="@daily", start_date=datetime(2026, 1, 1), catchup=False):
@@ -28,7 +31,7 @@ with DAG("delta_recommit", schedule="@daily", start_date=datetime(2026, 1, 1), c
     def mark_interval_committed() -> str:
         from airflow_provider_delta.log import DeltaTable
         context = get_current_context()
-        app_id = run_app_id("delta_recommit:ingest", context)
+        app_id = run_app_id(TASK_KEY, context)
         with DeltaTable(TABLE).transaction(operation="WRITE") as txn:
             txn.set_txn(app_id, run_app_version(context))
         return app_id
