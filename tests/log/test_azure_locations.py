@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from airflow_provider_delta.log.base.storage import Storage
-from airflow_provider_delta.log.read.data_paths import Undecided, table_relative
+from airflow_provider_delta.log.read.data_paths import Undecided, _options_for_other_place, split_uri, table_relative
 from airflow_provider_delta.log.write.clone import _inside
 
 OPTS = {"account_name": "acct", "anon": True}
@@ -71,3 +71,24 @@ def test_clone_sees_a_target_inside_the_source_in_another_spelling(env_account):
     assert not _inside(Storage("abfss://c@acct.dfs.core.windows.net/u", OPTS), unknown, undecided=True)
     other = Storage("abfss://c@other.dfs.core.windows.net/t/in", {"anon": True})
     assert not _inside(other, Storage("az://c/t", OPTS), undecided=True)
+
+
+@pytest.mark.parametrize("file_uri, keeps_key", [
+    ("abfss://c2@other.dfs.core.windows.net/x/y.parquet", False),   # another account: its key/SAS stay home
+    ("wasbs://c@other.blob.core.windows.net/t2/y.parquet", False),
+    ("abfss://c@acct.dfs.core.chinacloudapi.cn/t2/y.parquet", False),  # same name, another cloud
+    ("abfss://c2@acct.dfs.core.windows.net/x/y.parquet", True),     # the table's account, another container
+    ("abfss://c@ACCT.blob.core.windows.net/t2/y.parquet", True),    # its Blob endpoint, any case
+])
+def test_the_table_accounts_key_and_sas_go_only_to_that_account(file_uri, keeps_key):
+    """Docs review s10: a file of another account was opened with the table account's key and SAS token
+    (failing to authenticate, and sending the SAS to another account's endpoint); the account-naming options
+    never go along (adlfs takes the account from the host), identity credentials always do."""
+    table_options = {"account_name": "acct", "account_key": "a2V5", "sas_token": "sv=1&sig=x",
+                     "client_id": "app", "tenant_id": "t", "client_secret": "s"}
+    got = _options_for_other_place(split_uri(file_uri), table_options, "az://c/t")
+    assert {"client_id", "tenant_id", "client_secret"} <= set(got) and "account_name" not in got
+    assert ("account_key" in got and "sas_token" in got) is keeps_key
+    assert ("account_key" in got or "sas_token" in got) is keeps_key
+    # a table whose account nobody names: its key goes to no account spelled in a host
+    assert "account_key" not in _options_for_other_place(split_uri(file_uri), {"account_key": "a2V5"}, "az://c/t")

@@ -333,6 +333,14 @@ def locate(storage: Storage, path: str) -> FileLocation:
 
 #: storage options that name an Azure account (:func:`_azure_account`)
 _AZURE_ACCOUNT_OPTIONS = ("account_name", "account_host", "connection_string")
+#: Azure credentials good for one storage account only: its key, a SAS token it signed
+_AZURE_ACCOUNT_CREDENTIALS = ("account_key", "sas_token")
+
+
+def _azure_account_of(parts: SplitUri, storage_options: dict) -> str | None:
+    """``account.cloud`` of an Azure URI (from its host, else the storage options); None if unknown."""
+    identity = location_of(parts, storage_options).authority
+    return (identity.partition("@")[2] or None) if identity else None
 
 
 def _options_for_other_place(parts: SplitUri, storage_options: dict, table_root: str | None = None) -> dict:
@@ -341,14 +349,21 @@ def _options_for_other_place(parts: SplitUri, storage_options: dict, table_root:
     HTTP file system handed the S3 ``endpoint_url`` to aiohttp: a raw TypeError; and credentials would go
     to whatever host the URL names). An Azure URI whose host names its account goes without the table's
     account settings, which name another one (adlfs takes the account from the host and refuses a second
-    ``account_name``; the table's credentials, if any, still go along)."""
+    ``account_name``); the table account's own key and SAS token go along only to that same account
+    (sent to another account's endpoint they fail to authenticate, and a SAS token would leave the
+    account it was issued for; an account that cannot be known counts as another). Identity-based
+    credentials (a service principal's, ``anon``) go along: they may be good for both accounts."""
     root = split_uri(table_root) if table_root else None
     store = store_of_scheme(parts.scheme)
     if root is not None and root.scheme and store != store_of_scheme(root.scheme):
         return {}
     if store != "azure" or "@" not in parts.authority:
         return storage_options
-    return {k: v for k, v in storage_options.items() if k not in _AZURE_ACCOUNT_OPTIONS}
+    options = {k: v for k, v in storage_options.items() if k not in _AZURE_ACCOUNT_OPTIONS}
+    table_account = _azure_account_of(root, storage_options) if root is not None and root.scheme else None
+    if table_account is None or table_account != _azure_account_of(parts, {}):
+        options = {k: v for k, v in options.items() if k not in _AZURE_ACCOUNT_CREDENTIALS}
+    return options
 
 
 def table_root_of(storage: Storage, path: str) -> Storage:
