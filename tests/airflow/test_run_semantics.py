@@ -18,7 +18,7 @@ import pytest
 from airflow.dag_processing.dagbag import DagBag
 
 from airflow_provider_delta.hooks.commits import CommitWatch
-from airflow_provider_delta.hooks.run_identity import app_id_matches, run_app_id, run_key
+from airflow_provider_delta.hooks.run_identity import app_id_matches, run_app_id, run_key, task_key
 from airflow_provider_delta.log import DeltaTable, InvalidArgumentError
 from airflow_provider_delta.operators.spark_base import resolve_app
 from airflow_provider_delta.spark import exactly_once
@@ -152,6 +152,19 @@ def test_examples_render_for_a_manual_run_and_name_tables_by_absolute_paths(tmp_
     ingest.render_template_fields({"dag_run": SimpleNamespace(logical_date=logical, run_after=after),
                                    "logical_date": logical, "run_after": after, "ds": "2026-03-01"})
     assert ingest.transform_params["run_date"] == "2026-03-01"
+
+
+def test_the_example_filters_ingest_commits_by_the_ingest_task_key(monkeypatch):
+    """INGEST_APP_ID (the downstream sensor's filter) is the ingest task's key in the current spelling,
+    ``<dag_id>:<task_id>``, and matches the per-interval appIds the ingest task commits with."""
+    bag = example_dags(monkeypatch)
+    from example_settings import INGEST_APP_ID
+    ingest = bag.dags["delta_ingest"].get_task("ingest_orders")
+    assert INGEST_APP_ID == task_key(None, ingest) == "delta_ingest:ingest_orders"
+    assert bag.dags["delta_downstream"].get_task("wait_for_orders").app_id == INGEST_APP_ID
+    committed = run_app_id(INGEST_APP_ID, interval(dt.datetime(2026, 3, 1, tzinfo=UTC),
+                                                    dt.datetime(2026, 3, 2, tzinfo=UTC)))
+    assert committed.startswith("delta_ingest:ingest_orders@") and app_id_matches(INGEST_APP_ID, committed)
 
 
 def test_the_audit_example_pins_the_version_its_asset_events_announce(monkeypatch):
