@@ -195,7 +195,9 @@ class PlannedWrite:
     same as if it had started a moment later). The original
     :class:`ConcurrentModificationError` stands when the winner already recorded this
     write's ``app_id`` version (the same write, retried elsewhere: the caller skips);
-    one naming the differences when the winner created a different table.
+    one naming the differences when the winner created a different table (with
+    ``create_only_properties``, properties and the protocol they select do not count: the write
+    goes on without its properties, listed in the new plan's ``unapplied_properties``).
     """
 
     def __init__(self, table: TableLog, plan: WritePlan, *, create_only_properties: bool = False, **txn_args: Any):
