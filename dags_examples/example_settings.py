@@ -43,9 +43,9 @@ JOBS_FILE = os.path.join(JOBS_DIR, "orders_jobs.py")
 #: the Delta Spark application of the customer_totals task
 CUSTOMER_TOTALS_JOB = os.path.join(JOBS_DIR, "customer_totals.py")
 #: the ingest task's exactly-once id. DeltaSparkSubmitOperator's default appId is
-#: "<dag_id>:<task_id>@<data interval>" (one per interval); commit filters given the task part match them all
-#: (this filter is in the spelling of releases before 0.2.0, "dag.task", which still matches "dag:task")
-INGEST_APP_ID = "delta_ingest.ingest_orders"
+#: "<dag_id>:<task_id>@<data interval>" (one per interval); commit filters given the task part,
+#: "<dag_id>:<task_id>", match them all (see airflow_provider_delta/hooks/run_identity.py)
+INGEST_APP_ID = "delta_ingest:ingest_orders"
 
 SPARK_CONF = {
     "spark.sql.shuffle.partitions": "2",

@@ -27,6 +27,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 # scripts/, this script's folder (imports no Airflow, so configure() still runs before Airflow is imported)
@@ -100,6 +101,16 @@ def run_dag(dag: Any, logical_date: dt.datetime) -> tuple[str, dict[str, str], d
     return state, tasks, xcoms
 
 
+def _task_key(job: dict[str, Any]) -> str | None:
+    """The committing task as the default exactly-once identity names it, ``<dag_id>:<task_id>[<map_index>]``
+    (:func:`airflow_provider_delta.hooks.run_identity.task_key`), from a commit's ``job``."""
+    from airflow_provider_delta.hooks.run_identity import task_key
+    if not job:
+        return None
+    ti = SimpleNamespace(dag_id=job.get("dag_id"), task_id=job.get("task_id"), map_index=job.get("map_index", -1))
+    return task_key({"ti": ti})
+
+
 def table_summary(uri: str) -> dict[str, Any]:
     from airflow_provider_delta.log import DeltaTable
     table = DeltaTable(uri)
@@ -109,7 +120,7 @@ def table_summary(uri: str) -> dict[str, Any]:
     for h in table.history():
         job = h.get("job") or {}
         history.append({"version": h.get("version"), "operation": h.get("operation"),
-                        "task": f"{job.get('dag_id')}.{job.get('task_id')}" if job else None,
+                        "task": _task_key(job),
                         "rows": (h.get("operationMetrics") or {}).get("numOutputRows")})
     return {"uri": uri, "version": snap.version, "rows": rows.num_rows, "files": snap.files().num_rows,
             "checkpoint": snap.segment.checkpoint_version, "history": history, "data": rows}

@@ -29,7 +29,7 @@ from typing import Any, Iterable, Iterator
 from airflow.providers.common.compat.sdk import AirflowFailException
 
 from .commits import as_version
-from ..log import InvalidArgumentError
+from ..log import InvalidArgumentError, checked_properties
 
 #: the only spellings a flag accepts (case-insensitive, surrounding blanks ignored), besides real bools
 TRUE_WORDS = ("true", "1", "yes")
@@ -285,3 +285,11 @@ def string_map(value: Any, name: str) -> dict[str, str]:
     if wrong:
         raise DeltaArgumentError(f"{name} must map names to strings (e.g. \"true\", not True); got {wrong!r}")
     return out
+
+
+def checked_table_properties(value: Any, name: str = "table_properties") -> dict[str, str]:
+    """Table properties as :func:`string_map` takes them, their names and values checked as a create
+    checks them (:func:`~airflow_provider_delta.log.checked_properties`: a misspelt ``delta.*`` name, a
+    bad value), in Delta Spark's spelling; a refusal is :class:`DeltaArgumentError` (no retry)."""
+    with refused_without_retry(name):
+        return checked_properties(string_map(value, name))

@@ -45,6 +45,8 @@ __all__ = [
     "schema_to_arrow", "arrow_to_schema", "schema_string", "partition_values_to_arrow",
     "serialize_partition_value", "collect_stats", "normalize_uri", "owner_from_conf", "owner_of",
     "WritePlan", "PlannedWrite", "plan_write", "write_transaction", "check_mode", "partition_arg", "column_mapping_mode",
+    # table properties checked as a create checks them (names and values), for callers that hand them on
+    "checked_properties",
     # for engines that read data files themselves (the Spark reader): deleted rows, physical names
     "read_deletion_vector", "physical_schema", "DeletionVectorError",
     # restore and shallow clone with what they did (DeltaTable.restore / .clone return less)
@@ -102,6 +104,8 @@ def __getattr__(name: str):
     elif name in ("CloneResult", "clone_table", "cloned_source_version"):
         from .write import clone as module
         value = getattr(module, name)
+    elif name == "checked_properties":
+        from .base.property_values import checked_properties as value
     elif name in ("WritePlan", "PlannedWrite", "check_mode", "partition_arg", "plan_write", "write_transaction"):
         from .write import write_plan as module
         value = getattr(module, name)

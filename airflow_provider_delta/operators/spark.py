@@ -30,7 +30,8 @@ from typing import TYPE_CHECKING, Any, Sequence
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
 from ..hooks.arguments import (NOT_GIVEN, DeltaArgumentError, column_names, flag, input_manifest, is_template,
-                               manifest_argument, optional_int, optional_value, parse_transaction_id, string_map)
+                               checked_table_properties, manifest_argument, mapping, optional_int,
+                               optional_value, parse_transaction_id, string_map)
 from ..hooks.manifest import read_manifest
 from ..hooks.run_identity import task_key
 from ..log import CommitFailedError, InvalidArgumentError, check_mode
@@ -75,7 +76,10 @@ class DeltaSparkSubmitOperator(DeltaTaskMixin, StopDriverOnKillMixin, LocalSpark
     :param mode: ``append`` or ``overwrite`` (spelled exactly)
     :param partition_by: partition columns when the job creates the output table (a list, ``"a,b"``
         a JSON list, or a list param rendered as Python text, ``"['a', 'b']"``; other bracketed text is refused)
-    :param table_properties: table properties when the job creates the output table (a dict)
+    :param table_properties: table properties when the job creates the output table (a dict of strings),
+        checked before anything is submitted (a misspelt ``delta.*`` name or a value Delta Spark refuses
+        fails the task without retry). For a table that exists (or that another writer creates first)
+        they are not applied: the job writes, and its log warns about those the table holds otherwise
     :param transform_params: JSON-serializable keyword arguments of the transform (templated)
     :param app_id: exactly-once id (default ``<dag_id>:<task_id>[<map_index>]@<run key>``: ``[<map_index>]``
         only when mapped; the run key is the data interval, else the logical date, else the run id; see
@@ -132,7 +136,10 @@ class DeltaSparkSubmitOperator(DeltaTaskMixin, StopDriverOnKillMixin, LocalSpark
         if not is_template(partition_by):
             column_names(partition_by, "partition_by")
         if not is_template(table_properties):
-            string_map(table_properties, "table_properties")
+            if any(is_template(x) for item in mapping(table_properties, "table_properties").items() for x in item):
+                string_map(table_properties, "table_properties")      # the rest once the entries are rendered
+            else:
+                checked_table_properties(table_properties, "table_properties")
         super().__init__(application=application or DEFAULT_APPLICATION, conn_id=conn_id,
                          name=name or f"delta-{kwargs.get('task_id', 'spark')}", **kwargs)
         self.output_table_uri = output_table_uri
@@ -195,7 +202,7 @@ class DeltaSparkSubmitOperator(DeltaTaskMixin, StopDriverOnKillMixin, LocalSpark
             output_table_uri=self.hook.resolve_uri(self.output_table_uri), transform=str(self.transform),
             mode=write_mode(self.mode),
             partition_by=column_names(self.partition_by, "partition_by"),
-            properties=string_map(self.table_properties, "table_properties") or None,
+            properties=checked_table_properties(self.table_properties, "table_properties") or None,
             input_manifest_uri=str(manifest) if manifest is not None else None,
             input_table_uri=self.hook.resolve_uri(input_table) if input_table is not None else None,
             input_version=input_version, input_starting_version=starting, app_id=app_id,

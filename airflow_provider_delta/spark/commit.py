@@ -108,7 +108,10 @@ def commit_dataframe(df: "DataFrame", table_uri: "str | DeltaTable", mode: str =
     table already holds ``app_version`` (or a later one) of ``app_id``, nothing is
     written and None is returned. A table that does not exist is created from the
     DataFrame's schema, ``partition_by`` and ``properties`` in the same commit (if an identical
-    create wins that commit first, the write goes on against the created table).
+    create wins that commit first, the write goes on against the created table). ``properties``
+    are for the create only: given for a table that exists (or that another writer created first,
+    with the same schema and partitioning), they are checked, not applied, and a warning names
+    those the table holds otherwise, as Delta Spark's ``df.write.option("delta.x", ...)`` ignores them.
     ``job`` (dag_id, task_id, run_id, try_number) goes into commitInfo. ``enlist`` (a multi-table
     transaction participant's, see :mod:`.group_write`): the commit is handed to that group instead
     (the returned version is the proposed one; the group stages it).
@@ -129,9 +132,11 @@ def commit_dataframe(df: "DataFrame", table_uri: "str | DeltaTable", mode: str =
             return None
     if snap is not None:
         _clean_staging_quietly(table)
-    plan = plan_write(table.uri, snap, _arrow_schema_of(df), mode, partition_by, properties)
+    plan = plan_write(table.uri, snap, _arrow_schema_of(df), mode, partition_by, properties,
+                      create_only_properties=True)
     grouped = {"enlist": enlist} if enlist is not None else {}
-    write = PlannedWrite(table, plan, app_id=app_id, app_version=app_version, operation=operation, job=job,
+    write = PlannedWrite(table, plan, create_only_properties=True, app_id=app_id, app_version=app_version,
+                         operation=operation, job=job,
                          user_metadata=user_metadata, max_retries=max_retries, **grouped)
 
     cols = plan.partition_columns
@@ -152,7 +157,17 @@ def commit_dataframe(df: "DataFrame", table_uri: "str | DeltaTable", mode: str =
         staged.discard_staging()
     log.info("%s %d file(s) to %s as version %d", "enlisted" if enlist else "committed", len(adds), table.uri,
              version)
+    _warn_unapplied(table.uri, write.plan.unapplied_properties)
     return version
+
+
+def _warn_unapplied(uri: str, unapplied: dict[str, str]) -> None:
+    """Properties given for a table that existed (or was created first by another writer) are not
+    applied, as Delta Spark's DataFrame writes ignore ``delta.*`` options then; say which differ."""
+    if unapplied:
+        log.warning("%s existed: the table properties %s apply only when the write creates the table and were "
+                    "not applied (the table keeps its own; change them with ALTER TABLE ... SET TBLPROPERTIES "
+                    "or a transaction's set_properties)", uri, unapplied)
 
 
 def _check_application_alive(df: "DataFrame") -> None:

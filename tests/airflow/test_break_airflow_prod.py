@@ -229,6 +229,59 @@ def test_spark_submit_plain_bad_arguments_fail_at_import(field, value):
                                  **{field: value})
 
 
+BAD_PROPERTIES = [{"delta.appendOnyl": "true"}, {"delta.checkpointInterval": "0"},
+                  {"delta.logRetentionDuration": "30 dayz"}, {"delta.feature.deletionVectors": "on"}]
+
+
+@pytest.mark.parametrize("props", BAD_PROPERTIES)
+def test_spark_submit_bad_table_properties_fail_at_import(props):
+    """A misspelt delta.* name or a value Delta Spark refuses fails the DAG file, not a Spark driver."""
+    from airflow_provider_delta.operators import DeltaSparkSubmitOperator
+    with pytest.raises(DeltaArgumentError, match="table_properties"):
+        DeltaSparkSubmitOperator(task_id="s", output_table_uri="/tmp/x", transform="jobs.t:transform",
+                                 table_properties=props)
+
+
+@pytest.mark.parametrize("props", BAD_PROPERTIES)
+def test_spark_submit_rendered_bad_table_properties_fail_before_submitting(make_table, make_context, props):
+    """Rendered from templates, they are checked when the task builds the job, before spark-submit."""
+    from airflow_provider_delta.operators import DeltaSparkSubmitOperator
+    table = make_table(commits=1)
+    log = sorted(os.listdir(table.storage.path("_delta_log")))
+    key = next(iter(props))
+    op = DeltaSparkSubmitOperator(task_id="s", output_table_uri=table.storage.root, transform="jobs.t:transform",
+                                  app_id="break.s", app_version=1, table_properties={key: "{{ v }}"})
+    op.table_properties = props                                       # as rendered
+    with pytest.raises(DeltaArgumentError, match="table_properties") as e:
+        op.build_spec(make_context())
+    assert isinstance(e.value, AirflowFailException)                  # no retry
+    assert sorted(os.listdir(table.storage.path("_delta_log"))) == log
+
+
+def test_spark_submit_table_properties_in_delta_spark_spelling(make_context):
+    """Names are handed to the job as Delta Spark spells them (it compares them without case)."""
+    from airflow_provider_delta.operators import DeltaSparkSubmitOperator
+    op = DeltaSparkSubmitOperator(task_id="s", output_table_uri="/tmp/x", transform="jobs.t:transform",
+                                  app_id="break.s", app_version=1,
+                                  table_properties={"DELTA.APPENDONLY": "true", "delta.feature.DeletionVectors":
+                                                    "Enabled", "team": "{{ 'sales' }}"})
+    op.table_properties = {**op.table_properties, "team": "sales"}   # as rendered
+    spec, _ = op.build_spec(make_context())
+    assert spec.properties == {"delta.appendOnly": "true", "delta.feature.deletionVectors": "Enabled", "team": "sales"}
+
+
+@pytest.mark.airflow
+def test_dag_rendered_bad_table_property_fails_without_retry_or_spark(run_dag, tmp_path):
+    from pathlib import Path
+    out = tmp_path / "out"
+    report = run_dag("delta_break_spark_bad_property", env={"DELTA_TEST_TABLE": str(out)},
+                     dags_folder=Path(BREAK_DAGS))
+    assert report.tasks["write"] == "failed", report.output[-5000:]      # retries=3, an hour apart: none used
+    assert "delta.appendOnly must be 'true' or 'false'" in report.output, report.output[-5000:]
+    assert "spark-submit" not in report.output.lower().replace("before spark-submit", "")
+    assert not out.exists()                                            # nothing created
+
+
 # ------------------------------------------------------------------ dag.test(): retry or not
 BREAK_DAGS = os.path.join(os.path.dirname(__file__), "break_dags")
 

@@ -168,6 +168,19 @@ def test_examples_render_for_a_manual_run_and_name_tables_by_absolute_paths(tmp_
     assert ingest.transform_params["run_date"] == "2026-03-01"
 
 
+def test_the_example_filters_ingest_commits_by_the_ingest_task_key(monkeypatch):
+    """INGEST_APP_ID (the downstream sensor's filter) is the ingest task's key in the current spelling,
+    ``<dag_id>:<task_id>``, and matches the per-interval appIds the ingest task commits with."""
+    bag = example_dags(monkeypatch)
+    from example_settings import INGEST_APP_ID
+    ingest = bag.dags["delta_ingest"].get_task("ingest_orders")
+    assert INGEST_APP_ID == task_key(None, ingest) == "delta_ingest:ingest_orders"
+    assert bag.dags["delta_downstream"].get_task("wait_for_orders").app_id == INGEST_APP_ID
+    committed = run_app_id(INGEST_APP_ID, interval(dt.datetime(2026, 3, 1, tzinfo=UTC),
+                                                    dt.datetime(2026, 3, 2, tzinfo=UTC)))
+    assert committed.startswith("delta_ingest:ingest_orders@") and app_id_matches(INGEST_APP_ID, committed)
+
+
 def test_the_audit_example_pins_the_version_its_asset_events_announce(monkeypatch):
     """delta_orders_audit: the newest version of the triggering events, or the latest when run by hand."""
     task = example_dags(monkeypatch).dags["delta_orders_audit"].get_task("audit_orders")

@@ -12,7 +12,8 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from airflow_provider_delta.log import (ConcurrentModificationError, DeltaTable, TableAlreadyExistsError)
+from airflow_provider_delta.log import (ConcurrentModificationError, DeltaTable, InvalidArgumentError,
+                                        TableAlreadyExistsError)
 from airflow_provider_delta.log.write import create as create_module
 from airflow_provider_delta.log.write import writer as writer_module
 
@@ -182,3 +183,54 @@ def test_managed_create_that_lost_to_an_identical_one_returns_the_owners_table(t
     assert owner.describe_table(table_id).latest_version == 0
     assert loser.write(rows([1])) == 1                    # the next commit goes through the owner
     assert owner.describe_table(table_id).latest_version == 1
+
+
+# ------------------------------------------------------------------ properties for the create only (the Spark path)
+def test_create_only_properties_apply_to_a_new_table_and_are_listed_for_an_existing_one(tmp_path):
+    from airflow_provider_delta.log import plan_write
+    uri = str(tmp_path / "t")
+    wanted = {"delta.appendOnly": "false", "delta.checkpointInterval": "7"}
+    plan = plan_write(uri, None, SCHEMA, properties=wanted, create_only_properties=True)
+    assert plan.creates_table and plan.configuration == wanted and not plan.unapplied_properties
+    DeltaTable(uri).write(rows([1]), properties={"delta.checkpointInterval": "7"})
+    snap = DeltaTable(uri).snapshot()
+    plan = plan_write(uri, snap, SCHEMA, properties=wanted, create_only_properties=True)
+    assert plan.metadata is None and plan.configuration == {"delta.checkpointInterval": "7"}   # nothing changes
+    assert plan.unapplied_properties == {"delta.appendOnly": "false"}      # held otherwise (unset): listed
+    # checked all the same: a misspelt name or a bad value is refused, table or not
+    for bad in ({"delta.appendOnyl": "true"}, {"delta.checkpointInterval": "0"}, {"delta.feature.x": "on"}):
+        with pytest.raises(InvalidArgumentError):
+            plan_write(uri, snap, SCHEMA, properties=bad, create_only_properties=True)
+    # without the flag (DeltaTable.write): properties for an existing table stay an error
+    with pytest.raises(InvalidArgumentError, match="only be given when the table is created"):
+        plan_write(uri, snap, SCHEMA, properties=wanted)
+
+
+def test_write_with_create_only_properties_that_lost_the_create_goes_on_without_them(tmp_path):
+    """Another writer created the table (same schema, other properties) between this write's plan
+    and its commit: the write lands against that table, which keeps its own properties."""
+    from airflow_provider_delta.log import PlannedWrite, plan_write
+    uri = str(tmp_path / "t")
+    wanted = {"delta.appendOnly": "true", "delta.enableChangeDataFeed": "true"}
+    plans = [plan_write(uri, None, SCHEMA, properties=wanted, create_only_properties=flag) for flag in (True, False)]
+    writes = [PlannedWrite(DeltaTable(uri), plan, create_only_properties=flag, app_id="d:t@1", app_version=1)
+              for plan, flag in zip(plans, (True, False))]
+    DeltaTable(uri).write(rows([1]), properties={"delta.checkpointInterval": "5"})      # the winner
+    with pytest.raises(ConcurrentModificationError, match="different table.*properties"):
+        writes[1].commit([])                      # DeltaTable.write's rule: a different table is an error
+    assert writes[0].commit([]) == 1
+    snap = DeltaTable(uri).snapshot()
+    assert snap.metadata.configuration == {"delta.checkpointInterval": "5"}
+    assert snap.transaction_version("d:t@1") == 1 and snap.metadata.id == DeltaTable(uri).snapshot(0).metadata.id
+    assert writes[0].plan.unapplied_properties == wanted
+
+
+def test_create_only_properties_do_not_excuse_another_schema_after_a_lost_create(tmp_path):
+    from airflow_provider_delta.log import PlannedWrite, plan_write
+    uri = str(tmp_path / "t")
+    write = PlannedWrite(DeltaTable(uri), plan_write(uri, None, SCHEMA, properties={"delta.appendOnly": "true"},
+                                                     create_only_properties=True), create_only_properties=True)
+    DeltaTable(uri).write(pa.table({"id": pa.array([1], pa.int64())}))
+    with pytest.raises(ConcurrentModificationError, match="different table.*schema"):
+        write.commit([])
+    assert DeltaTable(uri).latest_version() == 0

@@ -6,7 +6,7 @@ import os
 import pyarrow as pa
 import pytest
 
-from airflow_provider_delta.log import DeltaTable, InvalidArgumentError
+from airflow_provider_delta.log import DeltaTable, InvalidArgumentError, checked_properties
 
 SCHEMA = pa.schema([("id", pa.int64())])
 
@@ -53,3 +53,23 @@ def test_good_values_are_stored_and_cleanup_reads_them(tmp_path):
     conf = table.snapshot().configuration
     assert conf["delta.checkpointInterval"] == "7" and "delta.logRetentionDuration" not in conf
     table.cleanup_metadata()
+
+
+@pytest.mark.parametrize("value", ["yes", "true", "None"])
+def test_a_bad_feature_value_is_refused_naming_every_accepted_value(tmp_path, value):
+    """delta.feature.<name> takes 'supported' or 'enabled' (any case, as Delta Spark): the message says both."""
+    path = tmp_path / "t"
+    with pytest.raises(InvalidArgumentError, match=r"delta\.feature\.appendOnly must be 'supported' or 'enabled'"):
+        DeltaTable.create(str(path), SCHEMA, properties={"delta.feature.appendOnly": value})
+    assert not path.exists() or not os.listdir(path)
+    # the same rule, from the names-and-values check that callers run before handing properties on
+    with pytest.raises(InvalidArgumentError, match="'supported' or 'enabled'"):
+        checked_properties({"delta.feature.appendOnly": value})
+
+
+@pytest.mark.parametrize("value", ["supported", "enabled", "Enabled", "SUPPORTED"])
+def test_feature_values_delta_spark_takes_pass(tmp_path, value):
+    name = "delta.feature.inCommitTimestamp"
+    assert checked_properties({name: value}) == {name: value}
+    table = DeltaTable.create(str(tmp_path / "t"), SCHEMA, properties={name: value})
+    assert "inCommitTimestamp" in table.snapshot().protocol.writer_features

@@ -32,6 +32,8 @@ def test_example_pipeline(java, tmp_path):
     output = proc.stdout + "\n" + proc.stderr
     assert proc.returncode == 0, output[-20000:]
     assert "Example pipeline finished" in proc.stdout and ": OK" in proc.stdout
+    assert "by delta_ingest:ingest_orders" in proc.stdout          # the task key as the default appId spells it
+    assert "by delta_ingest.ingest_orders" not in proc.stdout
 
     orders = DeltaTable(str(base / "orders"))
     snap = orders.snapshot()

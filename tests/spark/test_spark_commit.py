@@ -85,6 +85,27 @@ def test_overwrite_replaces_rows_and_deltalake_agrees(spark, tmp_path):
     assert len(removes) == len(DeltaTable(root).snapshot(0).files())
 
 
+def test_properties_apply_when_the_write_creates_the_table_and_later_runs_still_commit(spark, tmp_path, caplog):
+    """DeltaSparkSubmitOperator(table_properties=...) hands them to every run: the first creates the
+    table with them; later runs commit (no InvalidArgumentError, hence no retry re-submitting Spark),
+    leave the table's properties as they are and warn about those that differ, as Delta Spark's
+    df.write.option("delta.x", ...) does nothing to an existing table."""
+    root = str(tmp_path / "t")
+    props = {"delta.appendOnly": "true", "delta.checkpointInterval": "3"}
+    assert commit_dataframe(_orders(spark, [1, 2]), root, app_id="d:t@1", app_version=1, properties=props) == 0
+    assert DeltaTable(root).snapshot().metadata.configuration == props
+    assert DeltaTable(root).snapshot().protocol.min_writer_version >= 2          # appendOnly's protocol
+    caplog.clear()
+    assert commit_dataframe(_orders(spark, [3]), root, app_id="d:t@2", app_version=2, properties=props) == 1
+    assert "not applied" not in caplog.text                                        # the same: nothing to say
+    other = {"delta.appendOnly": "true", "delta.checkpointInterval": "9"}
+    assert commit_dataframe(_orders(spark, [4]), root, app_id="d:t@3", app_version=3, properties=other) == 2
+    assert "{'delta.checkpointInterval': '9'}" in caplog.text and "not applied" in caplog.text
+    snap = DeltaTable(root).snapshot()
+    assert snap.metadata.configuration == props and snap.metadata.id == DeltaTable(root).snapshot(0).metadata.id
+    assert sorted(snap.to_pyarrow(columns=["id"]).column("id").to_pylist()) == [1, 2, 3, 4]
+
+
 def test_existing_table_schema_rules(spark, tmp_path, data_files):
     root = tmp_path / "t"
     schema = pa.schema([("id", pa.int64(), False), ("customer", pa.string()), ("day", pa.date32()),
@@ -103,8 +124,8 @@ def test_existing_table_schema_rules(spark, tmp_path, data_files):
     with pytest.raises(InvalidArgumentError, match="schema mismatch"):
         commit_dataframe(spark.createDataFrame([("1", "x", dt.date(2026, 1, 1))],
                                                "id string, customer string, day date"), str(root))
-    with pytest.raises(InvalidArgumentError, match="properties"):
-        commit_dataframe(df, str(root), properties={"delta.appendOnly": "true"})
+    with pytest.raises(InvalidArgumentError, match="unknown Delta table property 'delta.appendOnyl'"):
+        commit_dataframe(df, str(root), properties={"delta.appendOnyl": "true"})     # checked, table or not
     # NOT NULL is enforced while Spark writes: the job fails, nothing is committed or left behind
     nulls = spark.createDataFrame([(None, "x", dt.date(2026, 1, 1))], "id long, customer string, day date")
     with pytest.raises(Exception, match="NOT NULL"):

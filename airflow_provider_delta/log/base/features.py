@@ -130,6 +130,16 @@ CHECK_CONSTRAINT_PREFIX = "delta.constraints."
 MIN_READER_VERSION_PROPERTY = "delta.minReaderVersion"
 MIN_WRITER_VERSION_PROPERTY = "delta.minWriterVersion"
 FEATURE_PROPERTY_PREFIX = "delta.feature."
+#: the values a ``delta.feature.<name>`` property may take, in any case (Delta Spark's
+#: ``TableFeatureProtocolUtils.FEATURE_PROP_SUPPORTED`` / ``FEATURE_PROP_ENABLED``): both add the feature
+FEATURE_PROPERTY_VALUES = ("supported", "enabled")
+
+
+def check_feature_property_value(key: str, value: Any) -> None:
+    """Refuse (InvalidArgumentError) a ``delta.feature.<name>`` value other than :data:`FEATURE_PROPERTY_VALUES`."""
+    if str(value).lower() not in FEATURE_PROPERTY_VALUES:
+        raise InvalidArgumentError(f"{key} must be {' or '.join(repr(v) for v in FEATURE_PROPERTY_VALUES)} "
+                                   f"(in any case), got {value!r}")
 
 #: Reader features whose presence does not stop us from reading the log.
 #: (Data reads of deletion vectors / column mapping are checked separately.)
@@ -425,8 +435,8 @@ def protocol_for_new_table(schema_json: dict | str, configuration: dict[str, str
     features = features_in_use(schema_json, configuration)
     stored = {k: v for k, v in conf.items() if not k.startswith(FEATURE_PROPERTY_PREFIX)}
     for key, value in conf.items():
-        if key.startswith(FEATURE_PROPERTY_PREFIX) and str(value).lower() not in ("supported", "enabled"):
-            raise InvalidArgumentError(f"{key} must be 'supported', got {value!r}")
+        if key.startswith(FEATURE_PROPERTY_PREFIX):
+            check_feature_property_value(key, value)
     unknown = sorted(f for f in features if f not in CREATABLE_FEATURES)
     if unknown:
         raise UnsupportedFeatureError(

@@ -10,7 +10,8 @@ retention at least the deleted-file retention, counts are integers in the range 
 allows (Java ints), flags are ``true``/``false`` in any case, without blanks around them (Delta
 Spark's parsers take none: a value it cannot parse fails every later read of the table there),
 ``delta.checkpointPolicy`` is ``classic`` or ``v2``, ``delta.dataSkippingStatsColumns`` a list of
-column names Spark's parser takes, and ``delta.minReaderVersion`` / ``delta.minWriterVersion`` name
+column names Spark's parser takes, ``delta.feature.<name>`` is ``supported`` or ``enabled`` (any case:
+:func:`~.features.check_feature_property_value`), and ``delta.minReaderVersion`` / ``delta.minWriterVersion`` name
 a protocol version that exists (reader 1-3, writer 1-7).
 
 The names, as Delta Spark's ``DeltaConfigs.validateConfigurations`` checks them (:func:`checked_names`,
@@ -40,7 +41,8 @@ from .features import (APPEND_ONLY_PROPERTY, CHANGE_DATA_FEED_PROPERTY, CHECK_CO
                        DELETED_FILE_RETENTION_DEFAULT, DELETED_FILE_RETENTION_PROPERTY, DELETION_VECTORS_PROPERTY,
                        EXPIRED_LOG_CLEANUP_PROPERTY, ICT_ENABLE_PROPERTY, LOG_RETENTION_DEFAULT,
                        LOG_RETENTION_PROPERTY, ROW_TRACKING_PROPERTY,
-                       SET_TRANSACTION_RETENTION_PROPERTY, TYPE_WIDENING_PROPERTY, normalize_properties)
+                       SET_TRANSACTION_RETENTION_PROPERTY, TYPE_WIDENING_PROPERTY, check_feature_property_value,
+                       normalize_properties)
 from .intervals import parse_interval_ms
 
 CHECKPOINT_RETENTION_PROPERTY = "delta.checkpointRetentionDuration"
@@ -211,6 +213,8 @@ def check_property_values(properties: Mapping[str, str | None],
     between properties, checked when a property they concern changes."""
     for key, value in properties.items():
         rule = _RULES.get(key)
+        if rule is None and isinstance(key, str) and key.startswith(FEATURE_PROPERTY_PREFIX):
+            rule = check_feature_property_value
         if rule is not None and value is not None:
             rule(key, value)
     if LOG_RETENTION_PROPERTY in properties or DELETED_FILE_RETENTION_PROPERTY in properties:

@@ -75,12 +75,14 @@ def table_has_commits(table: TableLog) -> bool:
 
 
 def definition_differences(existing: Metadata, existing_protocol: Protocol, metadata: Metadata,
-                           protocol: Protocol) -> list[str]:
+                           protocol: Protocol, *, with_properties: bool = True) -> list[str]:
     """What differs between a table's definition and the one a create meant (empty: the same table).
 
     A definition is what shapes every later read and write: schema, partition columns,
     properties and protocol. Table id, creation time, name and description do not
     count (two runs of one create differ in the first two; the last two are labels).
+    ``with_properties=False``: properties, and the protocol they select, do not count either
+    (a write whose properties apply only if it creates the table, as Delta Spark's DataFrame writes).
     """
     out = []
     if json.loads(existing.schema_string) != json.loads(metadata.schema_string):
@@ -88,6 +90,8 @@ def definition_differences(existing: Metadata, existing_protocol: Protocol, meta
     if tuple(existing.partition_columns) != tuple(metadata.partition_columns):
         out.append(f"partition columns {list(existing.partition_columns)} instead of "
                    f"{list(metadata.partition_columns)}")
+    if not with_properties:
+        return out
     if dict(existing.configuration) != dict(metadata.configuration):
         out.append(f"properties {dict(existing.configuration)} instead of {dict(metadata.configuration)}")
     if _protocol_key(existing_protocol) != _protocol_key(protocol):
@@ -101,10 +105,12 @@ def _protocol_key(p: Protocol) -> tuple[Any, ...]:
             frozenset(p.writer_features or ()))
 
 
-def concurrent_create_differences(table: TableLog, metadata: Metadata, protocol: Protocol) -> list[str]:
+def concurrent_create_differences(table: TableLog, metadata: Metadata, protocol: Protocol, *,
+                                  with_properties: bool = True) -> list[str]:
     """After losing version 0: how the table the winner created differs from ours (empty: identical)."""
     winner = table.snapshot(version=0)
-    return definition_differences(winner.metadata, winner.protocol, metadata, protocol)
+    return definition_differences(winner.metadata, winner.protocol, metadata, protocol,
+                                  with_properties=with_properties)
 
 
 def owner_properties(owner: Any) -> dict[str, str]:

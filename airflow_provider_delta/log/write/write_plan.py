@@ -14,12 +14,17 @@ written, so they make them here:
 - the transaction: operation parameters as Delta Spark writes them, the exactly-once
   ``txn`` when asked, every live file removed on ``overwrite``, all validated;
 - a write that creates the table and loses version 0 to an identical create goes on
-  against the table as it now is (:class:`PlannedWrite`).
+  against the table as it now is (:class:`PlannedWrite`);
+- properties given for the create only (``create_only_properties=True``, the Spark commit path):
+  checked always, applied when the write creates the table, else kept out of the commit and listed
+  where they differ from the table's (:attr:`WritePlan.unapplied_properties`), as Delta Spark's
+  DataFrame writes (``WriteIntoDelta``) take ``delta.*`` options only for a new table.
 """
 from __future__ import annotations
 
+import dataclasses
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
 import pyarrow as pa
@@ -30,7 +35,7 @@ from ..base.actions import Metadata, Protocol
 from ..base.commit_actions import AddFile
 from ..base.errors import ConcurrentModificationError, InvalidArgumentError, UnsupportedFeatureError
 from ..base.property_values import checked_properties
-from ..base.features import (Operation, check_can_add_data, column_mapping_mode,
+from ..base.features import (FEATURE_PROPERTY_PREFIX, Operation, check_can_add_data, column_mapping_mode,
                        protocol_for_new_table)
 from ..base.commit_source import require_through
 from ..base.schema import arrow_to_schema, schema_string, schema_to_arrow, validate_partition_columns
@@ -74,6 +79,11 @@ class WritePlan:
     #: protocol and metadata to commit (None: the table's stay)
     protocol: Protocol | None = None
     metadata: Metadata | None = None
+    #: the properties the caller gave, checked (``create_only_properties``: also when the table exists)
+    properties: dict[str, str] = field(default_factory=dict)
+    #: of :attr:`properties`, those the existing table does not hold as given (not applied: they are
+    #: for the create only); empty when the write creates the table
+    unapplied_properties: dict[str, str] = field(default_factory=dict)
 
     @property
     def creates_table(self) -> bool:
@@ -86,9 +96,19 @@ class WritePlan:
 def plan_write(uri: str, snap: Snapshot | None, data_schema: pa.Schema, mode: str = "append",
                partition_by: tuple[str, ...] | None = None, properties: dict[str, Any] | None = None,
                overwrite_schema: bool = False, name: str | None = None, description: str | None = None,
-               clock: Callable[[], int] | None = None) -> WritePlan:
-    """Decide what writing data of ``data_schema`` into the table (``snap``; None: no table) commits."""
+               clock: Callable[[], int] | None = None, create_only_properties: bool = False) -> WritePlan:
+    """Decide what writing data of ``data_schema`` into the table (``snap``; None: no table) commits.
+
+    ``properties`` apply to a table the write creates; given for an existing table they are an
+    error, unless ``create_only_properties``: then they are checked and left out (see the module doc).
+    """
     check_mode(mode)
+    if create_only_properties and snap is not None:
+        plan = plan_write(uri, snap, data_schema, mode, partition_by, None, overwrite_schema, name, description,
+                          clock)
+        given = checked_properties(properties)
+        return dataclasses.replace(plan, properties=given,
+                                   unapplied_properties=_unapplied(given, snap.metadata, snap.protocol))
     if snap is None or (mode == "overwrite" and overwrite_schema):
         # the data defines the schema (new table, or an overwrite that replaces it)
         schema = schema_to_arrow(schema_string(data_schema))     # canonical Delta types
@@ -96,10 +116,11 @@ def plan_write(uri: str, snap: Snapshot | None, data_schema: pa.Schema, mode: st
         cols = validate_partition_columns(schema, partition_by if partition_by is not None else keep)
         conform_to_schema(empty_table(data_schema), schema)
         if snap is None:
-            protocol, stored = protocol_for_new_table(arrow_to_schema(schema), checked_properties(properties))
+            given = checked_properties(properties)
+            protocol, stored = protocol_for_new_table(arrow_to_schema(schema), given)
             metadata = Metadata(str(uuid.uuid4()), schema_string(schema), cols, stored, name, description,
                                 created_time=int((clock or ict.system_clock)()))
-            plan = WritePlan(uri, mode, schema, metadata.schema_string, cols, stored, -1, protocol, metadata)
+            plan = WritePlan(uri, mode, schema, metadata.schema_string, cols, stored, -1, protocol, metadata, given)
         else:
             if properties:
                 raise InvalidArgumentError("properties can only be given when the table is created")
@@ -129,6 +150,14 @@ def plan_write(uri: str, snap: Snapshot | None, data_schema: pa.Schema, mode: st
             f"{uri} uses column mapping; writing its data files needs physical column names, which this "
             "package does not produce (Spark writes logical column names too)", feature="columnMapping")
     return plan
+
+
+def _unapplied(given: dict[str, str], metadata: Metadata, protocol: Protocol) -> dict[str, str]:
+    """Of ``given`` properties, those the table (``metadata``, ``protocol``) does not hold as given."""
+    features = set(protocol.reader_features or ()) | set(protocol.writer_features or ())
+    return {k: v for k, v in given.items()
+            if (k[len(FEATURE_PROPERTY_PREFIX):] not in features if k.startswith(FEATURE_PROPERTY_PREFIX)
+                else metadata.configuration.get(k) != v)}
 
 
 def write_transaction(table: TableLog, plan: WritePlan, *, app_id: str | None = None,
@@ -166,12 +195,17 @@ class PlannedWrite:
     same as if it had started a moment later). The original
     :class:`ConcurrentModificationError` stands when the winner already recorded this
     write's ``app_id`` version (the same write, retried elsewhere: the caller skips);
-    one naming the differences when the winner created a different table.
+    one naming the differences when the winner created a different table (with
+    ``create_only_properties``, properties and the protocol they select do not count: the write
+    goes on without its properties, listed in the new plan's ``unapplied_properties``).
     """
 
-    def __init__(self, table: TableLog, plan: WritePlan, **txn_args: Any):
+    def __init__(self, table: TableLog, plan: WritePlan, *, create_only_properties: bool = False, **txn_args: Any):
         self.table = table
         self.plan = plan
+        #: the plan's properties were for the create only (:func:`plan_write`): a winner created with
+        #: other properties is the table this write goes on against
+        self.create_only_properties = create_only_properties
         self._txn_args = txn_args
         self.txn = write_transaction(table, plan, **txn_args)
 
@@ -194,7 +228,8 @@ class PlannedWrite:
 
     def _replan_after_lost_create(self, lost: ConcurrentModificationError) -> None:
         assert self.plan.metadata is not None and self.plan.protocol is not None
-        differences = concurrent_create_differences(self.table, self.plan.metadata, self.plan.protocol)
+        differences = concurrent_create_differences(self.table, self.plan.metadata, self.plan.protocol,
+                                                    with_properties=not self.create_only_properties)
         if differences:
             raise ConcurrentModificationError(
                 f"another writer created {self.table.uri} concurrently as a different table than this write "
@@ -205,5 +240,7 @@ class PlannedWrite:
             recorded = snap.transaction_version(app_id)
             if recorded is not None and recorded >= app_version:
                 raise lost
-        self.plan = plan_write(self.table.uri, snap, self.plan.schema, self.plan.mode, self.plan.partition_columns)
+        self.plan = plan_write(self.table.uri, snap, self.plan.schema, self.plan.mode, self.plan.partition_columns,
+                               self.plan.properties if self.create_only_properties else None,
+                               create_only_properties=self.create_only_properties)
         self.txn = write_transaction(self.table, self.plan, **self._txn_args)

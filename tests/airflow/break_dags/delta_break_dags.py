@@ -28,3 +28,10 @@ with DAG("delta_break_mapped_dry_run", schedule=None, start_date=START, catchup=
 with DAG("delta_break_transient_storage", schedule=None, start_date=START, catchup=False):
     DeltaVacuumOperator(task_id="vacuum", table_uri="s3://bucket/orders", delta_conn_id="dead_s3",
                         retries=1, retry_delay=timedelta(seconds=1))
+
+# a table property misspelt in a rendered value: refused before spark-submit, without retry
+with DAG("delta_break_spark_bad_property", schedule=None, start_date=START, catchup=False):
+    from airflow_provider_delta.operators import DeltaSparkSubmitOperator
+    DeltaSparkSubmitOperator(task_id="write", output_table_uri=TABLE, transform="identity",
+                             input_table_uri=TABLE + "-input", app_id="break.props", app_version=1,
+                             table_properties={"delta.appendOnly": "{{ 'ture' }}"}, **NO_RETRY_SOON)
