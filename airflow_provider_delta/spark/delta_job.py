@@ -495,7 +495,8 @@ def run_application(argv: Sequence[str] | None = None) -> None:
 
     When the application fails because Delta refused a write after the armed session used the pair
     up (a second Delta write), exits with :data:`EXIT_SECOND_WRITE_REFUSED`, which the operator turns
-    into a failure without retry; any other failure or exit is the application's own.
+    into a failure without retry; any other failure or exit is the application's own (an exit with
+    code 87 of the application's own becomes 1: only the entry says 87).
     """
     argv = list(sys.argv[1:] if argv is None else argv)
     apps = [a[len(APPLICATION_ARG) + 1:] for a in argv if a.startswith(APPLICATION_ARG + "=")]
@@ -513,6 +514,12 @@ def run_application(argv: Sequence[str] | None = None) -> None:
         if isinstance(e, SystemExit) and e.code in (None, 0):
             raise
         if not (_refused_write(e) and _pair_used_up(armed)):
+            if isinstance(e, SystemExit) and e.code == EXIT_SECOND_WRITE_REFUSED:
+                # the application's own exit 87 is not the entry's verdict (the operator would fail the
+                # task without retry and name a refused write that never happened): exit 1 instead
+                print(f"delta_job: the application exited with {EXIT_SECOND_WRITE_REFUSED}, the code this entry "
+                      "keeps for a refused second Delta write; exiting with 1", file=sys.stderr, flush=True)
+                raise SystemExit(1) from None
             raise
         import traceback
         traceback.print_exc()
