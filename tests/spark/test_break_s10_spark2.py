@@ -60,12 +60,12 @@ def _recording_spark_submit(tmp_path: Path) -> str:
 
 
 @pytest.mark.xfail(strict=True, reason=(
-    "open: SecondDeltaWriteError says 'restore the output to the version before <v> and clear the task'; "
+    "open: SecondDeltaWriteError said 'restore the output to the version before <v> and clear the task'; "
     "RESTORE keeps the table's txn actions (Delta Spark's RESTORE and ours commit only adds/removes), so the "
-    "cleared run finds the pair committed, does not submit, and announces the restored output (without "
-    "the first write's rows too) as success; a re-run with the same pair would also be skipped by Delta "
-    "Spark (txn version already recorded). The fix needs a decision: a new pair for the re-run, or the "
-    "operator refusing a pair whose commit a later RESTORE undid"))
+    "cleared run finds the pair committed, does not submit, and announces the restored output (none of the "
+    "run's rows) as success; a re-run with the same pair would be skipped by Delta Spark too. The message "
+    "now says to re-run with a new app_version; the operator itself should refuse (or re-run for) a pair "
+    "whose commit a later RESTORE undid: needs a decision"))
 def test_following_the_second_write_message_literally_loses_no_rows(tmp_path):
     """The message's recovery, done literally: restore to the version before the named one, clear the task."""
     from airflow_provider_delta.operators import DeltaSparkApplicationOperator
