@@ -36,7 +36,7 @@ URLs among the secrets are registered with Airflow's secrets masker (:func:`_mas
 The driver reads ``NAME``, else the file ``NAME_FILE`` names
 (:func:`~..spark.delta_job.env_json_object`). The files are removed when the submission ends
 (:meth:`DriverSecrets.close`); those of a task killed with SIGKILL are removed by this user's next
-submission on the worker once a day old (:func:`remove_stale_secrets`). Kubernetes cluster mode is refused rather than given a file:
+submission on the worker once a day old and named by no running process (:func:`remove_stale_secrets`). Kubernetes cluster mode is refused rather than given a file:
 ``--files`` would upload it to ``spark.kubernetes.file.upload.path``, a shared location nobody
 cleans.
 """
@@ -167,12 +167,22 @@ class DriverSecrets:
 
 def remove_stale_secrets(max_age_hours: float = STALE_SECRETS_HOURS, now: float | None = None) -> list[str]:
     """Remove this user's secrets folders older than ``max_age_hours`` from the temporary directory
-    (those of tasks killed with SIGKILL, whose :meth:`DriverSecrets.close` never ran); returns their paths."""
+    (those of tasks killed with SIGKILL, whose :meth:`DriverSecrets.close` never ran); returns their paths.
+
+    Fails safe: a folder stays while a process names it in its environment or command line (a driver
+    that outlived its killed task, or one running longer than ``max_age_hours``, may still read its file:
+    the application calls ``apply_hadoop_conf`` when it likes), and every folder stays when the processes
+    cannot be checked (no ``/proc``, or a process of this user that cannot be read). Symbolic links and
+    other users' folders are never touched; a failing sweep never fails the submission."""
     import time
     root = tempfile.gettempdir()
     cutoff = (time.time() if now is None else now) - max_age_hours * 3600
-    removed = []
-    for name in os.listdir(root):
+    try:
+        names = os.listdir(root)
+    except OSError:
+        return []
+    stale = []
+    for name in names:
         path = os.path.join(root, name)
         if not name.startswith(SECRETS_DIR_PREFIX):
             continue
@@ -181,9 +191,81 @@ def remove_stale_secrets(max_age_hours: float = STALE_SECRETS_HOURS, now: float 
         except OSError:
             continue
         if stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and st.st_mtime < cutoff:
-            shutil.rmtree(path, ignore_errors=True)
+            stale.append(path)
+    if not stale:
+        return []
+    in_use = _named_by_processes(stale)
+    if in_use is None:
+        return []
+    removed = []
+    for path in stale:
+        if path in in_use:
+            continue
+        shutil.rmtree(path, ignore_errors=True)
+        if not os.path.lexists(path):
             removed.append(path)
     return removed
+
+
+def _named_by_processes(folders: list[str]) -> set[str] | None:
+    """The ``folders`` some live process may name in its environment or command line (``/proc``); None
+    when that cannot be told at all (no ``/proc``).
+
+    The environment (``NAME_FILE``) names the file in a client-mode driver and its Python process; the
+    command line in spark-submit, which is the client-mode driver's JVM (the hook's YARN
+    ``--conf spark.yarn.appMasterEnv.NAME_FILE=<path>``, cluster mode's ``--files <path>``), and it can
+    always be read. A process of this user whose command line cannot be read counts as naming every
+    folder created before it started (both are fixed when it starts): those stay. One that is gone names
+    nothing."""
+    proc = "/proc"
+    try:
+        pids = [p for p in os.listdir(proc) if p.isdigit()]
+    except OSError:
+        return None
+    if not pids:
+        return None
+    created = {}
+    for folder in folders:
+        try:
+            created[folder] = os.lstat(folder).st_mtime - 60     # the files are written right after mkdtemp
+        except OSError:
+            created[folder] = float("-inf")
+    marks = {folder: os.fsencode(folder + os.sep) for folder in folders}
+    named: set[str] = set()
+    uid = os.getuid()
+    for pid in pids:
+        try:
+            owner = os.stat(os.path.join(proc, pid)).st_uid
+        except OSError:
+            continue                                      # gone meanwhile
+        blobs = []
+        unreadable = False
+        for part in ("environ", "cmdline"):
+            try:
+                with open(os.path.join(proc, pid, part), "rb") as f:
+                    blobs.append(f.read())
+            except (FileNotFoundError, ProcessLookupError):
+                continue                                  # gone meanwhile
+            except OSError:
+                unreadable = unreadable or part == "cmdline"   # a driver's JVM names its file there too
+        if unreadable and owner == uid:                   # one of ours we cannot read: keep what it may name
+            started = _process_start(pid)
+            named.update(f for f in folders if started is None or started >= created[f])
+        data = b"\0".join(blobs)
+        named.update(folder for folder, mark in marks.items() if mark in data)
+    return named
+
+
+def _process_start(pid: str) -> float | None:
+    """When process ``pid`` started (epoch seconds, from ``/proc``), None when that cannot be read."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+        with open("/proc/stat", "rb") as f:
+            boot = next(int(line.split()[1]) for line in f if line.startswith(b"btime "))
+        return boot + int(fields[19]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, StopIteration):
+        return None
 
 
 def _pin_deploy_mode(hook: Any, env: dict[str, str]) -> str:
