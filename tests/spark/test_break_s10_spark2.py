@@ -86,3 +86,32 @@ def test_following_the_second_write_message_literally_loses_no_rows(tmp_path):
     # correct: the application runs again (and its rows land), or the task fails saying what to do;
     # wrong: success without submitting, announcing an output that holds none of the run's rows
     assert result == "failed" or (tmp_path / "spark-submit-was-called").exists()
+
+
+# ------------------------------------------------------------------ with Spark (the entry in this process)
+@pytest.mark.spark
+@pytest.mark.parametrize("after", ["", "sys.exit(0)\n", "sys.exit(2)\n"], ids=["finishes", "exit-0", "exit-2"])
+def test_a_refused_second_write_the_application_catches_still_exits_with_the_entry_code(
+        monkeypatch, spark, tmp_path, after):
+    """The application catches Delta's refusal of its second write and goes on: it finished 0 and the
+    operator announced the output, green, without the refused write's rows (or, exit 2, a retry did).
+    The entry saw the refusal on its way into Python: exit 87, SecondDeltaWriteError."""
+    from test_break_s10_spark import HEAD, WRITE, _output, _run_entry
+
+    from airflow_provider_delta.spark.delta_job import EXIT_SECOND_WRITE_REFUSED
+    app = (HEAD + WRITE.format(lo=0, hi=2) + "\ntry:\n    " + WRITE.format(lo=2, hi=4)
+           + "\nexcept Exception as e:\n    print('ignored:', type(e).__name__)\n" + after)
+    assert _run_entry(monkeypatch, spark, tmp_path, app) == EXIT_SECOND_WRITE_REFUSED   # was: None / 0 / 2
+    assert _output(tmp_path) == ([0, 1], [(0, True)])
+
+
+@pytest.mark.spark
+def test_a_refusal_caught_before_the_pair_was_used_is_not_the_entry_code(monkeypatch, spark, tmp_path):
+    """A write from a new session refused before the one write (nothing used the pair yet), caught, then
+    the one write: a success (the application handled it, nothing of it is lost from the pair's write)."""
+    from test_break_s10_spark import HEAD, WRITE, _output, _run_entry
+    new = WRITE.replace("SparkSession.builder.getOrCreate()", "SparkSession.builder.getOrCreate().newSession()")
+    app = (HEAD + "SparkSession.builder.getOrCreate()\ntry:\n    " + new.format(lo=5, hi=6)
+           + "\nexcept Exception:\n    pass\n" + WRITE.format(lo=0, hi=2) + "\n")
+    assert _run_entry(monkeypatch, spark, tmp_path, app) is None
+    assert _output(tmp_path) == ([0, 1], [(0, True)])
