@@ -36,9 +36,9 @@ URLs among the secrets are registered with Airflow's secrets masker (:func:`_mas
 The driver reads ``NAME``, else the file ``NAME_FILE`` names
 (:func:`~..spark.delta_job.env_json_object`). The files are removed when the submission ends
 (:meth:`DriverSecrets.close`); those of a task killed with SIGKILL are removed by this user's next
-submission on the worker once a day old and named by no running process (:func:`remove_stale_secrets`). Kubernetes cluster mode is refused rather than given a file:
-``--files`` would upload it to ``spark.kubernetes.file.upload.path``, a shared location nobody
-cleans.
+submission on the worker once a day old and named by no running process (:func:`remove_stale_secrets`).
+Kubernetes cluster mode is refused rather than given a file: ``--files`` would upload it to
+``spark.kubernetes.file.upload.path``, a shared location nobody cleans.
 """
 from __future__ import annotations
 
