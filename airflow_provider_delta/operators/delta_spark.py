@@ -385,8 +385,10 @@ class DeltaSparkApplicationOperator(DeltaTaskMixin, StopDriverOnKillMixin, Local
             "session or a new one), which Delta refused (the first write used the pair up): that write did not "
             "happen. The task fails without retrying: a retry would find the pair committed, not run the "
             "application, and announce the output without that write's rows. Make the application make one "
-            "Delta write (one DataFrame, one write); then restore the output to the version before "
-            f"{version} and clear the task (docs: spark-failures)") from error
+            f"Delta write (one DataFrame, one write); then either write the refused write's rows yourself (version "
+            f"{version} holds the first write's), or restore the output to the version before {version} and run the "
+            "fixed application with a new app_version: a restore keeps the pair, so clearing the task alone "
+            "would announce the restored output without running the application (docs: spark-failures)") from error
 
     def _check_commits_outside_pair(self, context: "Context", table: "DeltaTable", ctx: DeltaJobContext,
                                     before: int) -> None:

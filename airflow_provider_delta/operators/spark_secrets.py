@@ -214,12 +214,63 @@ def sweep_orphaned_secrets(log: Any = None, directory: str | None = None) -> lis
         names = [n for n in os.listdir(directory) if n.startswith(SECRETS_DIR_PREFIX)]
     except OSError:
         return []
-    removed = [os.path.join(directory, n) for n in names if _orphaned(os.path.join(directory, n))]
-    for folder in removed:
+    orphans = [os.path.join(directory, n) for n in names if _orphaned(os.path.join(directory, n))]
+    in_use = _named_by_processes(orphans) if orphans else set()
+    if in_use is None:
+        return []                       # the processes cannot be listed: keep everything
+    removed = []
+    for folder in orphans:
+        if folder in in_use:
+            continue
         shutil.rmtree(folder, ignore_errors=True)
-        if log is not None:
-            log.info("removed %s: secrets folder of a process that is gone (killed before it removed it)", folder)
+        if not os.path.lexists(folder):
+            removed.append(folder)
+            if log is not None:
+                log.info("removed %s: secrets folder of a process that is gone (killed before it removed it)",
+                         folder)
     return removed
+
+
+def _named_by_processes(folders: list[str]) -> set[str] | None:
+    """The ``folders`` a live process may still use: one that names it in its environment (a client-mode
+    driver's ``NAME_FILE``) or command line (spark-submit's ``--files`` or YARN ``appMasterEnv``), which may
+    have outlived the SIGKILLed task that made the folder (children are not killed with it) and reads the
+    file when the application asks. A process of this user whose command line cannot be read counts as
+    naming every folder made before it started. None when the processes cannot be listed at all.
+    (Found by the s10 review: such folders were removed under a running driver.)"""
+    try:
+        processes = list(psutil.process_iter())
+    except psutil.Error:
+        return None
+    if not processes:
+        return None
+    made = {}
+    for folder in folders:
+        try:
+            made[folder] = os.lstat(folder).st_mtime - 60          # the files are written right after mkdtemp
+        except OSError:
+            made[folder] = float("-inf")
+    marks = {folder: folder + os.sep for folder in folders}
+    uid = os.getuid()
+    named: set[str] = set()
+    for process in processes:
+        texts = []
+        try:
+            try:
+                texts.append("\0".join(process.cmdline()))
+            except psutil.AccessDenied:
+                if process.uids().real == uid:                    # ours, unreadable: keep what it may name
+                    started = process.create_time()
+                    named.update(f for f in folders if started >= made[f])
+            try:
+                texts.append("\0".join(f"{k}={v}" for k, v in process.environ().items()))
+            except psutil.AccessDenied:
+                pass
+        except (psutil.NoSuchProcess, psutil.ZombieProcess):
+            continue                                              # gone meanwhile: names nothing
+        data = "\0".join(texts)
+        named.update(folder for folder, mark in marks.items() if mark in data)
+    return named
 
 
 def _pin_deploy_mode(hook: Any, env: dict[str, str]) -> str:

@@ -68,8 +68,9 @@ import json
 import os
 import runpy
 import sys
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 #: the application argument: ``--delta-job-context=<JSON>`` (or the flag, then the JSON)
 CONTEXT_ARG = "--delta-job-context"
@@ -485,6 +486,34 @@ def _refused_write(error: BaseException) -> bool:
     return False
 
 
+@contextmanager
+def watching_refused_writes(armed: Sequence[Any]) -> Iterator[list[BaseException]]:
+    """Record each refusal of a Delta write (:data:`REFUSED_WRITE_ERROR`) that reaches Python after the
+    armed session used the pair up, also one the application catches and goes on from (its rows are lost
+    all the same). Yields the list they are recorded in.
+
+    PySpark turns every JVM error of a call into a Python one through
+    ``pyspark.errors.exceptions.captured.convert_exception``; the wrapper looks at each on its way."""
+    from pyspark.errors.exceptions import captured     # only where the application runs
+
+    original = captured.convert_exception
+    refused: list[BaseException] = []
+
+    def convert(e: Any) -> Any:
+        converted = original(e)
+        try:
+            if REFUSED_WRITE_ERROR in str(converted) and _pair_used_up(armed):
+                refused.append(converted)
+        except Exception:                    # never in the way of the application's own error
+            pass
+        return converted
+    captured.convert_exception = convert  # type: ignore[assignment]
+    try:
+        yield refused
+    finally:
+        captured.convert_exception = original  # type: ignore[assignment]
+
+
 def run_application(argv: Sequence[str] | None = None) -> None:
     """What spark-submit runs for ``DeltaSparkApplicationOperator``: ``delta_job.py
     --delta-job-application=<app.py> [app args] --delta-job-context=<JSON>``.
@@ -493,9 +522,11 @@ def run_application(argv: Sequence[str] | None = None) -> None:
     them, without the application argument) after :func:`arm_first_session`: the exactly-once pair
     goes into the application's session only, never into ``SparkConf`` (see the module doc).
 
-    When the application fails because Delta refused a write after the armed session used the pair
-    up (a second Delta write), exits with :data:`EXIT_SECOND_WRITE_REFUSED`, which the operator turns
-    into a failure without retry; any other failure or exit is the application's own.
+    When Delta refused a write after the armed session used the pair up (a second Delta write), exits
+    with :data:`EXIT_SECOND_WRITE_REFUSED`, also when the application caught the error and finished
+    (:func:`watching_refused_writes`), which the operator turns
+    into a failure without retry; any other failure or exit is the application's own (an exit with
+    code 87 of the application's own becomes 1: only the entry says 87).
     """
     argv = list(sys.argv[1:] if argv is None else argv)
     apps = [a[len(APPLICATION_ARG) + 1:] for a in argv if a.startswith(APPLICATION_ARG + "=")]
@@ -507,22 +538,35 @@ def run_application(argv: Sequence[str] | None = None) -> None:
     armed = arm_first_session(ctx)
     sys.argv = [path, *rest]
     sys.path[0] = os.path.dirname(os.path.abspath(path))    # not this module's folder: its names would shadow
+    refused: list[BaseException] = []
     try:
-        runpy.run_path(path, run_name="__main__")
+        with watching_refused_writes(armed) as refused:
+            runpy.run_path(path, run_name="__main__")
     except BaseException as e:
-        if isinstance(e, SystemExit) and e.code in (None, 0):
+        if not refused and not (_refused_write(e) and _pair_used_up(armed)):
+            if isinstance(e, SystemExit) and e.code == EXIT_SECOND_WRITE_REFUSED:
+                # the application's own exit 87 is not the entry's verdict (the operator would fail the
+                # task without retry and name a refused write that never happened): exit 1 instead
+                print(f"delta_job: the application exited with {EXIT_SECOND_WRITE_REFUSED}, the code this entry "
+                      "keeps for a refused second Delta write; exiting with 1", file=sys.stderr, flush=True)
+                raise SystemExit(1) from None
             raise
-        if not (_refused_write(e) and _pair_used_up(armed)):
-            raise
-        import traceback
-        traceback.print_exc()
-        print(f"delta_job: the application made a Delta write after the one that used the exactly-once pair "
-              f"(txnAppId={ctx.txn_app_id!r} txnVersion={ctx.txn_version}) and Delta refused it: that "
-              f"write did not happen. Exiting with {EXIT_SECOND_WRITE_REFUSED}: the task fails "
-              "without retry (a retry would find the pair committed and announce the output without them)",
-              file=sys.stderr, flush=True)
-        raise SystemExit(EXIT_SECOND_WRITE_REFUSED) from None
+        if not (isinstance(e, SystemExit) and e.code in (None, 0)):
+            import traceback
+            traceback.print_exc()
+        _exit_refused(ctx, caught=not _refused_write(e))
+    if refused:                             # the application caught the refusal and finished
+        _exit_refused(ctx, caught=True)
 
+
+def _exit_refused(ctx: DeltaJobContext, caught: bool) -> None:
+    print(f"delta_job: the application made a Delta write after the one that used the exactly-once pair "
+          f"(txnAppId={ctx.txn_app_id!r} txnVersion={ctx.txn_version}) and Delta refused it "
+          f"({REFUSED_WRITE_ERROR}{'; the application caught the error and went on' if caught else ''}): "
+          f"that write did not happen. Exiting with {EXIT_SECOND_WRITE_REFUSED}: the task fails without retry "
+          "(a retry would find the pair committed and announce the output without its rows)",
+          file=sys.stderr, flush=True)
+    raise SystemExit(EXIT_SECOND_WRITE_REFUSED) from None
 
 if __name__ == "__main__":
     run_application()

@@ -1,0 +1,90 @@
+"""Break review s10 (second pass): the sweep of ``delta-spark-secrets-*`` folders must fail safe.
+
+A folder whose owning worker is gone may still be in use: spark-submit and a client-mode driver are
+not killed with a SIGKILLed task, and the driver reads its file when the application asks
+(``apply_hadoop_conf``). Such a folder stays while a live process names it (environment or command
+line). Each test sweeps a directory of its own, never the real /tmp.
+"""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import psutil
+
+from airflow_provider_delta.operators.spark_secrets import OWNER_MARKER, SECRETS_DIR_PREFIX, sweep_orphaned_secrets
+from airflow_provider_delta.spark.job_args import SECRETS_ENV
+
+
+def _gone_owner() -> dict:
+    """The owner marker of a worker process that has exited (as one killed with SIGKILL)."""
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(0.3)"])
+    owner = {"host": socket.gethostname(), "pid": proc.pid, "started": psutil.Process(proc.pid).create_time()}
+    proc.wait()
+    return owner
+
+
+def _folder(root, name: str) -> tuple[str, str]:
+    """A secrets folder left by a gone worker, and its secrets file."""
+    path = os.path.join(str(root), SECRETS_DIR_PREFIX + name)
+    os.mkdir(path, 0o700)
+    secret = os.path.join(path, "delta-secrets-x-delta_spark_job_secrets.json")
+    with open(os.open(secret, os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
+        f.write('{"output": {"catalog": {"url": "postgresql://etl:pw@db/cat"}}}')
+    with open(os.path.join(path, OWNER_MARKER), "w") as f:
+        json.dump(_gone_owner(), f)
+    return path, secret
+
+
+def _process(env: dict[str, str], args: list[str] = ()) -> subprocess.Popen:
+    """A stand-in for a driver or spark-submit that outlived its task: a live process naming the file."""
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", *args], env={**os.environ, **env})
+    time.sleep(0.3)
+    return proc
+
+
+def test_a_folder_a_running_driver_names_in_its_environment_stays(tmp_path):
+    path, secret = _folder(tmp_path, "driver-outlived-its-task")
+    driver = _process({f"{SECRETS_ENV}_FILE": secret})
+    try:
+        assert sweep_orphaned_secrets(directory=str(tmp_path)) == []      # was: removed under the driver
+        assert os.path.exists(secret)
+    finally:
+        driver.kill()
+        driver.wait()
+    assert sweep_orphaned_secrets(directory=str(tmp_path)) == [path]
+    assert not os.path.exists(path)
+
+
+def test_a_folder_a_spark_submit_names_on_its_command_line_stays(tmp_path):
+    """YARN cluster mode ships the file with ``--files <path>``: while spark-submit runs the folder stays."""
+    path, secret = _folder(tmp_path, "shipping")
+    submit = _process({}, ["--files", secret])
+    try:
+        assert sweep_orphaned_secrets(directory=str(tmp_path)) == []
+        assert os.path.exists(secret)
+    finally:
+        submit.kill()
+        submit.wait()
+    assert sweep_orphaned_secrets(directory=str(tmp_path)) == [path]
+
+
+def test_symlinks_and_other_users_folders_stay(tmp_path, tmp_path_factory):
+    """Sound (attacked, held): a symlink named like a secrets folder (a trap in a shared /tmp) is neither
+    followed nor removed; a folder of another user is not touched; two sweeps agree."""
+    victim, victim_file = _folder(tmp_path_factory.mktemp("victim"), "precious")
+    trap = os.path.join(str(tmp_path), SECRETS_DIR_PREFIX + "trap")
+    os.symlink(victim, trap)
+    theirs, _ = _folder(tmp_path, "other-user")
+    if os.getuid() == 0:
+        os.chown(theirs, 54321, 54321)
+    stale, _ = _folder(tmp_path, "stale")
+    assert sweep_orphaned_secrets(directory=str(tmp_path)) == [stale]
+    assert sweep_orphaned_secrets(directory=str(tmp_path)) == []
+    assert os.path.exists(victim_file) and os.path.islink(trap)
+    if os.getuid() == 0:
+        assert os.path.exists(theirs)
