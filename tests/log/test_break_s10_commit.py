@@ -11,6 +11,7 @@ import pyarrow as pa
 import pytest
 
 from airflow_provider_delta.log import DeltaTable
+from built_on_store import BuiltOnAtOnce
 from airflow_provider_delta.log.base.errors import DeltaError
 from airflow_provider_delta.log.maintenance.distributed_checkpoint import plan_checkpoint
 
@@ -117,40 +118,11 @@ def test_a_partitioned_metadata_whose_key_another_writer_escaped_types_partition
 
 
 # ------------------------------------------------------------------ the hole check's same-second tie (2bdd821)
-class _CompactedAtOnce:
-    """The table's own store; right after the next commit-file put lands, another writer builds on it
-    within the same second: OPTIMIZE compacts our new file with the others (our rows now live in its new
-    file), checkpoints that version and runs Delta Spark's cleanup, which removes the idle commits below
-    ours. The checkpoint gets our commit file's very time, as on a store with whole-second times."""
-
-    def __init__(self, inner, uri: str, build_on=DeltaTable.optimize, skew_ns: int = 0, **checkpoint_kwargs):
-        self.inner, self.uri, self.armed, self.checkpoint_kwargs = inner, uri, True, checkpoint_kwargs
-        self.build_on, self.skew_ns = build_on, skew_ns
-
-    def put_if_absent(self, target: str, data: bytes) -> bool:
-        landed = self.inner.put_if_absent(target, data)
-        if not (landed and self.armed and "_delta_log" in target and target.endswith(".json")):
-            return landed
-        self.armed = False
-        ours = int(os.path.basename(target).split(".")[0])
-        other = DeltaTable(self.uri)
-        other.auto_checkpoint = False
-        self.build_on(other)                                     # version ours + 1, built on ours
-        other.checkpoint(ours + 1, **self.checkpoint_kwargs)
-        log_dir = os.path.dirname(target)
-        own_ns = os.stat(target).st_mtime_ns - self.skew_ns
-        for name in os.listdir(log_dir):
-            if name.startswith(f"{ours + 1:020d}.checkpoint"):
-                os.utime(os.path.join(log_dir, name), ns=(own_ns, own_ns))
-        cutoff = time.time() - 30 * DAY_S
-        for name in os.listdir(log_dir):
-            head = name.split(".")[0]
-            if head.isdigit() and int(head) < ours and os.stat(os.path.join(log_dir, name)).st_mtime < cutoff:
-                os.remove(os.path.join(log_dir, name))
-        return landed
-
-    def __getattr__(self, name):
-        return getattr(self.inner, name)
+def _CompactedAtOnce(inner, uri: str, **kwargs) -> BuiltOnAtOnce:
+    """Another writer builds on our commit within the same second by OPTIMIZE: it compacts our new file
+    with the others (our rows now live in its new file), checkpoints and cleans up."""
+    kwargs.setdefault("build_on", DeltaTable.optimize)
+    return BuiltOnAtOnce(inner, uri, **kwargs)
 
 
 def _idle_table(tmp_path, properties=None) -> DeltaTable:

@@ -9,6 +9,7 @@ import deltalake
 import pyarrow as pa
 import pytest
 
+from built_on_store import BuiltOnAtOnce
 from airflow_provider_delta.log import AddFile, DeltaTable, SqlCatalog
 
 SCHEMA = pa.schema([("id", pa.int64())])
@@ -40,41 +41,6 @@ def test_a_catalog_managed_table_clones_into_a_plain_table_that_claims_no_catalo
 
 
 # ------------------------------------------------------------------ commit_successor (27c58c5)
-class _BuiltOnAtOnce:
-    """The table's own store; right after the next commit-file put lands, another writer builds on it
-    within the same second: commits the next version, checkpoints it and runs Delta Spark's metadata
-    cleanup, which removes the old commits below (as Delta Spark does after a checkpoint), all before the committer's
-    post-put check. On a store with whole-second file times (S3's LastModified) the checkpoint then
-    carries the very time of our commit file; os.utime gives it that time here."""
-
-    def __init__(self, inner, uri: str):
-        self.inner, self.uri, self.armed = inner, uri, True
-
-    def put_if_absent(self, target: str, data: bytes) -> bool:
-        landed = self.inner.put_if_absent(target, data)
-        if not (landed and self.armed and "_delta_log" in target and target.endswith(".json")):
-            return landed
-        self.armed = False
-        ours = int(os.path.basename(target).split(".")[0])
-        other = DeltaTable(self.uri)
-        other.auto_checkpoint = False
-        other.write(pa.table({"id": [100]}))                    # version ours + 1, read on top of ours
-        other.checkpoint(ours + 1)
-        log_dir = os.path.dirname(target)
-        own_ns = os.stat(target).st_mtime_ns
-        os.utime(os.path.join(log_dir, f"{ours + 1:020d}.checkpoint.parquet"), ns=(own_ns, own_ns))
-        # Delta Spark's cleanup after that checkpoint (MetadataCleanup.listExpiredDeltaLogs): every
-        # commit and checkpoint below the latest checkpoint's version older than the cutoff goes -
-        # here 0..ours-1, idle for 40 days; ours is new and stays.
-        cutoff = time.time() - 30 * DAY_S
-        for name in os.listdir(log_dir):
-            head = name.split(".")[0]
-            if head.isdigit() and int(head) < ours and os.stat(os.path.join(log_dir, name)).st_mtime < cutoff:
-                os.remove(os.path.join(log_dir, name))
-        return landed
-
-    def __getattr__(self, name):
-        return getattr(self.inner, name)
 
 
 def test_a_commit_built_on_within_the_same_second_is_neither_withdrawn_nor_reported_failed(tmp_path):
@@ -86,7 +52,7 @@ def test_a_commit_built_on_within_the_same_second_is_neither_withdrawn_nor_repor
     old = time.time() - 40 * DAY_S                              # an idle table: 0..2 are past log retention
     for name in os.listdir(_log_dir(t)):
         os.utime(os.path.join(_log_dir(t), name), (old, old))
-    t.storage.files = _BuiltOnAtOnce(t.storage.files, t.uri)
+    t.storage.files = BuiltOnAtOnce(t.storage.files, t.uri)
     outcome = None
     try:
         t.write(pa.table({"id": [3]}))                          # lands as v3; v4 builds on it
@@ -113,7 +79,7 @@ def test_a_tied_commit_without_new_files_is_left_in_place_as_an_unknown_outcome(
     old = time.time() - 40 * DAY_S
     for name in os.listdir(_log_dir(t)):
         os.utime(os.path.join(_log_dir(t), name), (old, old))
-    t.storage.files = _BuiltOnAtOnce(t.storage.files, t.uri)
+    t.storage.files = BuiltOnAtOnce(t.storage.files, t.uri)
     with pytest.raises(CommitOutcomeUnknownError, match="left in place"):
         with t.transaction(operation="SET TBLPROPERTIES") as txn:
             txn.set_metadata(txn.snapshot.metadata.with_configuration({"delta.appendOnly": "false"}))

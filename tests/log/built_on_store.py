@@ -1,0 +1,57 @@
+"""A store wrapper for the hole check after the put (write/commit_successor.py): another writer builds
+on our commit within the same second of its landing, before our post-put check runs."""
+from __future__ import annotations
+
+import os
+import time
+from typing import Any, Callable
+
+import pyarrow as pa
+
+from airflow_provider_delta.log import DeltaTable
+
+DAY_S = 86_400
+
+
+def append_one_row(table: DeltaTable) -> Any:
+    return table.write(pa.table({"id": [100]}))
+
+
+class BuiltOnAtOnce:
+    """The table's own store; right after the next commit-file put lands, another writer builds on it
+    within the same second: ``build_on`` commits the next version (an append, OPTIMIZE compacting our new
+    file...), checkpoints it and runs Delta Spark's metadata cleanup (MetadataCleanup.listExpiredDeltaLogs:
+    every commit and checkpoint below the checkpoint older than the cutoff goes - here 0..ours-1, idle for
+    40 days; ours is new and stays), all before the committer's post-put check. On a store with
+    whole-second file times (S3's LastModified) the checkpoint carries the very time of our commit file
+    (less ``skew_ns``: another writer's clock); os.utime gives it that time here."""
+
+    def __init__(self, inner, uri: str, build_on: Callable[[DeltaTable], Any] = append_one_row, skew_ns: int = 0,
+                 **checkpoint_kwargs):
+        self.inner, self.uri, self.armed, self.checkpoint_kwargs = inner, uri, True, checkpoint_kwargs
+        self.build_on, self.skew_ns = build_on, skew_ns
+
+    def put_if_absent(self, target: str, data: bytes) -> bool:
+        landed = self.inner.put_if_absent(target, data)
+        if not (landed and self.armed and "_delta_log" in target and target.endswith(".json")):
+            return landed
+        self.armed = False
+        ours = int(os.path.basename(target).split(".")[0])
+        other = DeltaTable(self.uri)
+        other.auto_checkpoint = False
+        self.build_on(other)                                     # version ours + 1, built on ours
+        other.checkpoint(ours + 1, **self.checkpoint_kwargs)
+        log_dir = os.path.dirname(target)
+        own_ns = os.stat(target).st_mtime_ns - self.skew_ns
+        for name in os.listdir(log_dir):
+            if name.startswith(f"{ours + 1:020d}.checkpoint"):
+                os.utime(os.path.join(log_dir, name), ns=(own_ns, own_ns))
+        cutoff = time.time() - 30 * DAY_S
+        for name in os.listdir(log_dir):
+            head = name.split(".")[0]
+            if head.isdigit() and int(head) < ours and os.stat(os.path.join(log_dir, name)).st_mtime < cutoff:
+                os.remove(os.path.join(log_dir, name))
+        return landed
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
