@@ -68,6 +68,7 @@ import json
 import os
 import runpy
 import sys
+import traceback
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Mapping, Sequence
@@ -552,7 +553,6 @@ def run_application(argv: Sequence[str] | None = None) -> None:
                 raise SystemExit(1) from None
             raise
         if not (isinstance(e, SystemExit) and e.code in (None, 0)):
-            import traceback
             traceback.print_exc()
         _exit_refused(ctx, caught=not _refused_write(e))
     if refused:                             # the application caught the refusal and finished
