@@ -96,3 +96,98 @@ def test_a_retried_timestamp_rollback_finds_its_restore_and_another_timestamp_do
     out = DeltaRestoreOperator(task_id="rollback", table_uri=uri, timestamp=t2) \
         .execute(_try(make_context, "rollback", 3))
     assert out["committed"] and out["version"] == 6 and out["restored_version"] == 2
+
+
+# --------------------------------------------------------------------------- secrets-folder sweep (a5aee58, 17f55fc)
+def _dead_owner() -> dict:
+    """The owner marker of a process that has ended (pid and start time as the operators record them)."""
+    import socket
+    import subprocess
+    import sys
+
+    import psutil
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    started = psutil.Process(proc.pid).create_time()
+    proc.kill()
+    proc.wait()
+    return {"host": socket.gethostname(), "pid": proc.pid, "started": started}
+
+
+def _orphan_folder(directory: str, name: str) -> str:
+    import json
+    import os
+
+    from airflow_provider_delta.operators.spark_secrets import OWNER_MARKER, SECRETS_DIR_PREFIX
+    folder = os.path.join(directory, SECRETS_DIR_PREFIX + name)
+    os.mkdir(folder, 0o700)
+    with open(os.path.join(folder, "delta-secrets-x-delta_spark_job_secrets.json"), "w") as f:
+        f.write("{}")
+    with open(os.path.join(folder, OWNER_MARKER), "w") as f:
+        json.dump(_dead_owner(), f)
+    return folder
+
+
+def _driver(env: dict, code: str = "import time; time.sleep(60)"):
+    """A process that outlived its killed task (a client-mode driver), naming the secrets file in its environment."""
+    import os
+    import subprocess
+    import sys
+    import time
+    proc = subprocess.Popen([sys.executable, "-c", code], env={**os.environ, **env})
+    time.sleep(0.5)                                   # its environment is in place
+    return proc
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "a5aee58/17f55fc: _named_by_processes matches the folder's path as the sweeper spells it (its temporary "
+    "directory + name) against the processes' environments; a live driver whose NAME_FILE spells the same "
+    "folder through a symlink (the task that made it had TMPDIR=/tmp/link, a symlink to the sweeper's /tmp) "
+    "is not seen and its secrets folder is removed under it. Fail safe: compare real paths"))
+def test_a_folder_a_live_driver_names_through_a_symlinked_tmpdir_is_kept(tmp_path):
+    import os
+
+    from airflow_provider_delta.operators.spark_secrets import sweep_orphaned_secrets
+    real = tmp_path / "real"
+    real.mkdir()
+    link = tmp_path / "link"
+    link.symlink_to(real)
+    folder = _orphan_folder(str(real), "viaLink")
+    named = os.path.join(str(link), os.path.basename(folder), "delta-secrets-x-delta_spark_job_secrets.json")
+    driver = _driver({"DELTA_SPARK_JOB_SECRETS_FILE": named})
+    try:
+        assert sweep_orphaned_secrets(directory=str(real)) == []
+        assert os.path.isdir(folder)
+    finally:
+        driver.kill()
+        driver.wait()
+
+
+def test_sweep_keeps_what_a_live_driver_names_and_removes_the_rest(tmp_path):
+    """Held: with the owner gone, a folder a live process names (environment) is kept; one nobody names is
+    removed; a symlink to an orphan, a folder without a marker, and two sweeps at once are handled."""
+    import os
+    import threading
+
+    from airflow_provider_delta.operators.spark_secrets import SECRETS_DIR_PREFIX, sweep_orphaned_secrets
+    used = _orphan_folder(str(tmp_path), "used")
+    gone = _orphan_folder(str(tmp_path), "gone")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    target = _orphan_folder(str(elsewhere), "target")
+    os.symlink(target, os.path.join(str(tmp_path), SECRETS_DIR_PREFIX + "link"))
+    unmarked = tmp_path / (SECRETS_DIR_PREFIX + "unmarked")
+    unmarked.mkdir()
+    driver = _driver({"DELTA_SPARK_JOB_SECRETS_FILE": os.path.join(used, "delta-secrets-x.json")})
+    try:
+        results: list = []
+        sweeps = [threading.Thread(target=lambda: results.append(sweep_orphaned_secrets(directory=str(tmp_path))))
+                  for _ in range(2)]
+        for t in sweeps:
+            t.start()
+        for t in sweeps:
+            t.join()
+        assert all(r in ([], [gone]) for r in results) and [gone] in results
+        assert os.path.isdir(used) and not os.path.exists(gone) and os.path.isdir(target) and unmarked.is_dir()
+    finally:
+        driver.kill()
+        driver.wait()
