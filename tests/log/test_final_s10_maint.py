@@ -225,3 +225,26 @@ def test_restore_on_its_loaded_snapshot_checks_what_landed_after_it(tmp_path, co
         with pytest.raises(ConcurrentModificationError):
             restore_table(DeltaTable(uri), 1, clock=clock)
         assert DeltaTable(uri).latest_version() == 4 and _ids(uri) == [99]
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "2da017c: a connect_args timeout that is not a number of seconds (None, 'soon', inf) fails the owner's "
+    "constructor with a raw TypeError/ValueError/OverflowError from float()/int() (a string '5' with a "
+    "TypeError from sqlite3.connect); bad input should be InvalidArgumentError naming engine_kwargs"))
+@pytest.mark.parametrize("timeout", [None, "soon", float("inf")])
+def test_a_bad_sqlite_timeout_is_a_typed_error(tmp_path, timeout):
+    from airflow_provider_delta.log import InvalidArgumentError
+    with pytest.raises(InvalidArgumentError):
+        owner = SqlCommitOwner(f"sqlite:///{tmp_path}/owner.db", engine_kwargs={"connect_args": {"timeout": timeout}})
+        with owner._db.engine.connect():
+            pass
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "2da017c: the PRAGMA now takes the caller's timeout in ms unclamped; from 2**31 ms (24.8 days, e.g. a "
+    "'wait as long as it takes' 3e6 s) SQLite reads it as negative and waits not at all - every locked write "
+    "fails at once (before 2da017c the PRAGMA's 60 s applied). Clamp to SQLite's largest busy timeout"))
+def test_a_very_long_sqlite_timeout_still_waits(tmp_path):
+    owner = SqlCommitOwner(f"sqlite:///{tmp_path}/owner.db", engine_kwargs={"connect_args": {"timeout": 3e6}})
+    with owner._db.engine.connect() as c:
+        assert c.exec_driver_sql("PRAGMA busy_timeout").scalar() >= 60_000
