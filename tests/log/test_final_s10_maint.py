@@ -248,3 +248,26 @@ def test_a_very_long_sqlite_timeout_still_waits(tmp_path):
     owner = SqlCommitOwner(f"sqlite:///{tmp_path}/owner.db", engine_kwargs={"connect_args": {"timeout": 3e6}})
     with owner._db.engine.connect() as c:
         assert c.exec_driver_sql("PRAGMA busy_timeout").scalar() >= 60_000
+
+
+# ----------------------------------------------------------------- create-only properties, lost creates (b29a945)
+def test_create_only_properties_after_a_lost_create_still_meet_the_winners_rules(tmp_path):
+    """Held: a Spark-path write (create_only_properties) that lost version 0 to a table with the same schema
+    but other properties goes on against the winner under the winner's rules: an overwrite of an append-only
+    winner is refused (typed, nothing written); keys in another case are not listed as unapplied; a
+    misspelt property is refused before anything."""
+    from airflow_provider_delta.log import InvalidArgumentError, PlannedWrite, plan_write
+    schema = pa.schema([("id", pa.int64())])
+    uri = str(tmp_path / "t")
+    write = PlannedWrite(DeltaTable(uri), plan_write(uri, None, schema, mode="overwrite",
+                                                     properties={"delta.checkpointInterval": "3"},
+                                                     create_only_properties=True), create_only_properties=True)
+    DeltaTable(uri).write(pa.table({"id": pa.array([1], pa.int64())}), properties={"delta.appendOnly": "true"})
+    with pytest.raises(InvalidArgumentError, match="append-only"):
+        write.commit([])
+    assert DeltaTable(uri).latest_version() == 0 and _ids(uri) == [1]
+    snap = DeltaTable(uri).snapshot()
+    plan = plan_write(uri, snap, schema, properties={"DELTA.APPENDONLY": "true"}, create_only_properties=True)
+    assert plan.unapplied_properties == {} and plan.metadata is None
+    with pytest.raises(InvalidArgumentError):
+        plan_write(uri, snap, schema, properties={"delta.apendOnly": "true"}, create_only_properties=True)
