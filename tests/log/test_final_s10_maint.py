@@ -199,11 +199,11 @@ def test_read_snapshot_refusals_write_nothing(tmp_path):
     assert member.latest_version() == 1 and _ids(c, catalog=catalog) == [1]
 
 
-@pytest.mark.parametrize("concurrent", ["append", "overwrite"])
+@pytest.mark.parametrize("concurrent", ["append", "overwrite", "optimize", "properties"])
 def test_restore_on_its_loaded_snapshot_checks_what_landed_after_it(tmp_path, concurrent):
     """Held: a commit landing between restore's load of the latest snapshot and its commit (made from the
     transaction's clock, called at commit time) is checked: a blind append stays in the restored table, an
-    overwrite fails the restore (typed, nothing more written)."""
+    overwrite, an OPTIMIZE or a property change fails the restore (typed, nothing more written)."""
     import time
     from airflow_provider_delta.log import ConcurrentModificationError, restore_table
     uri = str(tmp_path / "t")
@@ -213,7 +213,12 @@ def test_restore_on_its_loaded_snapshot_checks_what_landed_after_it(tmp_path, co
     calls = []
 
     def clock() -> int:
-        if not calls:
+        if not calls and concurrent == "optimize":
+            DeltaTable(uri).optimize()
+        elif not calls and concurrent == "properties":
+            with DeltaTable(uri).transaction(operation="SET TBLPROPERTIES") as txn:
+                txn.set_properties({"delta.checkpointInterval": "7"})
+        elif not calls:
             DeltaTable(uri).write(pa.table({"id": pa.array([99], pa.int64())}), mode=concurrent)
         calls.append(1)
         return int(time.time() * 1000)
@@ -224,7 +229,8 @@ def test_restore_on_its_loaded_snapshot_checks_what_landed_after_it(tmp_path, co
     else:
         with pytest.raises(ConcurrentModificationError):
             restore_table(DeltaTable(uri), 1, clock=clock)
-        assert DeltaTable(uri).latest_version() == 4 and _ids(uri) == [99]
+        assert DeltaTable(uri).latest_version() == 4
+        assert _ids(uri) == ([99] if concurrent == "overwrite" else [1, 2, 3])
 
 
 @pytest.mark.xfail(strict=True, reason=(
