@@ -48,12 +48,6 @@ def _former_rule_size(rows: pa.Table) -> int:
     return sink.getvalue().size
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "8ebab58 judges dictionary encoding on the first 8192 rows of a new file: values that cycle with a period "
-    "over 8192 rows (a daily snapshot listing 20k products once a day, ordered by day then product; any table "
-    "sorted by a second key) show ~8192 distinct there and get plain pages, though only 20k distinct exist in "
-    "400k rows; the former 64k-row rule took dictionaries. The compacted file is 3.2x the former rule's "
-    "(5.8 MB vs 1.8 MB) - OPTIMIZE leaves the table larger than a 64k probe or pyarrow's default would"))
 def test_optimize_of_a_periodic_snapshot_table_is_not_much_bigger_than_with_the_former_dictionary_rule(tmp_path):
     table = _daily_snapshot_table(tmp_path / "t")
     before = table.snapshot().to_pyarrow()
@@ -279,12 +273,6 @@ def test_create_only_properties_after_a_lost_create_still_meet_the_winners_rules
         plan_write(uri, snap, schema, properties={"delta.apendOnly": "true"}, create_only_properties=True)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "optimize_rewrite._dictionary_columns (the nested branch, kept by 8ebab58) lists a struct/list column by "
-    "its top-level name to 'keep pyarrow's default', but pyarrow matches use_dictionary against leaf paths "
-    "(st.a, l.list.element): every nested leaf is written without a dictionary. A struct of 50 category "
-    "strings and a list of 30 tags over 200k rows: OPTIMIZE turns four files of 29.6 KB in all into one of "
-    "445 KB (15x; pyarrow's default writes 24 KB)"))
 def test_optimize_keeps_dictionary_pages_for_low_cardinality_nested_columns(tmp_path):
     n = 200_000
     data = pa.table({"st": pa.array([{"a": f"category-{i % 50:04d}-long-text", "b": i % 7} for i in range(n)]),

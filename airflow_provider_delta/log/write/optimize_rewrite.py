@@ -54,10 +54,14 @@ ROW_GROUP_BYTES = 128 << 20
 #: away, which made writing about 2.5 times slower for 3% smaller files. (It is where the former rule,
 #: "under half of the first 64k rows distinct", flipped for values in random order.)
 DICTIONARY_MAX_DISTINCT = 41_000
-#: The rows of a new file's first row group whose distinct values are counted for that choice. Counting
-#: is cheap while the hash table fits the CPU's caches and not beyond (about 1 ms on 8k rows, 12-24 ms
-#: on 64k): counting on 64k rows was a fifth of a compaction's CPU.
+#: The rows of a new file's first row group whose distinct values are counted for that choice, drawn at
+#: random across the whole row group (the dictionary is per row group, and the first rows of data
+#: sorted by another key, or cycling through a catalogue, show far more distinct values than the row
+#: group holds). Counting is cheap while the hash table fits the CPU's caches and not beyond (about
+#: 1 ms on 8k rows, 12-24 ms on 64k): counting on 64k rows was a fifth of a compaction's CPU.
 DICTIONARY_PROBE_ROWS = 8192
+#: The sample is the same for the same rows: OPTIMIZE of the same bins writes the same files.
+_PROBE_SEED = 0x0D1C7
 _KEY = "__zorder_key"
 #: The most sorted runs merged at once (more are merged down first): memory is one batch per run.
 MAX_FAN_IN = 16
@@ -180,14 +184,18 @@ class _OutputFile:
 
 
 def _dictionary_columns(rows: pa.Table, probe: int = DICTIONARY_PROBE_ROWS) -> list[str]:
-    """The columns worth dictionary pages, judged on the first ``probe`` rows (leaf-level for structs:
-    nested columns keep pyarrow's default)."""
-    head = rows.slice(0, probe)
+    """The columns worth dictionary pages, judged on ``probe`` rows drawn at random from ``rows`` (the
+    values of a random draw are what :func:`_few_distinct` reasons about, whatever the rows' order)."""
+    if rows.num_rows > probe:
+        picked = np.random.default_rng(_PROBE_SEED).choice(rows.num_rows, probe, replace=False)
+        head = rows.take(pa.array(np.sort(picked)))
+    else:
+        head = rows
     out = []
     for f in head.schema:
         col = head.column(f.name)
         if pa.types.is_nested(f.type):
-            out.append(f.name)
+            out.extend(_leaf_paths(head.schema, f.name))     # pyarrow's default for them: dictionaries
             continue
         try:
             distinct = pc.count_distinct(col).as_py()
@@ -197,6 +205,16 @@ def _dictionary_columns(rows: pa.Table, probe: int = DICTIONARY_PROBE_ROWS) -> l
         if _few_distinct(distinct, len(col)):
             out.append(f.name)
     return out
+
+
+def _leaf_paths(schema: pa.Schema, name: str) -> list[str]:
+    """The Parquet leaf paths of column ``name`` as pyarrow's writer names them (``st.a``,
+    ``l.list.element``): ``use_dictionary`` matches those, so a nested column listed by its own name
+    got no dictionary on any leaf (a low-cardinality struct or list column 15 times larger)."""
+    sink = pa.BufferOutputStream()
+    pq.write_table(schema.empty_table().select([name]), sink)
+    leaves = pq.read_metadata(pa.BufferReader(sink.getvalue())).schema
+    return [leaves.column(i).path for i in range(len(leaves))]
 
 
 def _few_distinct(distinct: int, rows: int) -> bool:
