@@ -141,6 +141,27 @@ def test_writers_do_not_ignore_a_protocol_line_with_a_null_action_key_before_it(
 
 
 @pytest.mark.xfail(strict=True, reason=(
+    "vacuum, which deletes, ignores the same null-key protocol line: under a protocol naming a writer feature "
+    "it does not know (which may reference files in ways it cannot see) it deleted a file; Delta Spark refuses "
+    "the table. Expected: refused (UnsupportedFeatureError), nothing deleted"))
+def test_vacuum_does_not_ignore_a_protocol_line_with_a_null_action_key_before_it(tmp_path):
+    uri, _ = _table(tmp_path)
+    protocol = {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": ["fooBarFeature"],
+                "writerFeatures": ["fooBarFeature"]}
+    _other_writers_commit(uri, [{"commitInfo": None, "protocol": protocol}])
+    orphan = os.path.join(uri, "not-in-the-log.parquet")
+    with open(orphan, "wb") as f:
+        f.write(b"x")
+    old = time.time() - 30 * 86_400
+    os.utime(orphan, (old, old))
+    try:
+        DeltaTable(uri).vacuum(dry_run=False)
+    except DeltaError:
+        pass
+    assert os.path.exists(orphan)
+
+
+@pytest.mark.xfail(strict=True, reason=(
     "as for protocol: a metaData line spelled {\"commitInfo\": null, \"metaData\": {...}} is ignored by "
     "protocol_metadata's line patterns (metaData must be the first key), so the table's newer "
     "configuration (here delta.appendOnly=true) and schema are not seen; Delta Spark takes them "
