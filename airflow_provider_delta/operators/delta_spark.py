@@ -387,7 +387,8 @@ class DeltaSparkApplicationOperator(DeltaTaskMixin, StopDriverOnKillMixin, Local
             "application, and announce the output without that write's rows. Make the application make one "
             f"Delta write (one DataFrame, one write); then either write the refused write's rows yourself (version "
             f"{version} holds the first write's), or restore the output to the version before {version} and run the "
-            "fixed application with a new app_version: a restore keeps the pair, so clearing the task alone "
+            "fixed application with a higher app_version (a version up to the recorded one counts as committed): "
+            "a restore keeps the pair, so clearing the task alone "
             "would announce the restored output without running the application (docs: spark-failures)") from error
 
     def _check_commits_outside_pair(self, context: "Context", table: "DeltaTable", ctx: DeltaJobContext,

@@ -7,17 +7,12 @@ import time
 import pytest
 
 from airflow_provider_delta.log import CommitOutcomeUnknownError, DeltaTable
-from test_break_s9 import DAY_S, SCHEMA, _BuiltOnAtOnce, _log_dir
+from built_on_store import DAY_S, BuiltOnAtOnce
+from test_break_s9 import SCHEMA, _log_dir
 
 import pyarrow as pa
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "committer._refuse_if_in_hole builds the undecided-tie message as an f-string joined to a plain "
-    "literal and calls .format(version - 1) on the whole: a table URI holding '{' or '}' (legal in a local "
-    "path or an object key) makes the typed CommitOutcomeUnknownError ('left in place') a KeyError/"
-    "IndexError, so a caller catching CommitFailedError / reading Transaction.outcome_unknown is bypassed "
-    "(docs/log/errors.md: CommitOutcomeUnknownError)"))
 def test_the_undecided_tie_is_a_typed_error_for_a_table_path_with_braces(tmp_path):
     t = DeltaTable.create(str(tmp_path / "t{day}"), SCHEMA)
     t.auto_checkpoint = False
@@ -27,7 +22,7 @@ def test_the_undecided_tie_is_a_typed_error_for_a_table_path_with_braces(tmp_pat
     old = time.time() - 40 * DAY_S
     for name in os.listdir(_log_dir(t)):
         os.utime(os.path.join(_log_dir(t), name), (old, old))
-    t.storage.files = _BuiltOnAtOnce(t.storage.files, t.uri)
+    t.storage.files = BuiltOnAtOnce(t.storage.files, t.uri)
     with pytest.raises(CommitOutcomeUnknownError, match="left in place"):
         with t.transaction(operation="SET TBLPROPERTIES") as txn:
             txn.set_metadata(txn.snapshot.metadata.with_configuration({"delta.appendOnly": "false"}))

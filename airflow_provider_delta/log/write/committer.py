@@ -233,10 +233,10 @@ class Committer:
         if newer.undecided:
             raise CommitOutcomeUnknownError(
                 f"version {version} of {self.table.uri} landed, and checkpoint {newer.version} above it carries "
-                "the same file time while version {0} is gone: either metadata cleanup raced this commit (then "
-                "it lies below the checkpoint, unread) or another writer built on it within the same second. "
+                f"the same file time while version {version - 1} is gone: either metadata cleanup raced this commit "
+                "(then it lies below the checkpoint, unread) or another writer built on it within the same second. "
                 "The commit file was left in place; read the table to see whether the change is there before "
-                "redoing it".format(version - 1), version=version)
+                "redoing it", version=version)
         try:
             self.table.storage.delete(commit_path(version))
             withdrawn = "The commit file was withdrawn"
