@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from types import SimpleNamespace
 from typing import Any
 
 import pyarrow as pa

@@ -10,7 +10,6 @@ name it (``commitInfo.job``). The Spark job runs in the test's Spark session (``
 from __future__ import annotations
 
 import textwrap
-from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -77,7 +76,8 @@ def test_a_new_task_group_task_does_not_take_another_dags_pre_upgrade_commits(ai
     us.write(pa.table({"id": [701]}))
     changes = DeltaTable(str(tmp_path / "changes"))
     process_changes(us, changes, "sales.daily.apply", end_version=2,
-                    job={"dag_id": "sales.daily", "task_id": "apply", "run_id": "scheduled__2025-12-31", "try_number": 1})
+                    job={"dag_id": "sales.daily", "task_id": "apply", "run_id": "scheduled__2025-12-31",
+                         "try_number": 1})
     for name, table in (("EU", eu), ("ORDERS", orders), ("CHANGES", changes)):
         monkeypatch.setenv(f"FINAL_IDS_{name}", table.uri)
     path = tmp_path / "final_s10_ids_sales_dag.py"
