@@ -46,6 +46,16 @@ def same_task_run(origin: dict[str, Any] | None, context: "Context") -> bool:
             and origin.get("map_index", -1) == mine.get("map_index", -1))
 
 
+def named_another_task(origin: dict[str, Any] | None, context: "Context") -> bool:
+    """Whether a commit's recorded origin names a task other than this one (another DAG, task or map
+    index; any run). False when it names none: such a commit cannot be told apart."""
+    if not origin or origin.get("dag_id") is None or origin.get("task_id") is None:
+        return False
+    mine = job_info(context)
+    return (origin.get("dag_id"), origin.get("task_id"), origin.get("map_index", -1)) != \
+        (mine["dag_id"], mine["task_id"], mine.get("map_index", -1))
+
+
 def earlier_try_commit(table: Any, version: int, operation: str, context: "Context") -> dict[str, Any] | None:
     """The ``commitInfo`` of commit ``version`` when an earlier try of this task run made it with
     ``operation``, else None.

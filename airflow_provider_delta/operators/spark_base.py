@@ -28,7 +28,7 @@ from ..lineage import output_statistics
 from ..spark import exactly_once
 from ..spark.s3a import s3_bucket, s3a_bucket_conf
 from ..hooks.arguments import optional_int, optional_value
-from .base import same_task_run
+from .base import named_another_task, same_task_run
 from .pyspark_pair import require_matching_pyspark
 from .spark_secrets import DriverSecrets
 
@@ -84,6 +84,13 @@ def committed_pair_id(table: "DeltaTable", app_id: str, app_version: int, contex
     for former in former_task_keys(context, task):
         former_id = run_app_id(former, context)
         if exactly_once.already_committed(table, former_id, app_version):
+            version = exactly_once.find_txn_commit(table, former_id, app_version)
+            origin = exactly_once.commit_origin(table, version) if version is not None else None
+            if named_another_task(origin, context):      # dotted ids were shared: DAG a.b task c, DAG a task b.c
+                task.log.warning("%s holds version %s of %r, the id this task had before 0.2.0, but its commit %s "
+                                 "was made by %s.%s: another task's, not taken as this run's", table.uri,
+                                 app_version, former_id, version, origin.get("dag_id"), origin.get("task_id"))
+                continue
             task.log.info("%s holds version %s of this run under its id before 0.2.0, %r (now %r): taking that "
                           "commit as this run's", table.uri, app_version, former_id, app_id)
             return former_id

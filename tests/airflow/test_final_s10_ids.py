@@ -55,13 +55,6 @@ def job_of(ctx: dict[str, Any]) -> dict[str, Any]:
     return {"dag_id": ti.dag_id, "task_id": ti.task_id, "run_id": ti.run_id, "try_number": 1}
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "committed_pair_id takes a pair recorded under the dot-joined id 'sales.daily.load@<interval>' as this "
-    "run's although the commit holding it names DAG 'sales.daily' task 'load' (commitInfo.job): the task "
-    "'daily.load' of DAG 'sales' (a task group; it never ran before the upgrade) skips the interval, "
-    "submits nothing and goes green without its rows - the very collision the colon in 0.2.0 removed, "
-    "back for every interval committed before the upgrade (what a new DAG's backfill covers). Expected: "
-    "a former-id commit counts only when it names this DAG and task (or names no task at all)"))
 @pytest.mark.parametrize("operator", ["submit", "application"])
 def test_another_dags_pre_upgrade_commit_is_not_taken_for_this_tasks_interval(tmp_path, operator):
     out = DeltaTable.create(str(tmp_path / "orders"), pa.schema([("id", pa.int64())]))
