@@ -91,11 +91,6 @@ def test_optimize_reads_back_the_same_rows_for_varied_data(tmp_path, order):
 
 
 # ----------------------------------------------------------------------------------- SQLite busy timeout (2da017c)
-@pytest.mark.xfail(strict=True, reason=(
-    "create_owner_engine (the line 2da017c reworked; the setdefault predates it) puts 'timeout' into the "
-    "caller's own engine_kwargs['connect_args'] dict (SqlDatabase copies engine_kwargs shallowly), so the dict a DAG file shares between a SQLite and a "
-    "PostgreSQL owner/catalog carries timeout=60 to psycopg2, which refuses it: 'invalid dsn: invalid "
-    "connection option \"timeout\"'. A constructor must not change its argument"))
 def test_a_sqlite_owner_leaves_the_callers_engine_kwargs_as_given(tmp_path, own_pg_url):
     shared = {"connect_args": {}}
     SqlCommitOwner(f"sqlite:///{tmp_path}/owner.db", engine_kwargs=shared)
@@ -106,10 +101,6 @@ def test_a_sqlite_owner_leaves_the_callers_engine_kwargs_as_given(tmp_path, own_
     assert table.write(pa.table({"id": [1]})) == 1
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "2da017c honours connect_args['timeout'] but not (as before it) SQLAlchemy's own spelling of the pysqlite timeout, the "
-    "URL query 'sqlite:///owner.db?timeout=1' (create_connect_args takes it; the setdefault of 60 s in "
-    "connect_args overrides it and the PRAGMA sets 60 s): a writer waits 60 s on a locked database, not 1 s"))
 def test_a_busy_timeout_in_the_sqlite_url_is_the_one_used(tmp_path):
     owner = SqlCommitOwner(f"sqlite:///{tmp_path}/owner.db?timeout=1")
     with owner._db.engine.connect() as c:
@@ -227,10 +218,6 @@ def test_restore_on_its_loaded_snapshot_checks_what_landed_after_it(tmp_path, co
         assert _ids(uri) == ([99] if concurrent == "overwrite" else [1, 2, 3])
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "2da017c: a connect_args timeout that is not a number of seconds (None, 'soon', inf) fails the owner's "
-    "constructor with a raw TypeError/ValueError/OverflowError from float()/int() (a string '5' with a "
-    "TypeError from sqlite3.connect); bad input should be InvalidArgumentError naming engine_kwargs"))
 @pytest.mark.parametrize("timeout", [None, "soon", float("inf")])
 def test_a_bad_sqlite_timeout_is_a_typed_error(tmp_path, timeout):
     from airflow_provider_delta.log import InvalidArgumentError
@@ -240,10 +227,6 @@ def test_a_bad_sqlite_timeout_is_a_typed_error(tmp_path, timeout):
             pass
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "2da017c: the PRAGMA now takes the caller's timeout in ms unclamped; from 2**31 ms (24.8 days, e.g. a "
-    "'wait as long as it takes' 3e6 s) SQLite reads it as negative and waits not at all - every locked write "
-    "fails at once (before 2da017c the PRAGMA's 60 s applied). Clamp to SQLite's largest busy timeout"))
 def test_a_very_long_sqlite_timeout_still_waits(tmp_path):
     owner = SqlCommitOwner(f"sqlite:///{tmp_path}/owner.db", engine_kwargs={"connect_args": {"timeout": 3e6}})
     with owner._db.engine.connect() as c:

@@ -76,17 +76,36 @@ def create_owner_engine(u: URL, engine_kwargs: dict[str, Any] | None = None) -> 
         path = u.database or ""
         if path and not path.startswith("file:"):
             os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-        timeout = kwargs.setdefault("connect_args", {}).setdefault("timeout", SQLITE_BUSY_TIMEOUT_S)
+        connect_args = dict(kwargs.get("connect_args") or {})    # the caller's dict stays as given
+        timeout = sqlite_busy_timeout(connect_args.get("timeout", u.query.get("timeout", SQLITE_BUSY_TIMEOUT_S)))
+        kwargs["connect_args"] = {**connect_args, "timeout": timeout}
         engine = sa.create_engine(u, **kwargs)
-        _setup_sqlite(engine, float(timeout))
+        _setup_sqlite(engine, timeout)
         return engine
     kwargs.setdefault("pool_pre_ping", True)
     return sa.create_engine(u, **kwargs)
 
 
+#: SQLite's busy timeout is a C int of milliseconds: from 2**31 ms it reads as negative, no wait at all.
+_SQLITE_MAX_BUSY_MS = 2**31 - 1
+
+
+def sqlite_busy_timeout(value: Any) -> float:
+    """How long (seconds) a SQLite writer waits for the lock: ``connect_args["timeout"]``, else the URL's
+    ``?timeout=`` (SQLAlchemy's spelling), else :data:`SQLITE_BUSY_TIMEOUT_S`; a finite number >= 0."""
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        seconds = float("nan")
+    if isinstance(value, bool) or not 0 <= seconds < float("inf"):
+        raise InvalidArgumentError(f"the SQLite busy timeout (engine_kwargs connect_args 'timeout', or the URL's "
+                                   f"?timeout=) must be a number of seconds >= 0, got {value!r}")
+    return seconds
+
+
 def _setup_sqlite(engine: Engine, busy_timeout_s: float) -> None:
-    """WAL mode, explicit BEGINs, and the busy timeout the caller chose (``connect_args["timeout"]``)."""
-    busy_ms = int(busy_timeout_s * 1000)
+    """WAL mode, explicit BEGINs, and the busy timeout the caller chose (:func:`sqlite_busy_timeout`)."""
+    busy_ms = min(int(busy_timeout_s * 1000), _SQLITE_MAX_BUSY_MS)
 
     @sa.event.listens_for(engine, "connect")
     def _on_connect(dbapi_conn, _record):  # pragma: no cover - exercised through every SQLite test
