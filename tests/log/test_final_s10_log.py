@@ -226,13 +226,6 @@ def test_a_remove_spelled_as_delta_sparks_canonical_path_reconciles_with_a_doubl
 
 
 # ----------------------------------------------------------------------------- 2b. the hole check
-@pytest.mark.xfail(strict=True, reason=(
-    "the hole check's look-up for our new file (commit_successor._names_any, 9bf5c49) compares the "
-    "checkpoint's LOG_PATH_COLUMN, which is the canonical key since 31bdc77 ('d/x.parquet'), with our "
-    "add's log spelling ('d//x.parquet', which add_file accepts: only '.'/'..' segments are refused): the "
-    "checkpoint built on our commit within the same second is taken for one written before it, our LIVE "
-    "commit file is deleted and the write reported InvalidCommittedVersionError 'redo the operation' "
-    "(a redo reads its rows twice). Expected: committed, the commit file stays"))
 def test_a_commit_built_on_within_the_same_second_is_found_for_a_path_with_a_doubled_slash(tmp_path):
     t = _idle_table(tmp_path)
     os.makedirs(os.path.join(t.storage.root, "d"))

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..base.path_spelling import LOG_PATH_COLUMN
+from ..base.path_spelling import LOG_PATH_COLUMN, canonical_log_path
 from ..base.errors import InvalidCommittedVersionError
 from ..base.intervals import deleted_file_retention_ms
 from ..base.names import LOG_DIR, commit_path
@@ -126,8 +126,11 @@ def _names_any(storage: Storage, files: list, version: int, paths: frozenset[str
     none but its tombstone retention is too short for that to count (a remove of ours may have expired)."""
     content = read_checkpoint(storage, files, version, with_files=True)
     actions = content.file_actions
+    # the column keys a file by its canonical path (Delta Spark's reconciliation key: 'd//x' is 'd/x'),
+    # our paths are spelled as our commit wrote them: look for either spelling
+    spellings = sorted(paths | {canonical_log_path(p) for p in paths})
     if actions is not None and actions.num_rows and pc.any(
-            pc.is_in(actions.column(LOG_PATH_COLUMN), value_set=pa.array(sorted(paths)))).as_py():
+            pc.is_in(actions.column(LOG_PATH_COLUMN), value_set=pa.array(spellings))).as_py():
         return True
     try:
         retention = deleted_file_retention_ms((content.metadata or {}).get("configuration") or {})
