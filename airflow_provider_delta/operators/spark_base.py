@@ -114,6 +114,29 @@ def resolve_incremental_app(app_id: Any, pinned: int, context: "Context", task: 
     return pair  # type: ignore[return-value]
 
 
+def _own_former_ids(task: Any, context: "Context") -> tuple[str, ...]:
+    """This task's ids before 0.2.0 whose position in the output was not recorded by another task: dotted
+    ids were shared (DAG ``a.b`` task ``c`` and DAG ``a`` task ``b.c``), and the commit holding a position
+    names its task (``commitInfo.job``); one naming no task is taken as this task's."""
+    former = former_task_keys(context, task)
+    if not former:
+        return ()
+    output = task.hook.get_table(task.output_table_uri)
+    own = []
+    for former_id in former:
+        position = exactly_once.committed_txn_version(output, former_id)
+        if position is not None:
+            version = exactly_once.find_txn_commit(output, former_id, position)
+            origin = exactly_once.commit_origin(output, version) if version is not None else None
+            if named_another_task(origin, context):
+                task.log.warning("%s holds a position under %r, the id this task had before 0.2.0, recorded by "
+                                 "%s.%s: another task's, not resumed from", output.uri, former_id,
+                                 origin.get("dag_id"), origin.get("task_id"))
+                continue
+        own.append(former_id)
+    return tuple(own)
+
+
 def incremental_range(task: Any, context: "Context", input_uri: str, pinned: int) -> "ChangeRange":
     """The input versions an incremental run of ``task`` processes: after its position in the output
     (the output's ``txn`` under :func:`resolve_incremental_app`'s id) up to ``pinned``.
@@ -124,7 +147,7 @@ def incremental_range(task: Any, context: "Context", input_uri: str, pinned: int
     it commits under the new id. An ``app_id`` given explicitly is used as it is.
     """
     app_id, _ = resolve_incremental_app(task.app_id, pinned, context, task)
-    former = former_task_keys(context, task) if optional_value(task.app_id) is None else ()
+    former = _own_former_ids(task, context) if optional_value(task.app_id) is None else ()
     rng = task.hook.pending_changes(input_uri, task.output_table_uri, app_id, pinned,
                                     optional_int(task.initial_version, "initial_version") or 0, former)
     if rng.resumed_from is not None:

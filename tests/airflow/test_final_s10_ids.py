@@ -71,12 +71,6 @@ def test_another_dags_pre_upgrade_commit_is_not_taken_for_this_tasks_interval(tm
     assert committed_pair_id(out, app_id, version, new, task) == app_id
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "incremental_range resumes a consumer without a position from the one recorded under its dot-joined "
-    "id 'sales.daily.load' although the commit that recorded it names DAG 'sales.daily' task 'load' "
-    "(commitInfo.job): the new consumer 'daily.load' of DAG 'sales' (into the same output, from another "
-    "source) starts after another task's position, skipping its source's versions 0..5. Expected: "
-    "initial_version, resumed_from None (a former position counts only when its commit names this task)"))
 def test_a_new_consumer_does_not_resume_from_another_tasks_former_position(tmp_path):
     schema = pa.schema([("id", pa.int64())])
     cdf = {"delta.enableChangeDataFeed": "true"}

@@ -58,12 +58,6 @@ DAG_FILE = textwrap.dedent('''\
 ''')
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "a task group task that never ran before 0.2.0 takes DAG 'sales.daily' task 'load''s pre-upgrade commit "
-    "(the shared dot-joined id sales.daily.load@<interval>; its commitInfo.job names the other DAG) as its "
-    "own: 'daily.load' submits nothing, goes green, its rows never land; and 'daily.apply' resumes from the "
-    "other DAG's consumer position 2, skipping source versions 0..2 of its input. Expected: both run their "
-    "job (interval written under sales:daily.load@..., the change feed read from initial_version 0)"))
 def test_a_new_task_group_task_does_not_take_another_dags_pre_upgrade_commits(airflow_db, in_session, tmp_path,
                                                                               monkeypatch):
     eu = DeltaTable.create(str(tmp_path / "eu"), SCHEMA, properties={"delta.enableChangeDataFeed": "true"})
