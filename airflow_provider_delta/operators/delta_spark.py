@@ -314,7 +314,8 @@ class DeltaSparkApplicationOperator(DeltaTaskMixin, StopDriverOnKillMixin, Local
         if rng.empty:
             self.log.info("%s already holds the changes of %s up to version %s for %r (pinned: %s): "
                           "nothing to process, not submitting", table.uri, in_uri, rng.processed, app_id, pinned)
-            return report_commit(self, context, table, app_id, rng.processed if rng.processed is not None else pinned,
+            # a position resumed from a pre-0.2.0 id is held under that id: report the commit holding it
+            return report_commit(self, context, table, rng.resumed_from or app_id, rng.processed if rng.processed is not None else pinned,
                                  committed=False, input_table_uri=None, input_version=None,
                                  input_starting_version=None)
         ctx = DeltaJobContext(

@@ -179,6 +179,8 @@ class DeltaSparkSubmitOperator(DeltaTaskMixin, StopDriverOnKillMixin, LocalSpark
         if pinned is None:
             pinned = self.hook.latest_version(uri)
         rng = incremental_range(self, context, uri, pinned)
+        if rng.empty and rng.resumed_from is not None:
+            return rng.resumed_from, pinned, rng.start      # nothing to do: the commit holding the position
         return rng.app_id, pinned, rng.start
 
     def _side(self, uri: str) -> dict[str, Any]:

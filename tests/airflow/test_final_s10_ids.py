@@ -88,11 +88,6 @@ def test_a_new_consumer_does_not_resume_from_another_tasks_former_position(tmp_p
     assert (rng.resumed_from, rng.start) == (None, 0)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "an incremental run that resumed from its pre-0.2.0 position and finds nothing new returns None and "
-    "pushes XCom commit.version None (app_id 'shop:enrich', which the output does not hold), where the "
-    "same output state under the new id gives the version holding the position (1): downstream tasks "
-    "pulling the version get None on the first run after the upgrade; no warning explains it"))
 @pytest.mark.parametrize("operator", ["submit", "application"])
 def test_a_resumed_consumer_with_nothing_to_do_reports_the_commit_holding_its_position(tmp_path, operator):
     schema = pa.schema([("id", pa.int64())])
