@@ -52,8 +52,10 @@ def named_another_task(origin: dict[str, Any] | None, context: "Context") -> boo
     if not origin or origin.get("dag_id") is None or origin.get("task_id") is None:
         return False
     mine = job_info(context)
-    return (origin.get("dag_id"), origin.get("task_id"), origin.get("map_index", -1)) != \
-        (mine["dag_id"], mine["task_id"], mine.get("map_index", -1))
+    if (origin.get("dag_id"), origin.get("task_id")) != (mine["dag_id"], mine["task_id"]):
+        return True
+    # 0.1.0 recorded no map index: such a commit of this task may be any of its instances'
+    return "map_index" in origin and origin.get("map_index", -1) != mine.get("map_index", -1)
 
 
 def earlier_try_commit(table: Any, version: int, operation: str, context: "Context") -> dict[str, Any] | None:

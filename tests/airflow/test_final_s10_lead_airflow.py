@@ -39,14 +39,6 @@ def context(dag_id: str, task_id: str, map_index: int = -1) -> dict[str, Any]:
             "data_interval_start": START, "data_interval_end": END}
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "c828048: named_another_task compares map_index with -1 when the commit's job has none, but 0.1.0 "
-    "(and 0.2.0 development builds before 64128e8) recorded commitInfo.job and the Spark run marker "
-    "WITHOUT map_index. A mapped instance (map_index 2) retried or cleared after the upgrade finds its own "
-    "0.1.0 commit under 'shop.load.2@<interval>', reads it as another task's (-1 != 2), logs a warning and "
-    "submits the interval again: its rows are written twice - the very case 96f9e5b fixed, back for every "
-    "mapped task. Expected: a job without map_index does not name another map index (only dag_id/task_id "
-    "can tell), the former id is taken"))
 @pytest.mark.parametrize("operator", ["submit", "application"])
 def test_a_mapped_tasks_own_0_1_0_commit_without_map_index_is_taken(tmp_path, operator):
     out = DeltaTable.create(str(tmp_path / "orders"), pa.schema([("id", pa.int64())]))

@@ -20,11 +20,6 @@ from airflow_provider_delta.log.read.data_paths import _options_for_other_place,
 from airflow_provider_delta.log.write.optimize_rewrite import _dictionary_columns
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "c2b02e2: a bad SQLite busy timeout (the URL's ?timeout=abc, or connect_args) is refused with "
-    "InvalidArgumentError, but create_owner_engine has already created the database's directory "
-    "(os.makedirs runs before sqlite_busy_timeout validates): bad input leaves a change on disk. "
-    "Expected: validate first, nothing created"))
 @pytest.mark.parametrize("url_query, engine_kwargs", [("?timeout=abc", None),
                                                       ("", {"connect_args": {"timeout": -1}})])
 def test_a_bad_sqlite_timeout_creates_nothing(tmp_path, url_query, engine_kwargs):
@@ -34,11 +29,6 @@ def test_a_bad_sqlite_timeout_creates_nothing(tmp_path, url_query, engine_kwargs
     assert not (tmp_path / "owners").exists()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "7553b4d: _leaf_paths builds schema.empty_table() of the WHOLE schema and writes a Parquet file once "
-    "per nested column, so the dictionary choice of each new OPTIMIZE file is quadratic in the number of "
-    "nested columns (1000 struct columns: ~24 s per output file on this machine, one write of the whole "
-    "schema 0.1 s). Expected: the leaf paths of all nested columns from one schema conversion"))
 def test_dictionary_choice_is_not_quadratic_in_nested_columns():
     fields = [pa.field(f"s{i}", pa.struct([("a", pa.int32()), ("b", pa.list_(pa.struct([("x", pa.string())])))]))
               for i in range(400)]
@@ -59,12 +49,6 @@ TABLE_OPTIONS = {"account_name": "acct", "account_key": "a2V5", "sas_token": "sv
                  "client_id": "app", "tenant_id": "t", "client_secret": "s"}
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "e10d1b0: _options_for_other_place drops the table account's account_name/account_key/sas_token only "
-    "for an Azure URI with '@' in its authority; the root-container forms wasb(s)://other.blob.core."
-    "windows.net/... name their account in the host too (_azure_authority reads them as $root@other), "
-    "yet get the table account's name, key and SAS token (sent to another account's endpoint). Expected: "
-    "as for c@other: identity credentials only"))
 @pytest.mark.parametrize("file_uri", ["wasbs://other.blob.core.windows.net/y.parquet",
                                       "wasb://other.blob.core.windows.net/d/y.parquet"])
 def test_a_root_container_file_of_another_account_gets_no_table_account_key(file_uri):

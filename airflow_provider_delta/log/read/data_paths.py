@@ -357,11 +357,12 @@ def _options_for_other_place(parts: SplitUri, storage_options: dict, table_root:
     store = store_of_scheme(parts.scheme)
     if root is not None and root.scheme and store != store_of_scheme(root.scheme):
         return {}
-    if store != "azure" or "@" not in parts.authority:
+    file_account = _azure_account_of(parts, {}) if store == "azure" else None
+    if file_account is None:        # not Azure, or no account in the URI: the table's own
         return storage_options
     options = {k: v for k, v in storage_options.items() if k not in _AZURE_ACCOUNT_OPTIONS}
     table_account = _azure_account_of(root, storage_options) if root is not None and root.scheme else None
-    if table_account is None or table_account != _azure_account_of(parts, {}):
+    if table_account is None or table_account != file_account:
         options = {k: v for k, v in options.items() if k not in _AZURE_ACCOUNT_CREDENTIALS}
     return options
 

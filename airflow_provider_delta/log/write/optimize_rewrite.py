@@ -192,10 +192,12 @@ def _dictionary_columns(rows: pa.Table, probe: int = DICTIONARY_PROBE_ROWS) -> l
     else:
         head = rows
     out = []
+    nested = [f.name for f in head.schema if pa.types.is_nested(f.type)]
+    leaves = _leaf_paths(head.schema, nested) if nested else {}
     for f in head.schema:
         col = head.column(f.name)
         if pa.types.is_nested(f.type):
-            out.extend(_leaf_paths(head.schema, f.name))     # pyarrow's default for them: dictionaries
+            out.extend(leaves[f.name])                        # pyarrow's default for them: dictionaries
             continue
         try:
             distinct = pc.count_distinct(col).as_py()
@@ -207,14 +209,32 @@ def _dictionary_columns(rows: pa.Table, probe: int = DICTIONARY_PROBE_ROWS) -> l
     return out
 
 
-def _leaf_paths(schema: pa.Schema, name: str) -> list[str]:
-    """The Parquet leaf paths of column ``name`` as pyarrow's writer names them (``st.a``,
+def _leaf_paths(schema: pa.Schema, names: list[str]) -> dict[str, list[str]]:
+    """The Parquet leaf paths of each column of ``names`` as pyarrow's writer names them (``st.a``,
     ``l.list.element``): ``use_dictionary`` matches those, so a nested column listed by its own name
-    got no dictionary on any leaf (a low-cardinality struct or list column 15 times larger)."""
+    got no dictionary on any leaf (a low-cardinality struct or list column 15 times larger). One
+    conversion of the schema for all of them."""
     sink = pa.BufferOutputStream()
-    pq.write_table(schema.empty_table().select([name]), sink)
+    pq.write_table(schema.empty_table().select(names), sink)
     leaves = pq.read_metadata(pa.BufferReader(sink.getvalue())).schema
-    return [leaves.column(i).path for i in range(len(leaves))]
+    paths = [leaves.column(i).path for i in range(len(leaves))]
+    out: dict[str, list[str]] = {}
+    i = 0
+    for name in names:              # the leaves come in column order, each column's together
+        n = _leaf_count(schema.field(name).type)
+        out[name], i = paths[i:i + n], i + n
+    return out
+
+
+def _leaf_count(t: pa.DataType) -> int:
+    """How many Parquet leaf columns a value of type ``t`` is stored in."""
+    if pa.types.is_struct(t):
+        return sum(_leaf_count(t.field(j).type) for j in range(t.num_fields))
+    if pa.types.is_map(t):
+        return _leaf_count(t.key_type) + _leaf_count(t.item_type)
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        return _leaf_count(t.value_type)
+    return 1
 
 
 def _few_distinct(distinct: int, rows: int) -> bool:

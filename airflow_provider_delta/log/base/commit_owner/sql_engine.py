@@ -73,11 +73,11 @@ def create_owner_engine(u: URL, engine_kwargs: dict[str, Any] | None = None) -> 
     kwargs = dict(engine_kwargs or {})
     u = engine_url(u)
     if u.get_backend_name() == "sqlite":
-        path = u.database or ""
-        if path and not path.startswith("file:"):
-            os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
         connect_args = dict(kwargs.get("connect_args") or {})    # the caller's dict stays as given
         timeout = sqlite_busy_timeout(connect_args.get("timeout", u.query.get("timeout", SQLITE_BUSY_TIMEOUT_S)))
+        path = u.database or ""
+        if path and not path.startswith("file:"):                # (after the checks: bad input creates nothing)
+            os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
         kwargs["connect_args"] = {**connect_args, "timeout": timeout}
         engine = sa.create_engine(u, **kwargs)
         _setup_sqlite(engine, timeout)
