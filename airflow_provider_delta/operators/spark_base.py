@@ -84,17 +84,25 @@ def committed_pair_id(table: "DeltaTable", app_id: str, app_version: int, contex
     for former in former_task_keys(context, task):
         former_id = run_app_id(former, context)
         if exactly_once.already_committed(table, former_id, app_version):
-            version = exactly_once.find_txn_commit(table, former_id, app_version)
-            origin = exactly_once.commit_origin(table, version) if version is not None else None
-            if named_another_task(origin, context):      # dotted ids were shared: DAG a.b task c, DAG a task b.c
-                task.log.warning("%s holds version %s of %r, the id this task had before 0.2.0, but its commit %s "
-                                 "was made by %s.%s: another task's, not taken as this run's", table.uri,
-                                 app_version, former_id, version, origin.get("dag_id"), origin.get("task_id"))
+            other = _another_tasks_commit(table, former_id, app_version, context)
+            if other is not None:
+                task.log.warning("%s holds version %s of %r, the id this task had before 0.2.0, but its commit was "
+                                 "made by %s.%s: another task's, not taken as this run's", table.uri, app_version,
+                                 former_id, other.get("dag_id"), other.get("task_id"))
                 continue
             task.log.info("%s holds version %s of this run under its id before 0.2.0, %r (now %r): taking that "
                           "commit as this run's", table.uri, app_version, former_id, app_id)
             return former_id
     return app_id
+
+
+def _another_tasks_commit(table: "DeltaTable", app_id: str, version: int, context: "Context") -> dict[str, Any] | None:
+    """The recorded origin of the commit holding ``txn(app_id, version)`` when it names another DAG or task
+    than this one (dotted ids before 0.2.0 were shared: DAG ``a.b`` task ``c``, DAG ``a`` task ``b.c``);
+    None when it names this task, none at all, or the commit is not found."""
+    found = exactly_once.find_txn_commit(table, app_id, version)
+    origin = exactly_once.commit_origin(table, found) if found is not None else None
+    return origin if named_another_task(origin, context) else None
 
 
 def task_app_id(context: "Context", task: Any) -> str:
@@ -125,14 +133,12 @@ def _own_former_ids(task: Any, context: "Context") -> tuple[str, ...]:
     own = []
     for former_id in former:
         position = exactly_once.committed_txn_version(output, former_id)
-        if position is not None:
-            version = exactly_once.find_txn_commit(output, former_id, position)
-            origin = exactly_once.commit_origin(output, version) if version is not None else None
-            if named_another_task(origin, context):
-                task.log.warning("%s holds a position under %r, the id this task had before 0.2.0, recorded by "
-                                 "%s.%s: another task's, not resumed from", output.uri, former_id,
-                                 origin.get("dag_id"), origin.get("task_id"))
-                continue
+        other = _another_tasks_commit(output, former_id, position, context) if position is not None else None
+        if other is not None:
+            task.log.warning("%s holds a position under %r, the id this task had before 0.2.0, recorded by %s.%s: "
+                             "another task's, not resumed from", output.uri, former_id, other.get("dag_id"),
+                             other.get("task_id"))
+            continue
         own.append(former_id)
     return tuple(own)
 
