@@ -7,7 +7,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 # Test processes (pytest-xdist): the tests of the one local SparkSession run in one of them, the rest
-# spread over all (tests/conftest.py); TEST_WORKERS=0 runs everything in this one process
+# spread over all (tests/conftest.py, SparkSessionScheduling); TEST_WORKERS=0 runs everything in this one process
 TEST_WORKERS ?= 2
 # Delta Spark jars for spark.jars, fetched through Maven once (scripts/delta-spark/pom.xml pins them)
 JARS_STAMP := .jars/.fetched
@@ -49,7 +49,7 @@ servers: install
 test: install jars servers
 	$(PY) scripts/check_java.py
 	@if [ -n "$$CI" ]; then bash scripts/ci_postgres.sh; fi
-	$(PY) -m pytest -q tests -rfE --durations=30 -n $(TEST_WORKERS) --dist loadgroup
+	$(PY) -m pytest -q tests -rfE --durations=30 -n $(TEST_WORKERS) --dist load
 
 bench: install jars
 	$(PY) tests/benchmarks/run_all.py

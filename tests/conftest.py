@@ -11,32 +11,49 @@ import warnings
 from pathlib import Path
 
 import pytest
+from xdist.scheduler import LoadScopeScheduling
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = (ROOT.parent / "shared" / "corpus").resolve()
 POSTGRES_URL = os.environ.get("DELTA_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
 
 
-#: The pytest-xdist group of the tests that use the one local SparkSession (``make test`` runs two workers).
+#: Under pytest-xdist (``make test`` runs two workers) the tests of these folders, and of any file
+#: named for the driver secrets, run in one worker one after the other: tests/interop and tests/spark
+#: use the one local SparkSession (a second worker would start a second one), and the secrets tests
+#: compare the driver-secrets folders in /tmp, where another worker's Spark run would show up.
+SPARK_SESSION_FOLDERS = ("tests/interop/", "tests/spark/", "tests/objectstore/")
 SPARK_SESSION_GROUP = "spark-session"
 
 
-def _in_spark_session_group(item: pytest.Item) -> bool:
-    """Tests of the ``spark`` fixture, and those that compare what Spark drivers leave in /tmp
-    (the driver-secrets folders: another worker's running driver would show up there)."""
-    return "spark" in getattr(item, "fixturenames", ()) or "secrets" in item.path.name
+def in_spark_session_group(nodeid: str) -> bool:
+    path = nodeid.split("::", 1)[0]
+    return path.startswith(SPARK_SESSION_FOLDERS) or "secrets" in path.rsplit("/", 1)[-1]
 
 
-@pytest.hookimpl(tryfirst=True)
+class SparkSessionScheduling(LoadScopeScheduling):
+    """xdist's load scheduling, test by test, except that the Spark-session group is one unit of work
+    (its own worker). xdist's ``loadgroup`` does this by renaming node ids, which pytest 9 no longer
+    lets it do: the marks were ignored and both workers started a SparkSession."""
+
+    def _split_scope(self, nodeid: str) -> str:
+        return SPARK_SESSION_GROUP if in_spark_session_group(nodeid) else nodeid
+
+
+def pytest_xdist_make_scheduler(config, log):
+    return SparkSessionScheduling(config, log)
+
+
 def pytest_collection_modifyitems(config, items):
-    """Under pytest-xdist (``--dist loadgroup``), the SparkSession's tests run in one worker, one
-    after the other, so a test run still starts one SparkSession; they come first because they are
-    the longest group, and the other worker takes the remaining tests one by one meanwhile.
-    Runs before xdist's own hook, which reads the group marks."""
-    group = [item for item in items if _in_spark_session_group(item)]
-    for item in group:
-        item.add_marker(pytest.mark.xdist_group(SPARK_SESSION_GROUP))
-    items[:] = group + [item for item in items if not _in_spark_session_group(item)]
+    """The Spark-session group first (the longest unit: the other worker takes the rest meanwhile);
+    a test of the ``spark`` fixture outside it is refused, as it would start a second SparkSession."""
+    strays = [item.nodeid for item in items
+              if "spark" in getattr(item, "fixturenames", ()) and not in_spark_session_group(item.nodeid)]
+    if strays:
+        raise pytest.UsageError(f"tests using the spark fixture outside {SPARK_SESSION_FOLDERS} would start a second "
+                                f"SparkSession under make test's workers (tests/conftest.py): {strays[:5]}")
+    items[:] = ([item for item in items if in_spark_session_group(item.nodeid)]
+                + [item for item in items if not in_spark_session_group(item.nodeid)])
 
 
 @pytest.fixture(scope="session")
