@@ -18,17 +18,32 @@ CORPUS = (ROOT.parent / "shared" / "corpus").resolve()
 POSTGRES_URL = os.environ.get("DELTA_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
 
 
-#: Under pytest-xdist (``make test`` runs two workers) the tests of these folders, and of any file
-#: named for the driver secrets, run in one worker one after the other: tests/interop and tests/spark
-#: use the one local SparkSession (a second worker would start a second one), and the secrets tests
-#: compare the driver-secrets folders in /tmp, where another worker's Spark run would show up.
+#: Under pytest-xdist (``make test`` runs two workers) the tests of these folders run in one worker
+#: one after the other: tests/interop and tests/spark use the one local SparkSession (a second worker
+#: would start a second one), and tests/objectstore's Spark-on-S3 tests share it.
 SPARK_SESSION_FOLDERS = ("tests/interop/", "tests/spark/", "tests/objectstore/")
 SPARK_SESSION_GROUP = "spark-session"
+#: Files of those folders that start no SparkSession in the test process (their jobs run in a
+#: spark-submit JVM of their own, or use no Spark at all): any worker may take them, test by test,
+#: which keeps the group from being the run's long pole. ``pytest_collection_modifyitems`` refuses a
+#: ``spark``-fixture test here, so the list cannot wrongly grow; a file missing from it only costs time.
+OWN_JVM_FILES = frozenset({
+    "tests/spark/test_delta_job_context.py", "tests/spark/test_delta_spark_operator.py",
+    "tests/spark/test_example_pipeline.py",
+    "tests/spark/test_on_kill_order.py", "tests/spark/test_spark_driver_secrets.py",
+    "tests/spark/test_spark_operator.py", "tests/spark/test_spark_units.py",
+    "tests/objectstore/test_azure_spellings.py", "tests/objectstore/test_break_s10_http_alias.py",
+    "tests/objectstore/test_break_s8_clone_schemes.py", "tests/objectstore/test_break_s9_paths_stores.py",
+    "tests/objectstore/test_break_sensor_run_start.py", "tests/objectstore/test_clone_on_stores.py",
+    "tests/objectstore/test_conditional_create.py", "tests/objectstore/test_poll_cost.py",
+    "tests/objectstore/test_storage_connections.py", "tests/objectstore/test_stores_concurrency.py",
+    "tests/objectstore/test_stores_end_to_end.py",
+})
 
 
 def in_spark_session_group(nodeid: str) -> bool:
     path = nodeid.split("::", 1)[0]
-    return path.startswith(SPARK_SESSION_FOLDERS) or "secrets" in path.rsplit("/", 1)[-1]
+    return path.startswith(SPARK_SESSION_FOLDERS) and path not in OWN_JVM_FILES
 
 
 class SparkSessionScheduling(LoadScopeScheduling):
@@ -50,8 +65,9 @@ def pytest_collection_modifyitems(config, items):
     strays = [item.nodeid for item in items
               if "spark" in getattr(item, "fixturenames", ()) and not in_spark_session_group(item.nodeid)]
     if strays:
-        raise pytest.UsageError(f"tests using the spark fixture outside {SPARK_SESSION_FOLDERS} would start a second "
-                                f"SparkSession under make test's workers (tests/conftest.py): {strays[:5]}")
+        raise pytest.UsageError(f"tests using the spark fixture outside {SPARK_SESSION_FOLDERS} (or in OWN_JVM_FILES) "
+                                f"would start a second SparkSession under make test's workers (tests/conftest.py): "
+                                f"{strays[:5]}")
     items[:] = ([item for item in items if in_spark_session_group(item.nodeid)]
                 + [item for item in items if not in_spark_session_group(item.nodeid)])
 

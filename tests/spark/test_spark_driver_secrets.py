@@ -16,6 +16,7 @@ import logging
 import os
 import stat
 import sys
+import tempfile
 import textwrap
 from typing import Any
 
@@ -57,8 +58,17 @@ def _submit_operator(tmp_path, stub_path: str, lake: str, spark_conn: str, maste
                                     durable=False, **kwargs)
 
 
+@pytest.fixture(autouse=True)
+def own_temp_directory(tmp_path_factory, monkeypatch):
+    """Each test's secrets folders go to a temporary directory of its own (this process's and its
+    children's): the leftover checks below then see this test's folders only, not those of a Spark job
+    another pytest worker runs at the same time."""
+    directory = str(tmp_path_factory.mktemp("tmpdir"))
+    monkeypatch.setattr(tempfile, "tempdir", directory)
+    monkeypatch.setenv("TMPDIR", directory)
+
+
 def _leftover_secret_files() -> list[str]:
-    import tempfile
     return [n for n in os.listdir(tempfile.gettempdir()) if n.startswith("delta-spark-secrets-")]
 
 
