@@ -8,7 +8,9 @@ a real spark-submit (local mode, Delta Spark jars) for what only real processes 
 from __future__ import annotations
 
 import json
+import os
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -213,14 +215,15 @@ print("driver error text:", secrets["output"]["catalog"]["url"])   # a driver ec
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_a_real_local_run_keeps_the_catalog_password_off_every_command_line_and_the_task_log(
-        tmp_path, delta_spark_conf, capsys):
+        tmp_path, tmp_path_factory, monkeypatch, delta_spark_conf, capsys):
     """A real local spark-submit: the driver gets the secrets (environment route) while no process's
     command line (spark-submit, its JVM, the Python driver, PySpark's daemons; read by the driver with
-    ps) holds the password, the task log masks the URL the driver prints, and nothing is left in /tmp."""
-    import tempfile
-
+    ps) holds the password, the task log masks the URL the driver prints, and nothing is left in the
+    temporary directory (one of this test's own: another pytest worker's job may make folders in /tmp)."""
     from airflow.sdk.log import redact
-    before = {n for n in __import__("os").listdir(tempfile.gettempdir()) if n.startswith("delta-spark-secrets-")}
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path_factory.mktemp("tmpdir")))
+    monkeypatch.setenv("TMPDIR", tempfile.tempdir)
+    before = {n for n in os.listdir(tempfile.gettempdir()) if n.startswith("delta-spark-secrets-")}
     secrets = {"output": {"catalog": {"url": f"postgresql://etl:{PASSWORD}@db.example:5432/cat"}}}
     app, seen = tmp_path / "secrets_app.py", tmp_path / "seen.json"
     app.write_text(SECRETS_APP)
@@ -238,8 +241,8 @@ def test_a_real_local_run_keeps_the_catalog_password_off_every_command_line_and_
     # Airflow masks the task log with redact (airflow.sdk.log.mask_logs, in the supervisor for a real task;
     # this test's logging has no such processor): what the operator registered covers the URL and password
     assert "S10SecretValue" not in redact(logged.out + logged.err)
-    after = {n for n in __import__("os").listdir(tempfile.gettempdir()) if n.startswith("delta-spark-secrets-")}
-    assert after <= before
+    after = {n for n in os.listdir(tempfile.gettempdir()) if n.startswith("delta-spark-secrets-")}
+    assert after == before
 
 
 def test_delete_then_append_exits_with_the_entry_code_after_the_delete_used_the_pair(monkeypatch, spark, tmp_path):
