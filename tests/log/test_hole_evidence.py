@@ -12,7 +12,7 @@ import pytest
 from airflow_provider_delta.log import CommitOutcomeUnknownError, DeltaTable, InvalidCommittedVersionError
 from airflow_provider_delta.log.base.commit_actions import RemoveFile
 from airflow_provider_delta.log.base.errors import DeltaError
-from built_on_store import BuiltOnAtOnce
+from built_on_store import BuiltOnAtOnce, HoleBeforeThePut
 from test_break_s10_commit import SCHEMA, _idle_table, _log_dir
 
 HOUR_MS = 3_600_000
@@ -86,36 +86,6 @@ def test_a_hand_made_add_built_on_is_never_withdrawn_when_its_path_cannot_be_tol
 
 
 # ------------------------------------------------------------------ a real hole: never "committed"
-class _HoleBeforeThePut:
-    """Right before our put of version v lands, another writer commits v..v+n-1 (``others``: callables on
-    the table), checkpoints the last, and cleanup removes every commit below the checkpoint (``keep_from``:
-    versions from which commits survive) - our put lands in the hole."""
-
-    def __init__(self, inner, uri: str, others, keep_from: int = 1):
-        self.inner, self.uri, self.others, self.keep_from, self.armed = inner, uri, others, keep_from, True
-
-    def put_if_absent(self, target: str, data: bytes) -> bool:
-        if not (self.armed and "_delta_log" in target and target.endswith(".json")):
-            return self.inner.put_if_absent(target, data)
-        self.armed = False
-        ours = int(os.path.basename(target).split(".")[0])
-        other = DeltaTable(self.uri)
-        other.auto_checkpoint = False
-        for step in self.others:
-            step(other)
-        top = other.latest_version()
-        other.checkpoint(top)
-        log_dir = os.path.dirname(target)
-        for name in os.listdir(log_dir):
-            head = name.split(".")[0]
-            if head.isdigit() and int(head) < ours + self.keep_from and ".checkpoint." not in name:
-                os.remove(os.path.join(log_dir, name))
-        return self.inner.put_if_absent(target, data)
-
-    def __getattr__(self, name):
-        return getattr(self.inner, name)
-
-
 def _table(tmp_path) -> DeltaTable:
     t = DeltaTable.create(str(tmp_path / "t"), SCHEMA)
     t.auto_checkpoint = False
@@ -132,7 +102,7 @@ def test_a_remove_only_commit_in_a_hole_whose_file_is_still_live_there_is_withdr
     """The other writer appended (v3, v4); its checkpoint holds our removed file as live, and the commit
     after ours (v4, still there) did not add it back: the checkpoint does not hold our remove - a hole."""
     t = _table(tmp_path)
-    t.storage.files = _HoleBeforeThePut(t.storage.files, t.uri, [_append(50), _append(60)])
+    t.storage.files = HoleBeforeThePut(t.storage.files, t.uri, [_append(50), _append(60)])
     assert _delete_first_file(t) == "InvalidCommittedVersionError"
     assert not os.path.exists(_commit_file(t, 3))             # withdrawn
     assert _ids(t.uri) == [1, 2, 50, 60]
@@ -143,7 +113,7 @@ def test_a_remove_only_commit_in_a_hole_under_another_writers_remove_of_the_file
     but with its deletionTimestamp, not ours - no evidence of our commit; never reported committed."""
     t = _table(tmp_path)
     overwrite = lambda other: other.write(pa.table({"id": [60]}), mode="overwrite")   # noqa: E731
-    t.storage.files = _HoleBeforeThePut(t.storage.files, t.uri, [_append(50), overwrite])
+    t.storage.files = HoleBeforeThePut(t.storage.files, t.uri, [_append(50), overwrite])
     with pytest.raises((CommitOutcomeUnknownError, InvalidCommittedVersionError)):
         with t.transaction(operation="DELETE") as txn:
             txn.remove_file(sorted(r["path"] for r in t.snapshot().files().to_pylist())[0])
@@ -161,7 +131,7 @@ def test_a_tombstone_with_our_millisecond_from_a_commit_above_ours_is_not_taken_
     def remove_first(other):
         with other.transaction(operation="DELETE") as txn:
             txn.remove_file(RemoveFile(first, ts))
-    t.storage.files = _HoleBeforeThePut(t.storage.files, t.uri, [_append(50), remove_first])
+    t.storage.files = HoleBeforeThePut(t.storage.files, t.uri, [_append(50), remove_first])
     outcome = _delete_first_file(t, deletion_timestamp=ts)
     assert outcome in ("CommitOutcomeUnknownError", "InvalidCommittedVersionError")
     assert len(_ids(t.uri)) == 2 and 50 in _ids(t.uri)
@@ -172,7 +142,7 @@ def test_a_commit_without_file_evidence_is_withdrawn_when_a_commit_above_it_is_g
     removed v4 (above ours, below the checkpoint at v5) while ours is there: cleanup removes the oldest
     commits first and never a commit built on ours (newer than ours, well within the log retention)."""
     t = _table(tmp_path)
-    t.storage.files = _HoleBeforeThePut(t.storage.files, t.uri, [_append(50), _append(60), _append(70)],
+    t.storage.files = HoleBeforeThePut(t.storage.files, t.uri, [_append(50), _append(60), _append(70)],
                                         keep_from=2)
     with pytest.raises(InvalidCommittedVersionError):
         with t.transaction(operation="SET TBLPROPERTIES") as txn:
@@ -185,7 +155,7 @@ def test_a_commit_without_file_evidence_in_a_hole_with_every_commit_above_it_is_
     """The same property change where the commits above ours survive: nothing proves either way - the commit
     file stays and the outcome is unknown."""
     t = _table(tmp_path)
-    t.storage.files = _HoleBeforeThePut(t.storage.files, t.uri, [_append(50), _append(60)])
+    t.storage.files = HoleBeforeThePut(t.storage.files, t.uri, [_append(50), _append(60)])
     with pytest.raises(CommitOutcomeUnknownError):
         with t.transaction(operation="SET TBLPROPERTIES") as txn:
             txn.set_metadata(t.snapshot().metadata.with_configuration({"delta.appendOnly": "false"}))
