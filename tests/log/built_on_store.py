@@ -62,12 +62,13 @@ class HoleBeforeThePut:
     """The table's own store; right before the next commit-file put (version v) lands, another writer commits
     v and on (``others``: callables on its DeltaTable), checkpoints its last version, and cleanup removes
     every commit below ``v + keep_from`` (the commits being past log retention; checkpoints stay) - so our put
-    lands in the hole. ``tie``: the checkpoint gets our commit file's very time (a whole-second store)."""
+    lands in the hole. ``tie``: the checkpoint gets our commit file's very time (a whole-second store);
+    ``after``: called with the log folder once cleanup is done."""
 
     def __init__(self, inner, uri: str, others: list[Callable[[DeltaTable], Any]], keep_from: int = 1,
-                 tie: bool = False):
+                 tie: bool = False, after: Callable[[str], Any] | None = None):
         self.inner, self.uri, self.others, self.keep_from, self.tie = inner, uri, others, keep_from, tie
-        self.armed = True
+        self.after, self.armed = after, True
 
     def put_if_absent(self, target: str, data: bytes) -> bool:
         if not (self.armed and "_delta_log" in target and target.endswith(".json")):
@@ -85,6 +86,8 @@ class HoleBeforeThePut:
             head = name.split(".")[0]
             if head.isdigit() and int(head) < ours + self.keep_from and ".checkpoint." not in name:
                 os.remove(os.path.join(log_dir, name))                  # cleanup: below the checkpoint
+        if self.after is not None:
+            self.after(log_dir)
         landed = self.inner.put_if_absent(target, data)
         if self.tie:
             own_ns = os.stat(target).st_mtime_ns

@@ -161,3 +161,18 @@ def test_a_commit_without_file_evidence_in_a_hole_with_every_commit_above_it_is_
             txn.set_metadata(t.snapshot().metadata.with_configuration({"delta.appendOnly": "false"}))
     assert os.path.exists(_commit_file(t, 3))
     assert _ids(t.uri) == [1, 2, 50, 60]
+
+
+def test_a_landed_commit_whose_hole_check_fails_is_reported_as_an_unknown_outcome(tmp_path):
+    """The checkpoint the check must read is damaged (CorruptLogError): the commit landed, so the write is
+    neither failed nor committed but unknown, and its commit file stays (it surfaced as CorruptLogError, a
+    plain failure)."""
+    t = _table(tmp_path)
+
+    def damage(log_dir):
+        with open(os.path.join(log_dir, f"{4:020d}.checkpoint.parquet"), "r+b") as f:
+            f.truncate(100)
+    t.storage.files = HoleBeforeThePut(t.storage.files, t.uri, [_append(50), _append(60)], after=damage)
+    with pytest.raises(CommitOutcomeUnknownError):
+        t.write(pa.table({"id": [3]}))
+    assert os.path.exists(_commit_file(t, 3))

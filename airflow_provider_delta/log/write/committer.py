@@ -220,7 +220,14 @@ class Committer:
         by timestamp - and raise :class:`InvalidCommittedVersionError`. A checkpoint that cannot be told
         apart from one built on our commit leaves the file (withdrawing a live commit would lose it) and
         reports :class:`CommitOutcomeUnknownError`."""
-        newer = landed_below_newer_log(self.table.storage, version, self._hole_evidence)
+        try:
+            newer = landed_below_newer_log(self.table.storage, version, self._hole_evidence)
+        except Exception as e:      # our commit landed: whether it lies in a hole is what is not known
+            self.outcome_unknown = True
+            raise CommitOutcomeUnknownError(
+                f"version {version} of {self.table.uri} landed, but checking whether metadata cleanup raced it "
+                f"below a newer checkpoint failed ({type(e).__name__}: {e}). The commit file was left in place; "
+                "read the table to see whether the change is there before redoing it", version=version) from e
         if newer is None:
             return
         if newer.undecided:
