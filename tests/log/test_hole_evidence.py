@@ -176,3 +176,40 @@ def test_a_landed_commit_whose_hole_check_fails_is_reported_as_an_unknown_outcom
     with pytest.raises(CommitOutcomeUnknownError):
         t.write(pa.table({"id": [3]}))
     assert os.path.exists(_commit_file(t, 3))
+
+
+def test_a_file_added_back_by_a_commit_that_was_built_on_is_never_withdrawn(tmp_path):
+    """The other side of test_final_s10_lead's re-added file: our commit adds back a file the table removed
+    and another writer builds on it at once. Its path tells nothing (a checkpoint written before our put
+    names it too), so the commit is kept - committed or unknown, never withdrawn."""
+    import json
+    import time
+
+    import pyarrow.parquet as pq
+
+    from airflow_provider_delta.log.base.commit_actions import AddFile
+    from test_break_s10_commit import DAY_S
+    t = DeltaTable.create(str(tmp_path / "t"), SCHEMA)
+    t.auto_checkpoint = False
+    data = os.path.join(t.storage.root, "x.parquet")
+    pq.write_table(pa.table({"id": [3]}, schema=SCHEMA), data)
+    add = AddFile("x.parquet", os.path.getsize(data), {}, int(time.time() * 1000), True, json.dumps({"numRecords": 1}))
+    with t.transaction() as txn:
+        txn.add_file(add)                                                   # v1
+    t.write(pa.table({"id": [2]}, schema=SCHEMA), mode="overwrite")         # v2: x.parquet removed
+    t.checkpoint(2)
+    old = time.time() - 40 * DAY_S
+    for name in os.listdir(_log_dir(t)):
+        os.utime(os.path.join(_log_dir(t), name), (old, old))
+    t = DeltaTable(t.uri)
+    t.auto_checkpoint = False
+    t.storage.files = BuiltOnAtOnce(t.storage.files, t.uri)
+    try:
+        with t.transaction() as txn:
+            txn.add_file(add)                                               # v3, built on by v4
+        outcome = "committed"
+    except DeltaError as e:
+        outcome = type(e).__name__
+    assert outcome in ("committed", "CommitOutcomeUnknownError")
+    assert os.path.exists(_commit_file(t, 3))
+    assert _ids(t.uri) == [2, 3, 100]
