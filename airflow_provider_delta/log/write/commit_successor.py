@@ -81,8 +81,9 @@ class NewerCheckpoint:
 class CommitEvidence:
     """What of our commit a checkpoint built on it must show, as the log spells the paths."""
 
-    #: files new to the table that our commit added: not live, nor removed (a tombstone), in the snapshot
-    #: it read - a checkpoint written before our put cannot name them
+    #: files new to the table that our commit added - written by this writer under a new unique name, or
+    #: named neither live nor removed (a tombstone) by the snapshot it read: a checkpoint written before our
+    #: put cannot name them
     added: frozenset[str] = frozenset()
     #: files our commit removed (and did not add back) -> the ``deletionTimestamp`` of our remove
     removed: Mapping[str, int] = field(default_factory=dict)
