@@ -1,5 +1,6 @@
-"""A store wrapper for the hole check after the put (write/commit_successor.py): another writer builds
-on our commit within the same second of its landing, before our post-put check runs."""
+"""Store wrappers for the hole check after the put (write/commit_successor.py): another writer builds on our
+commit right after it lands, before our post-put check runs (:class:`BuiltOnAtOnce`), or cleanup races our
+put into a hole (:class:`HoleBeforeThePut`)."""
 from __future__ import annotations
 
 import os
@@ -51,6 +52,46 @@ class BuiltOnAtOnce:
             head = name.split(".")[0]
             if head.isdigit() and int(head) < ours and os.stat(os.path.join(log_dir, name)).st_mtime < cutoff:
                 os.remove(os.path.join(log_dir, name))
+        return landed
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
+class HoleBeforeThePut:
+    """The table's own store; right before the next commit-file put (version v) lands, another writer commits
+    v and on (``others``: callables on its DeltaTable), checkpoints its last version, and cleanup removes
+    every commit below ``v + keep_from`` (the commits being past log retention; checkpoints stay) - so our put
+    lands in the hole. ``tie``: the checkpoint gets our commit file's very time (a whole-second store);
+    ``after``: called with the log folder once cleanup is done."""
+
+    def __init__(self, inner, uri: str, others: list[Callable[[DeltaTable], Any]], keep_from: int = 1,
+                 tie: bool = False, after: Callable[[str], Any] | None = None):
+        self.inner, self.uri, self.others, self.keep_from, self.tie = inner, uri, others, keep_from, tie
+        self.after, self.armed = after, True
+
+    def put_if_absent(self, target: str, data: bytes) -> bool:
+        if not (self.armed and "_delta_log" in target and target.endswith(".json")):
+            return self.inner.put_if_absent(target, data)
+        self.armed = False
+        ours = int(os.path.basename(target).split(".")[0])
+        other = DeltaTable(self.uri)
+        other.auto_checkpoint = False
+        for step in self.others:
+            step(other)
+        top = other.latest_version()
+        other.checkpoint(top)
+        log_dir = os.path.dirname(target)
+        for name in os.listdir(log_dir):
+            head = name.split(".")[0]
+            if head.isdigit() and int(head) < ours + self.keep_from and ".checkpoint." not in name:
+                os.remove(os.path.join(log_dir, name))                  # cleanup: below the checkpoint
+        if self.after is not None:
+            self.after(log_dir)
+        landed = self.inner.put_if_absent(target, data)
+        if self.tie:
+            own_ns = os.stat(target).st_mtime_ns
+            os.utime(os.path.join(log_dir, f"{top:020d}.checkpoint.parquet"), ns=(own_ns, own_ns))
         return landed
 
     def __getattr__(self, name):

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 
 from airflow_provider_delta.log import DeltaTable
-from built_on_store import BuiltOnAtOnce
+from built_on_store import BuiltOnAtOnce, HoleBeforeThePut
 from airflow_provider_delta.log.base.errors import DeltaError
 from airflow_provider_delta.log.maintenance.distributed_checkpoint import plan_checkpoint
 
@@ -222,38 +222,13 @@ def test_a_commit_built_on_by_a_writer_whose_checkpoint_carries_an_older_time_st
     assert outcome == "committed"
 
 
-class _CleanupBeforeThePut:
-    """The table's own store; the next commit-file put is raced by another writer and metadata cleanup:
-    right before it lands, the other writer commits that version and the next (overwrites), checkpoints
-    the second, and cleanup (the commits being past log retention) removes every commit below the
-    checkpoint - so our put lands in the hole. The checkpoint gets our commit file's very time (a
-    whole-second store)."""
-
-    def __init__(self, inner, uri: str):
-        self.inner, self.uri, self.armed = inner, uri, True
-
-    def put_if_absent(self, target: str, data: bytes) -> bool:
-        if not (self.armed and "_delta_log" in target and target.endswith(".json")):
-            return self.inner.put_if_absent(target, data)
-        self.armed = False
-        ours = int(os.path.basename(target).split(".")[0])
-        other = DeltaTable(self.uri)
-        other.auto_checkpoint = False
-        other.write(pa.table({"id": [50]}), mode="overwrite")           # takes version `ours`
-        other.write(pa.table({"id": [60]}), mode="overwrite")           # ours + 1
-        other.checkpoint(ours + 1)
-        log_dir = os.path.dirname(target)
-        for name in os.listdir(log_dir):
-            head = name.split(".")[0]
-            if head.isdigit() and int(head) <= ours and ".checkpoint." not in name:
-                os.remove(os.path.join(log_dir, name))                  # cleanup: below the checkpoint
-        landed = self.inner.put_if_absent(target, data)
-        own_ns = os.stat(target).st_mtime_ns
-        os.utime(os.path.join(log_dir, f"{ours + 1:020d}.checkpoint.parquet"), ns=(own_ns, own_ns))
-        return landed
-
-    def __getattr__(self, name):
-        return getattr(self.inner, name)
+def _CleanupBeforeThePut(inner, uri: str) -> HoleBeforeThePut:
+    """The next commit-file put is raced by another writer and metadata cleanup: right before it lands, the
+    other writer commits that version and the next (overwrites), checkpoints the second, and cleanup (the
+    commits being past log retention) removes every commit below the checkpoint - so our put lands in the
+    hole. The checkpoint gets our commit file's very time (a whole-second store)."""
+    overwrite = [lambda other, n=n: other.write(pa.table({"id": [n]}), mode="overwrite") for n in (50, 60)]
+    return HoleBeforeThePut(inner, uri, overwrite, tie=True)
 
 
 def test_a_restore_that_landed_in_a_hole_is_not_reported_committed(tmp_path):

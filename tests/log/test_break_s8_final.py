@@ -97,7 +97,12 @@ def test_a_hole_in_the_same_second_as_the_checkpoint_is_missed(tmp_path):
         os.utime(os.path.join(log_dir, name), (second, second))
     newer = landed_below_newer_log(t.storage, 1, frozenset({"late.parquet"}))
     assert (newer.version, newer.undecided) == (4, False)       # the checkpoint names none of our new files
-    newer = landed_below_newer_log(t.storage, 1)                # a commit without adds: cannot be told apart
+    newer = landed_below_newer_log(t.storage, 1)                # a commit without adds: commits 2 and 3, above
+    assert (newer.version, newer.undecided) == (4, False)       # ours, are gone - no cleanup removes a commit
+    for v in (2, 3):                            # with them there (as built on ours), nothing tells
+        with open(os.path.join(log_dir, f"{v:020d}.json"), "w") as f:
+            f.write(json.dumps({"commitInfo": {"timestamp": 1, "operation": "WRITE"}}) + "\n")
+    newer = landed_below_newer_log(t.storage, 1)
     assert (newer.version, newer.undecided) == (4, True)
 
 

@@ -93,14 +93,6 @@ def test_held_sqlite_timeout_rules(tmp_path):
 
 
 # ------------------------------------------------------------------ c83eea2: the hole check's tie look-up
-@pytest.mark.xfail(strict=True, reason=(
-    "the post-put hole check takes a tied checkpoint naming one of our 'new' files for one built on our "
-    "commit, but a checkpoint written BEFORE our put names files removed before our commit too (tombstones): "
-    "a transaction that adds back a file the table removed (not a RESTORE, so not excluded; the live-file "
-    "look-up cannot see a tombstone) lands in a real hole (cleanup raced the put) and is reported committed, "
-    "its commit below the checkpoint where no reader replays it - the rows silently missing. c83eea2 widens "
-    "it to every spelling with the same canonical key ('d//x.parquet' for the removed 'd/x.parquet'). "
-    "Expected: CommitOutcomeUnknownError or InvalidCommittedVersionError, never 'committed'"))
 @pytest.mark.parametrize("spelling", ["d//x.parquet", "d/x.parquet"], ids=["canonical-key", "same-spelling"])
 def test_a_re_added_removed_file_does_not_hide_a_real_hole(tmp_path, spelling):
     from test_break_s10_commit import SCHEMA, _CleanupBeforeThePut

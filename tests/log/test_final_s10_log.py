@@ -262,13 +262,6 @@ def test_a_file_outside_the_table_under_another_scheme_of_its_store_is_opened(ro
     assert where.storage.files.fs.protocol
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "the hole check (9bf5c49) finds a checkpoint built on our commit by our new files only; a commit without "
-    "new files (a DELETE of whole files) is judged by file times alone, so the skewed-clock writer of "
-    "test_break_s10_commit (its checkpoint 2 s older, v-1 cleaned up on an idle table) makes our LIVE commit "
-    "file deleted and the DELETE reported InvalidCommittedVersionError 'redo the operation', while version 4 "
-    "(built on it) has the row deleted. The checkpoint names our remove as a tombstone (default retention: a "
-    "week) - evidence as good as an add. Expected: committed, the commit file stays"))
 def test_a_remove_only_commit_built_on_by_a_writer_whose_checkpoint_carries_an_older_time_stays(tmp_path):
     t = _idle_table(tmp_path)
     first = sorted(r["path"] for r in t.snapshot().files().to_pylist())[0]

@@ -30,6 +30,10 @@ class AddFile:
     #: the path as the log spells it, for an add of a file the log already names (a restore,
     #: a DV update); None for a new file (then ``path`` is encoded): see :mod:`.path_spelling`
     log_path: str | None = None
+    #: written by this writer under a new unique name (uuid4) for this commit, so no log can have named it
+    #: before: the hole check after the put takes a checkpoint naming it as built on the commit. Never
+    #: written to the log; an add without it is new only if the read snapshot names no file of its path
+    fresh: bool = field(default=False, compare=False)
 
     def to_json(self) -> dict[str, Any]:
         return {"add": drop_none({

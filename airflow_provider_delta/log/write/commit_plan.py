@@ -115,6 +115,9 @@ class CommitPlan:
     prev_timestamp: int | None
     #: table properties after this commit (the auto-checkpoint interval comes from them)
     final_configuration: dict[str, str]
+    #: the snapshot the transaction read (None: creating the table); the hole check after the put asks
+    #: it which paths the log named before this commit (:mod:`.commit_successor`)
+    read_snapshot: Snapshot | None = None
 
 
 
@@ -231,7 +234,7 @@ def plan_commit(table: TableLog, snap: Snapshot | None, changes: PendingChanges,
         isolation_level=changes.read.isolation_level, blind_append=changes.read.blind_append,
         owner=owner, table_id=old_metadata.id if old_metadata is not None else metadata.id,
         prev_timestamp=snap.timestamp if snap is not None else None,
-        final_configuration=dict(metadata.configuration))
+        final_configuration=dict(metadata.configuration), read_snapshot=snap)
 
 def _validate_metadata(metadata: Metadata, old: Metadata | None) -> None:
     if not metadata.id:

@@ -10,41 +10,41 @@ before the put (nothing is written) and once more after it, for a cleanup racing
 
 * before: version ``v - 1`` must exist, as a commit file or as a complete checkpoint with nothing
   newer in the log (:func:`check_commit_follows_log`);
-* after: our commit fell into a hole only if both hold (:func:`landed_below_newer_log`): version
-  ``v - 1``'s commit file is gone now (cleanup deletes commits oldest first, so the one that freed
-  ``v`` removed ``v - 1`` before it), and a checkpoint above ``v`` is not newer than our commit file
-  (it was there before our put; equal times count, for stores with whole-second times). A checkpoint
-  that names a new file our commit added (as an add, or as a remove when it already replaced it) was
-  built on our commit, whatever its time says: no checkpoint written before our put can name it. That
-  covers a writer on a skewed clock (an older file time) on an idle table, where the cleanup after its
-  checkpoint removes ``v - 1`` too (past log retention), and a writer that built on our commit within
-  the same second (a tie). A tie that names none of them counts as a hole only when the checkpoint
-  would have kept their tombstones (its ``delta.deletedFileRetentionDuration`` is an hour or more:
-  with a shorter one a writer that compacted our file right after our commit leaves no trace of it);
-  a tied commit that added no file, a checkpoint that may have dropped them, or one still being
-  written cannot be told apart (:class:`CommitOutcomeUnknownError`, nothing withdrawn). A commit
-  without new files whose checkpoint carries an older time is still judged by the times alone.
-  The committer then withdraws its commit file: below the
-  checkpoint no reader replays it, nobody built on it (the versions above existed before it), and
-  left in place its file time would enter the monotonized timestamps that time travel by timestamp
-  uses (ours, Delta Spark's and delta-rs', which then looks for the commits cleanup removed).
+* after: our commit may have fallen into a hole only if ``v - 1``'s commit file is gone now (cleanup
+  deletes commits oldest first, so the one that freed ``v`` removed ``v - 1`` before it) and a checkpoint
+  above ``v`` is not newer than our commit file (equal times count, for stores with whole-second times).
+  File times alone prove nothing either way: a writer on a skewed clock that built on our commit writes an
+  older-looking checkpoint, and on an idle table the cleanup after it removes ``v - 1`` too (past log
+  retention). So each such checkpoint is judged by its content (:func:`_judge`, :class:`CommitEvidence`):
+  built on our commit if it names a file new to the table that we added (written under a new unique name
+  by this writer, or a path the read snapshot shows unknown - not a file added back after a remove, which
+  a checkpoint written before our put names as a tombstone), or holds our remove as a tombstone with our
+  remove's very ``deletionTimestamp``; not built on it if a commit between ours and it is gone while ours
+  is there, or (tombstones kept long enough) it names none of our new files, or holds a file we removed as
+  live with no commit after ours adding it back, or not at all. Only a proven hole is withdrawn: below
+  the checkpoint no reader replays it, and left in place its file time would enter the monotonized
+  timestamps that time travel by timestamp uses (ours, Delta Spark's and delta-rs', which then looks for
+  the commits cleanup removed). Anything unproven leaves the commit file in place and the committer
+  reports :class:`CommitOutcomeUnknownError`: withdrawing a live commit would lose it.
 
 Only file-system commits need this: a commit owner or catalog ratifies versions itself.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+from dataclasses import dataclass, field
+from typing import Callable, Mapping
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..base.path_spelling import LOG_PATH_COLUMN, canonical_log_path
 from ..base.errors import InvalidCommittedVersionError
-from ..base.intervals import deleted_file_retention_ms
+from ..base.intervals import deleted_file_retention_ms, log_retention_ms
 from ..base.names import LOG_DIR, commit_path
 from ..base.storage import Storage
 from ..read.checkpoint_reader import read_checkpoint
-from ..read.listing import list_backfilled, sorted_listing
+from ..read.listing import LogListing, list_backfilled, sorted_listing
 
 
 def check_commit_follows_log(storage: Storage, version: int) -> None:
@@ -72,21 +72,42 @@ class NewerCheckpoint:
     """A checkpoint above our landed commit that points to a hole (see :func:`landed_below_newer_log`)."""
 
     version: int
-    #: True when its file time equals our commit file's and our commit added no file to check it by:
-    #: it may as well have been written right after our put by a writer that built on our commit
+    #: True when nothing proves whether it was built on our commit: the commit file stays and the outcome
+    #: is reported unknown (withdrawing a live commit loses it; only a proven hole is withdrawn)
     undecided: bool = False
 
 
-def landed_below_newer_log(storage: Storage, version: int,
-                           added_paths: frozenset[str] = frozenset()) -> NewerCheckpoint | None:
-    """After our put of ``version``: a checkpoint above it written before our commit file, when
-    ``version - 1``'s commit is gone too (the state a racing cleanup leaves), or None.
+@dataclass(frozen=True)
+class CommitEvidence:
+    """What of our commit a checkpoint built on it must show, as the log spells the paths."""
 
-    ``added_paths`` are the paths of the files our commit added as the log spells them (encoded:
-    :func:`~..base.path_spelling.log_spelling`, never the decoded ``AddFile.path``); a
-    checkpoint with our commit file's very time is taken as written before it only if it names
-    none of them. The common case costs one stat: ``v - 1``'s commit file is still there, so no
-    cleanup freed ``v``.
+    #: files new to the table that our commit added - written by this writer under a new unique name, or
+    #: named neither live nor removed (a tombstone) by the snapshot it read: a checkpoint written before our
+    #: put cannot name them
+    added: frozenset[str] = frozenset()
+    #: files our commit removed (and did not add back) -> the ``deletionTimestamp`` of our remove
+    removed: Mapping[str, int] = field(default_factory=dict)
+
+
+#: the clocks of writers, stores and cleaners are taken to differ by less than this (an hour). A checkpoint
+#: written after our put keeps a tombstone from about our commit's time if ``delta.deletedFileRetentionDuration``
+#: is at least two margins; a commit written after ours (or with our remove's millisecond) is never older
+#: than ``delta.logRetentionDuration``, so no cleanup removes it, if that is over three margins
+CLOCK_MARGIN_MS = 3_600_000
+
+
+def landed_below_newer_log(storage: Storage, version: int,
+                           evidence: frozenset[str] | CommitEvidence | Callable[[], CommitEvidence] = frozenset()
+                           ) -> NewerCheckpoint | None:
+    """After our put of ``version``: a checkpoint above it that does not hold our commit, when ``version - 1``'s
+    commit is gone too (the state a racing cleanup leaves), or None.
+
+    ``evidence``: what of our commit to look for (a set: just the new files' paths; a callable is asked only
+    once the log looks like a hole). Paths are spelled as the log spells them (encoded:
+    :func:`~..base.path_spelling.log_spelling`, never the decoded ``AddFile.path``). Only checkpoints not
+    newer than our commit file are judged, each by :func:`_judge`: one built on our commit keeps it (None),
+    one proven without it is a hole, and nothing proven either way is undecided. The common case costs one
+    stat: ``v - 1``'s commit file is still there, so no cleanup freed ``v``.
     """
     if version == 0 or storage.file_info(commit_path(version - 1)) is not None:
         return None
@@ -97,43 +118,122 @@ def landed_below_newer_log(storage: Storage, version: int,
     if entries is None:
         entries = storage.list_dir(LOG_DIR)
     listing = sorted_listing(entries)
-    older = {v: max(f.mtime_ms for f in files) for v, files in listing.checkpoints.items()
-             if v > version and min(f.mtime_ms for f in files) <= own.mtime_ms}
-    named: dict[int, bool | None] = {}           # per checkpoint: names a file our commit added?
-    for v in sorted(older, reverse=True):
-        files = listing.complete_checkpoint(v)
-        named[v] = None if files is None or not added_paths else _names_any(storage, files, v, added_paths)
-        if named[v]:
-            return None       # a checkpoint naming our new file was built on our commit, whatever its time says
-    before = [v for v, mtime in older.items() if mtime < own.mtime_ms]
-    if before:
-        return NewerCheckpoint(max(before))
-    for v in sorted(older, reverse=True):       # ties: written in our commit file's second
-        if named[v] is None:    # no new file to tell by, parts still being written, or tombstones dropped
-            return NewerCheckpoint(v, undecided=True)
-    return NewerCheckpoint(max(older)) if older else None
+    older = sorted((v for v, files in listing.checkpoints.items()
+                    if v > version and min(f.mtime_ms for f in files) <= own.mtime_ms), reverse=True)
+    if not older:
+        return None
+    if callable(evidence):
+        evidence = evidence()
+    elif not isinstance(evidence, CommitEvidence):
+        evidence = CommitEvidence(added=frozenset(evidence))
+    verdicts = {v: _judge(storage, listing, version, own.mtime_ms, v, evidence) for v in older}
+    built_on = [v for v, verdict in verdicts.items() if verdict is True]
+    holes = [v for v, verdict in verdicts.items() if verdict is False]
+    if built_on and not holes:
+        return None
+    if holes and not built_on:
+        return NewerCheckpoint(max(holes))
+    return NewerCheckpoint(older[0], undecided=True)     # no proof, or proofs that disagree: keep the commit
 
 
-#: a tied checkpoint that names none of our new files tells "written before our commit" only if it would
-#: have kept the tombstone of one removed after it (a writer that built on our commit and compacted or
-#: deleted our file): it keeps tombstones younger than ``delta.deletedFileRetentionDuration``, so that
-#: retention must exceed the second of the tie with room for the remover's clock (an hour)
-TOMBSTONE_RETENTION_MARGIN_MS = 3_600_000
+def _judge(storage: Storage, listing: LogListing, version: int, own_ms: int, checkpoint: int,
+           evidence: CommitEvidence) -> bool | None:
+    """Whether the checkpoint of ``checkpoint`` was built on our commit ``version`` (True), provably not
+    (False: our commit is in a hole), or not known (None).
+
+    Built on it, whatever its file time says: it names a file new to the table that our commit added (as an
+    add, or as a remove when a writer after us already replaced it), or it holds our remove of a file as a
+    tombstone - our remove's very ``deletionTimestamp`` (from within the clock margin of our commit file's
+    time), no add of the path, and no commit between ours and the checkpoint that removes the path. A
+    tombstone of our path that predates us is another writer's remove of the same file (it was live when we
+    read): in a commit between ours and the checkpoint (all looked at), or in one cleanup removed, which was
+    older than the log retention and so cannot carry our millisecond.
+
+    Not built on it: a commit between ours and the checkpoint is gone while ours is there (cleanup deletes the
+    oldest commits first, only those older than the log retention, and a commit built on ours is newer than
+    ours); or, with tombstones kept long enough, the checkpoint names none of our new files, or names a file
+    we removed neither as a remove (ours would be kept) nor as an add that a commit after ours brought back
+    (then the add is from before our remove: the checkpoint does not hold it).
+    Anything else - a checkpoint still being written, retentions too short or unreadable, a re-added file,
+    a tombstone of another millisecond - proves nothing.
+    """
+    files = listing.complete_checkpoint(checkpoint)
+    if files is None:
+        return None
+    content = read_checkpoint(storage, files, checkpoint, with_files=True)
+    try:
+        conf = (content.metadata or {}).get("configuration") or {}
+        keeps_tombstones = deleted_file_retention_ms(conf) >= 2 * CLOCK_MARGIN_MS
+        keeps_new_commits = log_retention_ms(conf) > 3 * CLOCK_MARGIN_MS
+    except Exception:           # noqa: BLE001 - an unreadable retention: nothing is known to be kept
+        keeps_tombstones = keeps_new_commits = False
+    between = range(version + 1, checkpoint + 1)
+    all_there = all(v in listing.commits for v in between)
+    if keeps_new_commits and not all_there:
+        return False
+    adds, removes = _named_in(content.file_actions, evidence)
+    if (adds | set(removes)) & evidence.added:
+        return True
+    ours = {p: ts for p, ts in evidence.removed.items() if abs(ts - own_ms) <= CLOCK_MARGIN_MS}
+    later_adds = later_removes = None
+    if ours and all_there:
+        try:
+            later_adds, later_removes = _paths_in_commits(storage, between)
+        except Exception:       # noqa: BLE001 - a commit that cannot be read (gone, torn): no evidence from it
+            pass
+    if later_removes is not None and keeps_new_commits:
+        if any(removes.get(p) == ts and p not in adds and p not in later_removes for p, ts in ours.items()):
+            return True
+    if not keeps_tombstones:
+        return None
+    if evidence.added:
+        return False        # names none of our new files: a checkpoint built on our commit would
+    for p in ours:
+        if p not in adds and p not in removes:
+            return False    # neither add nor remove: one built on our commit would hold our tombstone
+        if p in adds and p not in removes and later_adds is not None and p not in later_adds:
+            return False    # live, and no commit after ours added it back: the add is from before our remove
+    return None
 
 
-def _names_any(storage: Storage, files: list, version: int, paths: frozenset[str]) -> bool | None:
-    """Whether the checkpoint of ``version`` has an add or remove of one of ``paths``; None when it has
-    none but its tombstone retention is too short for that to count (a remove of ours may have expired)."""
-    content = read_checkpoint(storage, files, version, with_files=True)
-    actions = content.file_actions
+def _named_in(actions: pa.Table | None, evidence: CommitEvidence) -> tuple[set[str], dict[str, int | None]]:
+    """Of our paths (matched under their own spelling and their canonical key): those the checkpoint holds
+    as adds, and those it holds as removes with their ``deletionTimestamp``."""
+    ours = set(evidence.added) | set(evidence.removed)
+    if actions is None or not actions.num_rows or not ours:
+        return set(), {}
+    by_key: dict[str, set[str]] = {}
+    for p in ours:
+        by_key.setdefault(p, set()).add(p)
+        by_key.setdefault(canonical_log_path(p), set()).add(p)
     # the column keys a file by its canonical path (Delta Spark's reconciliation key: 'd//x' is 'd/x'),
     # our paths are spelled as our commit wrote them: look for either spelling
-    spellings = sorted(paths | {canonical_log_path(p) for p in paths})
-    if actions is not None and actions.num_rows and pc.any(
-            pc.is_in(actions.column(LOG_PATH_COLUMN), value_set=pa.array(spellings))).as_py():
-        return True
-    try:
-        retention = deleted_file_retention_ms((content.metadata or {}).get("configuration") or {})
-    except Exception:           # noqa: BLE001 - an unreadable retention: not known to keep tombstones
-        return None
-    return False if retention >= TOMBSTONE_RETENTION_MARGIN_MS else None
+    rows = actions.filter(pc.is_in(actions.column(LOG_PATH_COLUMN), value_set=pa.array(sorted(by_key))))
+    adds: set[str] = set()
+    removes: dict[str, int | None] = {}
+    for key, is_add, ts in zip(rows.column(LOG_PATH_COLUMN).to_pylist(), rows.column("is_add").to_pylist(),
+                               rows.column("deletion_timestamp").to_pylist()):
+        for p in by_key[key]:
+            if is_add:
+                adds.add(p)
+            else:
+                removes[p] = ts
+    return adds, removes
+
+
+def _paths_in_commits(storage: Storage, versions: range) -> tuple[set[str], set[str]]:
+    """The paths (log spellings and canonical keys) the commit files of ``versions`` add, and remove: the few
+    commits between ours and a checkpoint, read only when a hole is suspected."""
+    added: set[str] = set()
+    removed: set[str] = set()
+    for v in versions:
+        for line in storage.read_bytes(commit_path(v)).splitlines():
+            action = json.loads(line) if line.strip() else None
+            if not isinstance(action, dict):
+                continue
+            for kind, into in (("add", added), ("remove", removed)):
+                entry = action.get(kind)
+                path = entry.get("path") if isinstance(entry, dict) else None
+                if isinstance(path, str):
+                    into.update((path, canonical_log_path(path)))
+    return added, removed

@@ -23,13 +23,13 @@ from ..base.commit_actions import Txn, dumps_actions
 from ..maintenance.checkpoint import checkpoint_interval, maybe_auto_checkpoint
 from .commit_info import CommitProvenance, build_commit_info, is_own_commit, operation_metrics
 from .commit_plan import CommitPlan
-from .commit_successor import check_commit_follows_log, landed_below_newer_log
+from .commit_successor import CommitEvidence, check_commit_follows_log, landed_below_newer_log
 from .conflicts import WinningCommit, check_conflicts
 from ..base.errors import (CommitFailedError, CommitOutcomeUnknownError, ConcurrentModificationError, DeltaError,
                      InvalidCommittedVersionError, VersionNotFoundError)
 from ..base.features import FILE_REINSTATING_OPERATIONS, check_writable
 from ..base.names import commit_path
-from ..base.path_spelling import log_spelling
+from ..base.path_spelling import LOG_PATH_COLUMN, canonical_log_path, log_spelling
 from ..read.table_log import TableLog
 
 log = logging.getLogger(__name__)
@@ -214,27 +214,28 @@ class Committer:
 
     def _refuse_if_in_hole(self, version: int) -> None:
         """After our put landed: if cleanup raced it and left our commit below a newer checkpoint
-        (:func:`.commit_successor.landed_below_newer_log`: ``v - 1`` gone and an older checkpoint above
-        ``v``), withdraw the commit file - no reader replays it below the checkpoint and nobody built on
-        it, while left in place it would skew time travel by timestamp - and raise
-        :class:`InvalidCommittedVersionError`. A checkpoint of our commit file's very second that
-        cannot be told apart from one built on our commit leaves the file and reports
-        :class:`CommitOutcomeUnknownError`."""
-        # files new to the table, as the log spells them (a checkpoint's paths are the log's strings,
-        # p=a%20b/..., not decoded): not a file the log already names (log_path: a restored file, which a
-        # checkpoint written before our put may name too), nor one this commit replaces (a new DV)
-        replaced = {r.path for r in self.plan.removes}
-        reinstating = self.provenance.operation in FILE_REINSTATING_OPERATIONS
-        added = frozenset(log_spelling(a.path, a.log_path) for a in self.plan.adds
-                          if not reinstating and a.log_path is None and a.path not in replaced)
-        newer = landed_below_newer_log(self.table.storage, version, added)
+        (:func:`.commit_successor.landed_below_newer_log`: ``v - 1`` gone and a checkpoint above ``v``, not
+        newer than our commit file, proven not to hold our commit), withdraw the commit file - no reader
+        replays it below the checkpoint and nobody built on it, while left in place it would skew time travel
+        by timestamp - and raise :class:`InvalidCommittedVersionError`. A checkpoint that cannot be told
+        apart from one built on our commit leaves the file (withdrawing a live commit would lose it) and
+        reports :class:`CommitOutcomeUnknownError`."""
+        try:
+            newer = landed_below_newer_log(self.table.storage, version, self._hole_evidence)
+        except Exception as e:      # our commit landed: whether it lies in a hole is what is not known
+            self.outcome_unknown = True
+            raise CommitOutcomeUnknownError(
+                f"version {version} of {self.table.uri} landed, but checking whether metadata cleanup raced it "
+                f"below a newer checkpoint failed ({type(e).__name__}: {e}). The commit file was left in place; "
+                "read the table to see whether the change is there before redoing it", version=version) from e
         if newer is None:
             return
         if newer.undecided:
             raise CommitOutcomeUnknownError(
-                f"version {version} of {self.table.uri} landed, and checkpoint {newer.version} above it carries "
-                f"the same file time while version {version - 1} is gone: either metadata cleanup raced this commit "
-                "(then it lies below the checkpoint, unread) or another writer built on it within the same second. "
+                f"version {version} of {self.table.uri} landed, and checkpoint {newer.version} above it is not newer "
+                f"than it while version {version - 1} is gone: either metadata cleanup raced this commit (then it "
+                "lies below the checkpoint, unread) or another writer built on it at once (on a clock of its own), "
+                "and the checkpoint does not tell which. "
                 "The commit file was left in place; read the table to see whether the change is there before "
                 "redoing it", version=version)
         try:
@@ -248,6 +249,44 @@ class Committer:
             "metadata cleanup removed the commits after this transaction's read version while it "
             f"committed. {withdrawn}; read the table again and redo the operation",
             version=version, current_version=newer.version)
+
+    def _hole_evidence(self) -> CommitEvidence:
+        """What of this commit a checkpoint built on it shows (asked only when the log looks like a hole).
+
+        Added: files new to the table, as the log spells them (a checkpoint's paths are the log's strings,
+        p=a%20b/..., not decoded), which no checkpoint written before our put can name - those this writer
+        wrote under a new unique name (``AddFile.fresh``), and others whose path the read snapshot names
+        neither live (``log_path``: a restored file) nor removed (a tombstone: a file added back), when that
+        snapshot can still be read; never a file this commit replaces (a new DV) or re-adds (RESTORE).
+        Removed: the files this commit removes and does not add back, with our remove's deletionTimestamp.
+        """
+        plan = self.plan
+        if self.provenance.operation in FILE_REINSTATING_OPERATIONS:
+            return CommitEvidence()
+        replaced = {r.path for r in plan.removes}
+        candidates = [a for a in plan.adds if a.log_path is None and a.path not in replaced]
+        known = None if all(a.fresh for a in candidates) else self._paths_named_before()
+        added = frozenset(log_spelling(a.path, a.log_path) for a in candidates
+                          if a.fresh or (known is not None and not {log_spelling(a.path, None),
+                                                                    canonical_log_path(log_spelling(a.path, None))}
+                                         & known))
+        re_added = {a.path for a in plan.adds}
+        removed = {log_spelling(r.path, r.log_path): r.deletion_timestamp for r in plan.removes
+                   if r.path not in re_added and isinstance(r.deletion_timestamp, int)}
+        return CommitEvidence(added=added, removed=removed)
+
+    def _paths_named_before(self) -> set[str] | None:
+        """Every path (log spelling and canonical key) the read snapshot names, live or removed; None when it
+        cannot be read any more (cleanup removed what it was built from)."""
+        snap = self.plan.read_snapshot
+        if snap is None:
+            return set()
+        try:
+            names = snap.files().column(LOG_PATH_COLUMN).to_pylist()
+            names += snap.tombstones(now_ms=0).column(LOG_PATH_COLUMN).to_pylist()   # expired ones too
+        except Exception:       # noqa: BLE001 - not readable: no path of it is known to be new
+            return None
+        return {k for p in names if p is not None for k in (p, canonical_log_path(p))}
 
     def _commit_at(self, version: int) -> bool | None:
         """Whose commit file ``version`` holds: True this transaction's (its ``commitInfo.txnId``),

@@ -173,7 +173,7 @@ class _OutputFile:
         info = self.snap.storage.file_info(self.rel)
         assert info is not None, self.rel
         return AddFile(self.rel, info.size, dict(self.bin.partition_values), info.mtime_ms, False,
-                       self._stats.result())
+                       self._stats.result(), fresh=True)
 
     def abort(self) -> None:
         try:

@@ -120,7 +120,8 @@ def _write_files(table: TableLog, data: pa.Table, schema: pa.Schema, partition_b
                 mtime = storage.mtime_ms(rel)
             except (OSError, FileNotFoundError):
                 mtime = time.time_ns() // 1_000_000
-            adds.append(AddFile(rel, len(payload), values, mtime, True, collect_stats(chunk, configuration)))
+            adds.append(AddFile(rel, len(payload), values, mtime, True, collect_stats(chunk, configuration),
+                                fresh=True))
     return adds
 
 
