@@ -20,12 +20,18 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..base import arrow_build as ab
 from ..base.stats import column_path
 
 #: The most bits one column's range id gets (65,536 ranges).
 MAX_BITS_PER_COLUMN = 16
 #: Rows sampled to place range boundaries and file cuts (Spark's range partitioner samples too).
 SAMPLE_ROWS = 200_000
+
+
+def _is_number(t: pa.DataType) -> bool:
+    """Whether :func:`~..base.arrow_build.to_numpy` takes arrays of type ``t``."""
+    return pa.types.is_integer(t) or t == pa.float32() or t == pa.float64()
 
 
 def bits_per_column(num_columns: int) -> int:
@@ -46,7 +52,7 @@ def _comparable(arr: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, np.ndarray
     typ = arr.type
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
-    nulls = pc.is_null(arr).to_numpy(zero_copy_only=False) if arr.null_count else None
+    nulls = ab.to_numpy(pc.is_null(arr)) if arr.null_count else None
     if pa.types.is_timestamp(typ) or pa.types.is_date64(typ) or pa.types.is_time64(typ) or pa.types.is_duration(typ):
         arr = pc.cast(arr, pa.int64())
     elif pa.types.is_date32(typ) or pa.types.is_time32(typ):
@@ -61,7 +67,8 @@ def _comparable(arr: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, np.ndarray
         return values, nulls
     if arr.null_count:
         arr = pc.fill_null(arr, pa.scalar(0, arr.type))
-    values = arr.to_numpy(zero_copy_only=False)
+    # numbers through Arrow's buffers: pyarrow's to_numpy imports pandas (about 0.3 s) on first use
+    values = ab.to_numpy(arr) if _is_number(arr.type) else arr.to_numpy(zero_copy_only=False)
     if values.dtype.kind == "f":
         values = np.where(np.isnan(values), np.inf, values)
     return values, nulls
