@@ -29,10 +29,10 @@ from typing import Any, Iterator
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..base import arrow_build as ab
+from ..base import arrow_kernels as ak
 from ..base.commit_actions import AddFile
 from ..base.schema import schema_to_arrow
 from ..base.stats import StatsCollector, column_path
@@ -146,7 +146,8 @@ class _OutputFile:
         self._writer: pq.ParquetWriter | None = None
 
     def write(self, rows: pa.Table) -> None:
-        rows = rows.select(self.schema.names).cast(self.schema) if rows.schema != self.schema else rows
+        if rows.schema != self.schema:
+            rows = pa.Table.from_arrays([ak.cast(rows.column(f.name), f.type) for f in self.schema], schema=self.schema)
         rows = as_stored(rows, self.stored)       # statistics are keyed by the stored names, as Delta Spark's
         self._stats.add(rows)
         self._pending.append(rows)
@@ -190,7 +191,7 @@ def _dictionary_columns(rows: pa.Table, probe: int = DICTIONARY_PROBE_ROWS) -> l
     """The columns worth dictionary pages, judged on ``probe`` rows spread over ``rows`` by
     :func:`probe_positions` (a random draw's values are what :func:`_few_distinct` reasons about,
     whatever the rows' order)."""
-    head = rows.take(ab.from_numpy(probe_positions(rows.num_rows, probe))) if rows.num_rows > probe else rows
+    head = ak.take(rows, ab.from_numpy(probe_positions(rows.num_rows, probe))) if rows.num_rows > probe else rows
     out = []
     nested = [f.name for f in head.schema if pa.types.is_nested(f.type)]
     leaves = _leaf_paths(head.schema, nested) if nested else {}
@@ -200,7 +201,7 @@ def _dictionary_columns(rows: pa.Table, probe: int = DICTIONARY_PROBE_ROWS) -> l
             out.extend(leaves[f.name])                        # pyarrow's default for them: dictionaries
             continue
         try:
-            distinct = pc.count_distinct(col).as_py()
+            distinct = ak.count_distinct(col)
         except (pa.ArrowNotImplementedError, pa.ArrowInvalid):
             out.append(f.name)
             continue
@@ -377,7 +378,7 @@ class SortedRuns:
     def _sort_pending(self) -> pa.Table:
         rows = pa.concat_tables(self._pending)
         self._pending, self._pending_bytes = [], 0
-        return rows.take(ab.from_numpy(np.argsort(ab.to_numpy(rows.column(_KEY)), kind="stable")))
+        return ak.take(rows, ab.from_numpy(np.argsort(ab.to_numpy(rows.column(_KEY)), kind="stable")))
 
     def _spill(self, ordered: pa.Table | Iterator[pa.Table]) -> None:
         path = os.path.join(self.directory, f"run-{self._spilled}.arrow")
@@ -438,7 +439,7 @@ def _merge(paths: list[str]) -> Iterator[pa.Table]:
             current[i] = current[i].slice(n) if n < len(keys[i]) else next(sources[i], None)
         rows = pa.concat_tables(taken) if len(taken) > 1 else taken[0]
         if len(taken) > 1:
-            rows = rows.take(ab.from_numpy(np.argsort(ab.to_numpy(rows.column(_KEY)), kind="stable")))
+            rows = ak.take(rows, ab.from_numpy(np.argsort(ab.to_numpy(rows.column(_KEY)), kind="stable")))
         yield rows
 
 
@@ -447,4 +448,4 @@ def _sample(rows: pa.Table, n: int, rng: np.random.Generator | None = None) -> p
     if rows.num_rows <= n:
         return rows
     rng = rng or np.random.default_rng(0x5EED)
-    return rows.take(ab.from_numpy(np.sort(rng.choice(rows.num_rows, n, replace=False))))
+    return ak.take(rows, ab.from_numpy(np.sort(rng.choice(rows.num_rows, n, replace=False))))
