@@ -262,3 +262,27 @@ def test_every_watched_module_of_the_package_exists():
     ours = [n for n in NOT_ON_LOCAL_READS if n.startswith("airflow_provider_delta.")]
     assert ours and all(importlib.util.find_spec(n) is not None for n in ours), [
         n for n in ours if importlib.util.find_spec(n) is None]
+
+
+@pytest.mark.parametrize("z_order_by", [None, ["x", "st.a"]])
+def test_optimize(tmp_path, z_order_by):
+    """Compaction (its dictionary probe takes rows out of files larger than the probe) and Z-order
+    (an external sort: sample, runs spilled and merged, files cut), nested columns included."""
+    uri = str(tmp_path / "opt")
+    t = DeltaTable(uri)
+    n = 12_000                    # rows per file: more than the dictionary probe's 8,192
+    for i in range(4):
+        ids = list(range(i * n, (i + 1) * n))
+        t.write(pa.table({"id": pa.array(ids, pa.int64()),
+                          "x": pa.array([(k * 7919) % 1000 / 7.0 for k in ids], pa.float64()),
+                          "s": pa.array([f"k{k % 300}" for k in ids]),
+                          "st": pa.array([{"a": k % 50, "b": f"b{k % 9}"} for k in ids],
+                                         pa.struct([("a", pa.int32()), ("b", pa.string())]))}))
+    target = 16 << 20 if z_order_by is None else 1 << 16   # Z-order: sorted runs of 1 MB, spilled and merged
+    result = assert_no_pandas(f"""
+        from airflow_provider_delta.log import DeltaTable
+        t = DeltaTable({uri!r})
+        m = t.optimize(target_size={target}, z_order_by={z_order_by!r})
+        RESULT = (m["numFilesRemoved"], t.snapshot().files().num_rows > 0)
+    """)
+    assert result == "(4, True)"

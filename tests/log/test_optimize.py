@@ -18,6 +18,7 @@ from airflow_provider_delta.log import (ConcurrentModificationError, DeltaTable,
                                         UnsupportedFeatureError, commit_optimize, plan_optimize, rewrite_bin)
 from airflow_provider_delta.log.base.schema import field_metadata
 from airflow_provider_delta.log.base.stats import collect_stats
+from airflow_provider_delta.log.write.optimize_rewrite import probe_positions
 
 KEY = [("p", "ascending"), ("id", "ascending")]
 
@@ -382,3 +383,18 @@ def test_zorder_by_a_nested_column_with_statistics(tmp_path):
         table.optimize(z_order_by=["s.nope"])
     with pytest.raises(InvalidArgumentError, match="no order"):
         table.optimize(z_order_by=["s"])
+
+
+@pytest.mark.parametrize("rows", [8193, 9000, 16_384, 1 << 20, 10 ** 9])
+def test_the_dictionary_probe_rows_are_distinct_and_spread_over_the_row_group(rows):
+    probe = 8192
+    at = probe_positions(rows, probe)
+    assert len(at) == probe and at[0] >= 0 and at[-1] < rows
+    assert (np.diff(at) > 0).all()                                      # distinct, sorted (take keeps order)
+    edges = [k * rows // probe for k in range(probe + 1)]             # one in each stratum
+    assert all(edges[k] <= at[k] < edges[k + 1] for k in range(probe))
+    if rows >= 1 << 20:
+        # data repeating with the stride's period is seen at every phase, not at one (a plain stride's
+        # probe of a 128-row cycle shows one value)
+        assert len(np.unique(at % 128)) == 128                          # 128: the stride at 1M rows
+    assert probe_positions(rows, probe).tolist() == at.tolist()         # the same rows, the same files

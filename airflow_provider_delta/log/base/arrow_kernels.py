@@ -159,8 +159,19 @@ def unique(data: ArrowData) -> pa.Array:
     return call("unique", data)
 
 
-def dictionary_encode(data: ArrowData) -> ArrowData:
-    return call("dictionary_encode", data, options=_kernels.DictionaryEncodeOptions("mask"))
+def dictionary_encode(data: ArrowData, null_encoding: str = "mask") -> ArrowData:
+    """``null_encoding="encode"``: nulls get a dictionary entry of their own (a code, not a null)."""
+    return call("dictionary_encode", data, options=_kernels.DictionaryEncodeOptions(null_encoding))
+
+
+def count_distinct(data: ArrowData) -> int:
+    """How many distinct non-null values ``data`` holds."""
+    return call("count_distinct", data, options=_kernels.CountOptions("only_valid")).as_py()
+
+
+def struct_field(data: ArrowData, name: str) -> ArrowData:
+    """The child ``name`` of a struct column, null where the struct is."""
+    return call("struct_field", data, options=_kernels.StructFieldOptions(name))
 
 
 def equal(a: ArrowData, b: ArrowData) -> ArrowData:

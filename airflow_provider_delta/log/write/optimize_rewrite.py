@@ -29,9 +29,10 @@ from typing import Any, Iterator
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from ..base import arrow_build as ab
+from ..base import arrow_kernels as ak
 from ..base.commit_actions import AddFile
 from ..base.schema import schema_to_arrow
 from ..base.stats import StatsCollector, column_path
@@ -54,14 +55,16 @@ ROW_GROUP_BYTES = 128 << 20
 #: away, which made writing about 2.5 times slower for 3% smaller files. (It is where the former rule,
 #: "under half of the first 64k rows distinct", flipped for values in random order.)
 DICTIONARY_MAX_DISTINCT = 41_000
-#: The rows of a new file's first row group whose distinct values are counted for that choice, drawn at
-#: random across the whole row group (the dictionary is per row group, and the first rows of data
-#: sorted by another key, or cycling through a catalogue, show far more distinct values than the row
-#: group holds). Counting is cheap while the hash table fits the CPU's caches and not beyond (about
-#: 1 ms on 8k rows, 12-24 ms on 64k): counting on 64k rows was a fifth of a compaction's CPU.
+#: The rows of a new file's first row group whose distinct values are counted for that choice, spread
+#: across the whole row group (the dictionary is per row group, and the first rows of data sorted by
+#: another key, or cycling through a catalogue, show far more distinct values than the row group
+#: holds): see :func:`probe_positions`. Counting is cheap while the hash table fits the CPU's caches
+#: and not beyond (about 1 ms on 8k rows, 12-24 ms on 64k): counting on 64k rows was a fifth of a
+#: compaction's CPU.
 DICTIONARY_PROBE_ROWS = 8192
-#: The sample is the same for the same rows: OPTIMIZE of the same bins writes the same files.
-_PROBE_SEED = 0x0D1C7
+#: 2**32 / golden ratio: ``k * _GOLDEN % 2**32`` is the fractional part of ``k * 0.618...`` in 32 bits,
+#: a sequence that never repeats and fills [0, 1) evenly (Weyl's equidistribution).
+_GOLDEN = 2654435769
 _KEY = "__zorder_key"
 #: The most sorted runs merged at once (more are merged down first): memory is one batch per run.
 MAX_FAN_IN = 16
@@ -143,7 +146,8 @@ class _OutputFile:
         self._writer: pq.ParquetWriter | None = None
 
     def write(self, rows: pa.Table) -> None:
-        rows = rows.select(self.schema.names).cast(self.schema) if rows.schema != self.schema else rows
+        if rows.schema != self.schema:
+            rows = pa.Table.from_arrays([ak.cast(rows.column(f.name), f.type) for f in self.schema], schema=self.schema)
         rows = as_stored(rows, self.stored)       # statistics are keyed by the stored names, as Delta Spark's
         self._stats.add(rows)
         self._pending.append(rows)
@@ -184,13 +188,10 @@ class _OutputFile:
 
 
 def _dictionary_columns(rows: pa.Table, probe: int = DICTIONARY_PROBE_ROWS) -> list[str]:
-    """The columns worth dictionary pages, judged on ``probe`` rows drawn at random from ``rows`` (the
-    values of a random draw are what :func:`_few_distinct` reasons about, whatever the rows' order)."""
-    if rows.num_rows > probe:
-        picked = np.random.default_rng(_PROBE_SEED).choice(rows.num_rows, probe, replace=False)
-        head = rows.take(pa.array(np.sort(picked)))
-    else:
-        head = rows
+    """The columns worth dictionary pages, judged on ``probe`` rows spread over ``rows`` by
+    :func:`probe_positions` (a random draw's values are what :func:`_few_distinct` reasons about,
+    whatever the rows' order)."""
+    head = ak.take(rows, ab.from_numpy(probe_positions(rows.num_rows, probe))) if rows.num_rows > probe else rows
     out = []
     nested = [f.name for f in head.schema if pa.types.is_nested(f.type)]
     leaves = _leaf_paths(head.schema, nested) if nested else {}
@@ -200,7 +201,7 @@ def _dictionary_columns(rows: pa.Table, probe: int = DICTIONARY_PROBE_ROWS) -> l
             out.extend(leaves[f.name])                        # pyarrow's default for them: dictionaries
             continue
         try:
-            distinct = pc.count_distinct(col).as_py()
+            distinct = ak.count_distinct(col)
         except (pa.ArrowNotImplementedError, pa.ArrowInvalid):
             out.append(f.name)
             continue
@@ -209,13 +210,29 @@ def _dictionary_columns(rows: pa.Table, probe: int = DICTIONARY_PROBE_ROWS) -> l
     return out
 
 
+def probe_positions(rows: int, probe: int) -> np.ndarray:
+    """``probe`` sorted row positions below ``rows``: one in each of ``probe`` equal strata, at an offset
+    within its stratum that wanders over the whole stratum (:data:`_GOLDEN`).
+
+    As good as a random draw for :func:`_few_distinct`, and the same for the same rows (OPTIMIZE of the
+    same bins writes the same files): every part of the row group is seen, and data repeating with any
+    period (a catalogue cycled through, a sort by another key) is not seen at one phase only, as a plain
+    stride would see it. Computing it costs about 0.2 ms; a random draw (``Generator.choice``) needed
+    ``numpy.random``, an import of about 30 ms in every task process.
+    """
+    k = np.arange(probe + 1, dtype=np.uint64)
+    edges = (k * np.uint64(rows)) // np.uint64(probe)         # strata [edges[i], edges[i + 1]), never empty
+    offset = ((k[:-1] * np.uint64(_GOLDEN)) & np.uint64(0xFFFFFFFF)) * np.diff(edges) >> np.uint64(32)
+    return (edges[:-1] + offset).astype(np.int64)
+
+
 def _leaf_paths(schema: pa.Schema, names: list[str]) -> dict[str, list[str]]:
     """The Parquet leaf paths of each column of ``names`` as pyarrow's writer names them (``st.a``,
     ``l.list.element``): ``use_dictionary`` matches those, so a nested column listed by its own name
     got no dictionary on any leaf (a low-cardinality struct or list column 15 times larger). One
     conversion of the schema for all of them."""
     sink = pa.BufferOutputStream()
-    pq.write_table(schema.empty_table().select(names), sink)
+    pq.write_table(ab.empty_table(schema).select(names), sink)
     leaves = pq.read_metadata(pa.BufferReader(sink.getvalue())).schema
     paths = [leaves.column(i).path for i in range(len(leaves))]
     out: dict[str, list[str]] = {}
@@ -297,7 +314,7 @@ def _zorder_bin(snap: Readable, bin_: Bin, settings: OptimizeSettings, written: 
         runs = SortedRuns(spill_dir, budget)
         # pass 2: sorted runs
         for rows in _bin_batches(snap, bin_):
-            runs.add(rows.append_column(_KEY, pa.array(curve.keys(rows), pa.uint64())))
+            runs.add(rows.append_column(_KEY, ab.from_numpy(curve.keys(rows).astype(np.uint64, copy=False))))
         # pass 3: merged and cut into files
         return _write_cut(snap, bin_, runs.merged(), cuts, written, min(ROW_GROUP_BYTES, settings.target_size))
 
@@ -316,7 +333,7 @@ def _write_cut(snap: Readable, bin_: Bin, ordered: Iterator[pa.Table], cuts: np.
     current = -1
     try:
         for rows in ordered:
-            which = part_of(rows.column(_KEY).to_numpy(), cuts)
+            which = part_of(ab.to_numpy(rows.column(_KEY)), cuts)
             rows = rows.drop_columns([_KEY])
             edges = np.flatnonzero(np.diff(which)) + 1          # sorted keys: parts never decrease
             for lo, hi in zip(np.concatenate(([0], edges)), np.concatenate((edges, [len(which)]))):
@@ -361,7 +378,7 @@ class SortedRuns:
     def _sort_pending(self) -> pa.Table:
         rows = pa.concat_tables(self._pending)
         self._pending, self._pending_bytes = [], 0
-        return rows.take(pa.array(np.argsort(rows.column(_KEY).to_numpy(), kind="stable")))
+        return ak.take(rows, ab.from_numpy(np.argsort(ab.to_numpy(rows.column(_KEY)), kind="stable")))
 
     def _spill(self, ordered: pa.Table | Iterator[pa.Table]) -> None:
         path = os.path.join(self.directory, f"run-{self._spilled}.arrow")
@@ -412,7 +429,7 @@ def _merge(paths: list[str]) -> Iterator[pa.Table]:
         live = [i for i, c in enumerate(current) if c is not None]
         if not live:
             return
-        keys = {i: current[i].column(_KEY).to_numpy() for i in live}
+        keys = {i: ab.to_numpy(current[i].column(_KEY)) for i in live}
         bound = min(keys[i][-1] for i in live)
         taken = []
         for i in live:
@@ -422,7 +439,7 @@ def _merge(paths: list[str]) -> Iterator[pa.Table]:
             current[i] = current[i].slice(n) if n < len(keys[i]) else next(sources[i], None)
         rows = pa.concat_tables(taken) if len(taken) > 1 else taken[0]
         if len(taken) > 1:
-            rows = rows.take(pa.array(np.argsort(rows.column(_KEY).to_numpy(), kind="stable")))
+            rows = ak.take(rows, ab.from_numpy(np.argsort(ab.to_numpy(rows.column(_KEY)), kind="stable")))
         yield rows
 
 
@@ -431,4 +448,4 @@ def _sample(rows: pa.Table, n: int, rng: np.random.Generator | None = None) -> p
     if rows.num_rows <= n:
         return rows
     rng = rng or np.random.default_rng(0x5EED)
-    return rows.take(pa.array(np.sort(rng.choice(rows.num_rows, n, replace=False))))
+    return ak.take(rows, ab.from_numpy(np.sort(rng.choice(rows.num_rows, n, replace=False))))

@@ -29,10 +29,10 @@ from typing import Any, Iterable
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..base import arrow_build as ab
+from ..base import arrow_kernels as ak
 from ..base.commit_actions import AddFile
 from ..base.errors import DeltaError, InvalidArgumentError, TableNotFoundError
 from ..base.schema import serialize_partition_value
@@ -75,7 +75,7 @@ def _split_partitions(data: pa.Table, partition_by: tuple[str, ...]) -> list[tup
     combo = np.zeros(data.num_rows, dtype=np.int64)
     dictionaries, codes = [], []
     for col in partition_by:
-        encoded = pc.dictionary_encode(data.column(col).combine_chunks(), null_encoding="encode")
+        encoded = ak.dictionary_encode(data.column(col).combine_chunks(), null_encoding="encode")
         dictionaries.append(encoded.dictionary)
         codes.append(ab.to_numpy(encoded.indices))
         # renumbered densely after each column, so the codes stay below the row count

@@ -18,14 +18,20 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from ..base import arrow_build as ab
+from ..base import arrow_kernels as ak
 from ..base.stats import column_path
 
 #: The most bits one column's range id gets (65,536 ranges).
 MAX_BITS_PER_COLUMN = 16
 #: Rows sampled to place range boundaries and file cuts (Spark's range partitioner samples too).
 SAMPLE_ROWS = 200_000
+
+
+def _is_number(t: pa.DataType) -> bool:
+    """Whether :func:`~..base.arrow_build.to_numpy` takes arrays of type ``t``."""
+    return pa.types.is_integer(t) or t == pa.float32() or t == pa.float64()
 
 
 def bits_per_column(num_columns: int) -> int:
@@ -37,7 +43,7 @@ def column_at(table: pa.Table, name: str) -> pa.ChunkedArray:
     path = column_path(name)
     col = table.column(path[0])
     for field in path[1:]:
-        col = pc.struct_field(col, field)
+        col = ak.struct_field(col, field)
     return col
 
 
@@ -46,22 +52,23 @@ def _comparable(arr: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, np.ndarray
     typ = arr.type
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
-    nulls = pc.is_null(arr).to_numpy(zero_copy_only=False) if arr.null_count else None
+    nulls = ab.to_numpy(ak.is_null(arr)) if arr.null_count else None
     if pa.types.is_timestamp(typ) or pa.types.is_date64(typ) or pa.types.is_time64(typ) or pa.types.is_duration(typ):
-        arr = pc.cast(arr, pa.int64())
+        arr = ak.cast(arr, pa.int64())
     elif pa.types.is_date32(typ) or pa.types.is_time32(typ):
-        arr = pc.cast(arr, pa.int32())
+        arr = ak.cast(arr, pa.int32())
     elif pa.types.is_boolean(typ):
-        arr = pc.cast(arr, pa.int8())
+        arr = ak.cast(arr, pa.int8())
     elif pa.types.is_decimal(typ):
-        arr = pc.cast(arr, pa.float64(), safe=False)
+        arr = ak.cast(arr, pa.float64(), safe=False)
     if pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type) or pa.types.is_string_view(arr.type):
-        text = pc.fill_null(pc.cast(arr, pa.large_string()), pa.scalar("", pa.large_string()))
+        text = ak.fill_null(ak.cast(arr, pa.large_string()), ab.scalar("", pa.large_string()))
         values = np.asarray(text.to_pylist(), dtype=object)
         return values, nulls
     if arr.null_count:
-        arr = pc.fill_null(arr, pa.scalar(0, arr.type))
-    values = arr.to_numpy(zero_copy_only=False)
+        arr = ak.fill_null(arr, ab.scalar(0, arr.type))
+    # numbers through Arrow's buffers: pyarrow's to_numpy imports pandas (about 0.3 s) on first use
+    values = ab.to_numpy(arr) if _is_number(arr.type) else arr.to_numpy(zero_copy_only=False)
     if values.dtype.kind == "f":
         values = np.where(np.isnan(values), np.inf, values)
     return values, nulls
