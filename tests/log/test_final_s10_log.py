@@ -180,13 +180,6 @@ CONNECTION_STRING = ("DefaultEndpointsProtocol=https;AccountName=acct;AccountKey
                      "EndpointSuffix=core.windows.net")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "_options_for_other_place (e10d1b0) keeps the table account's credentials for a file of the same "
-    "account in another container only when they are the account_key/sas_token options: a table opened "
-    "with a connection_string (the account's key inside it) gives a file of its own account in another "
-    "container (a shallow clone's source in the same account) no options at all, so the read goes "
-    "unauthenticated. With account_name+account_key the same file keeps the key. Expected: the same "
-    "account's file keeps the connection string's credentials"))
 def test_a_connection_string_tables_own_account_keeps_its_credentials_in_another_container():
     same_account = "abfss://other@acct.dfs.core.windows.net/src/x.parquet"
     by_key = locate(Storage("az://c/t", {"account_name": "acct", "account_key": "a2V5"}), same_account)

@@ -115,20 +115,30 @@ class Location(NamedTuple):
     path: str            # absolute, lexically resolved
 
 
+def _connection_string_account(connection_string: str) -> str | None:
+    """``account.cloud`` an Azure connection string reaches: its ``BlobEndpoint`` when that is an account's
+    endpoint (the SDK sends every request there, whatever ``AccountName`` says), else its ``AccountName``
+    in its ``EndpointSuffix``'s cloud (an emulator's ``BlobEndpoint=http://127.0.0.1:10000/acct``); None if
+    it names none (a SAS connection string for a custom domain)."""
+    fields = dict(part.split("=", 1) for part in str(connection_string).split(";") if "=" in part)
+    endpoint = _AZURE_HOST.fullmatch(fields.get("BlobEndpoint", "").split("://")[-1].split("/")[0])
+    if endpoint:
+        return f"{endpoint['account']}.{endpoint['cloud']}".lower()
+    name = fields.get("AccountName")
+    return f"{name}.{fields.get('EndpointSuffix') or _AZURE_CLOUD}".lower() if name else None
+
+
 def _azure_account(storage_options: dict) -> str | None:
     """``account.cloud`` the storage options name for a URI without one (adlfs's ``account_host``,
-    ``account_name`` or a connection string's ``AccountName``/``EndpointSuffix``); None if they name none."""
+    ``account_name`` or a connection string's account); None if they name none."""
     host = storage_options.get("account_host")
     match = _AZURE_HOST.fullmatch(str(host).split("://")[-1].strip("/")) if host else None
     if match:
         return f"{match['account']}.{match['cloud']}".lower()
     name = storage_options.get("account_name")
-    cloud = _AZURE_CLOUD
     if not name and storage_options.get("connection_string"):
-        fields = dict(part.split("=", 1) for part in str(storage_options["connection_string"]).split(";")
-                      if "=" in part)
-        name, cloud = fields.get("AccountName"), fields.get("EndpointSuffix") or _AZURE_CLOUD
-    return f"{name}.{cloud}".lower() if name else None
+        return _connection_string_account(storage_options["connection_string"])
+    return f"{name}.{_AZURE_CLOUD}".lower() if name else None
 
 
 def _azure_authority(scheme: str, authority: str, storage_options: dict) -> tuple[str, str | None]:
@@ -331,10 +341,28 @@ def locate(storage: Storage, path: str) -> FileLocation:
     other = Storage(path, _options_for_other_place(parts, storage.storage_options, storage.root))  # rooted at the file
     return FileLocation(other, other.path())
 
-#: storage options that name an Azure account (:func:`_azure_account`)
-_AZURE_ACCOUNT_OPTIONS = ("account_name", "account_host", "connection_string")
-#: Azure credentials good for one storage account only: its key, a SAS token it signed
-_AZURE_ACCOUNT_CREDENTIALS = ("account_key", "sas_token")
+#: Azure storage options that say which account the table is in (:func:`_azure_account`): a file whose URI
+#: names its account is reached there. ``account_host`` (a private endpoint's, another cloud's) goes along
+#: only to a file of the table's own account; ``account_name`` never (adlfs takes the account from the
+#: URI's host and refuses a second, differently spelled one)
+_AZURE_ACCOUNT_OPTIONS = ("account_name", "account_host")
+#: Azure credentials good for one storage account only - its key, a SAS token it signed, a connection string
+#: (which holds the key or a SAS, and names its account), a ``credential`` that is a key or SAS rather than an
+#: identity: sent only to a file of the account they were given for (to another account they could not
+#: authenticate anyway, and a SAS token or connection string would leave the account it was issued for)
+_AZURE_ACCOUNT_CREDENTIALS = ("account_key", "sas_token", "connection_string", "credential")
+#: Azure credentials of an identity (a Microsoft Entra ID service principal, or ``anon``: none): the token
+#: they obtain is for Azure Storage of one cloud, and every account of that cloud checks it against its own
+#: role assignments. They go to another account of the table's cloud (a clone's source in another account
+#: the same principal may read), never to another cloud's host. ``credential`` counts here only when it is
+#: a token credential (:func:`_is_token_credential`); an identity in the environment is adlfs's own choice
+_AZURE_IDENTITY_CREDENTIALS = ("client_id", "client_secret", "tenant_id", "anon", "credential")
+
+
+def _is_token_credential(value: object) -> bool:
+    """Whether an adlfs ``credential`` is an identity's (azure-core's token credential protocol: it
+    obtains tokens), not a SAS string, ``AzureSasCredential`` or ``AzureNamedKeyCredential``."""
+    return callable(getattr(value, "get_token", None))
 
 
 def _azure_account_of(parts: SplitUri, storage_options: dict) -> str | None:
@@ -343,16 +371,47 @@ def _azure_account_of(parts: SplitUri, storage_options: dict) -> str | None:
     return (identity.partition("@")[2] or None) if identity else None
 
 
+def _azure_options_for_account(file_account: str, storage_options: dict, table_account: str | None) -> dict:
+    """The table's Azure storage options for a file of the account ``file_account`` (``account.cloud``), which
+    its URI names: each credential only where it was given for (:data:`_AZURE_ACCOUNT_CREDENTIALS`,
+    :data:`_AZURE_IDENTITY_CREDENTIALS`), the file's account by name (and, outside the public cloud, by
+    host: adlfs finds only a public cloud's account in a URI), other settings as the table has them. An
+    account the table's options do not name counts as another one; its cloud as adlfs's default."""
+    name, _, cloud = file_account.partition(".")
+    same_account = table_account == file_account
+    same_cloud = cloud == (table_account or f".{_AZURE_CLOUD}").partition(".")[2]
+    options = {}
+    for key, value in storage_options.items():
+        if key in _AZURE_ACCOUNT_OPTIONS:
+            keep = same_account and key == "account_host"
+        elif key == "connection_string":
+            keep = _connection_string_account(value) == file_account     # it names the account it is for
+        elif key == "credential" and _is_token_credential(value):
+            keep = same_cloud
+        elif key in _AZURE_ACCOUNT_CREDENTIALS:
+            keep = same_account
+        elif key in _AZURE_IDENTITY_CREDENTIALS:
+            keep = same_cloud
+        else:
+            keep = True                                                  # a setting, no credential
+        if keep:
+            options[key] = value
+    if cloud != _AZURE_CLOUD:        # adlfs reads a public cloud's account from the URI, only that one
+        options["account_name"] = name
+        options.setdefault("account_host", f"{name}.blob.{cloud}")
+    if not same_cloud:
+        options["anon"] = True       # else adlfs would fetch an ambient identity's token for that host
+    return options
+
+
 def _options_for_other_place(parts: SplitUri, storage_options: dict, table_root: str | None = None) -> dict:
     """The table's storage options for a file outside it. A file of another store (an ``https://`` URL
     in an ``s3://`` table) gets none: they are another file system's settings and credentials (fsspec's
     HTTP file system handed the S3 ``endpoint_url`` to aiohttp: a raw TypeError; and credentials would go
-    to whatever host the URL names). An Azure URI whose host names its account goes without the table's
-    account settings, which name another one (adlfs takes the account from the host and refuses a second
-    ``account_name``); the table account's own key and SAS token go along only to that same account
-    (sent to another account's endpoint they fail to authenticate, and a SAS token would leave the
-    account it was issued for; an account that cannot be known counts as another). Identity-based
-    credentials (a service principal's, ``anon``) go along: they may be good for both accounts."""
+    to whatever host the URL names). A file of the same store in another bucket gets them all: S3 and GCS
+    credentials are an identity's, valid wherever its policies allow. An Azure URI that names its account
+    gets each credential only where it was given for (:func:`_azure_options_for_account`); one that does
+    not is in the account the table's options name, the table's own."""
     root = split_uri(table_root) if table_root else None
     store = store_of_scheme(parts.scheme)
     if root is not None and root.scheme and store != store_of_scheme(root.scheme):
@@ -360,11 +419,8 @@ def _options_for_other_place(parts: SplitUri, storage_options: dict, table_root:
     file_account = _azure_account_of(parts, {}) if store == "azure" else None
     if file_account is None:        # not Azure, or no account in the URI: the table's own
         return storage_options
-    options = {k: v for k, v in storage_options.items() if k not in _AZURE_ACCOUNT_OPTIONS}
     table_account = _azure_account_of(root, storage_options) if root is not None and root.scheme else None
-    if table_account is None or table_account != file_account:
-        options = {k: v for k, v in options.items() if k not in _AZURE_ACCOUNT_CREDENTIALS}
-    return options
+    return _azure_options_for_account(file_account, storage_options, table_account)
 
 
 def table_root_of(storage: Storage, path: str) -> Storage:
