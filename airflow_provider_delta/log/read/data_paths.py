@@ -34,6 +34,7 @@ import re
 from typing import IO, Callable, NamedTuple
 from urllib.parse import unquote
 
+from ..base.errors import StorageError
 from ..base.names import LOG_DIR, SIDECARS_DIR
 from ..base.storage import Storage
 
@@ -337,9 +338,34 @@ def locate(storage: Storage, path: str) -> FileLocation:
         root = split_uri(storage.root)
         assert root is not None, "a non-local table root is a URL"
         parts = SplitUri(root.scheme, root.authority, parts.path)
-    path = f"{parts.scheme}://{parts.authority}{_lexical(parts.path)}"
-    other = Storage(path, _options_for_other_place(parts, storage.storage_options, storage.root))  # rooted at the file
+    uri = _fsspec_place(parts) + _lexical(parts.path)
+    options = _options_for_other_place(parts, storage.storage_options, storage.root)
+    try:
+        other = Storage(uri, options)                             # rooted at the file
+    except (ValueError, ImportError) as e:     # fsspec: no such protocol, its driver missing or refusing
+        raise StorageError(f"cannot open {path!r}, a file outside the table, through fsspec ({uri!r}): {e}") from e
     return FileLocation(other, other.path())
+
+
+#: fsspec's protocol for a scheme it knows by another name: Hadoop's ``s3n`` is S3 (s3fs); the Blob
+#: endpoint's ``wasb``/``wasbs`` reach an account that adlfs opens as ``abfs`` (it serves Blob and DFS
+#: spellings alike). The other schemes of :data:`_STORE_OF_SCHEME` are fsspec protocols as written.
+_FSSPEC_PROTOCOL = {"s3n": "s3", "wasb": "abfs", "wasbs": "abfs"}
+
+
+def _fsspec_place(parts: SplitUri) -> str:
+    """``protocol://authority`` under which fsspec opens the files of an absolute URI's place (a bucket, a
+    container): the scheme as fsspec names it (:data:`_FSSPEC_PROTOCOL`) and, for an Azure URI that names
+    its account, ``container@account.blob.cloud`` (a ``wasb`` root-container URI's ``$root``; the host
+    without port or final dot, the account in lower case as adlfs expects it)."""
+    protocol = _FSSPEC_PROTOCOL.get(parts.scheme, parts.scheme)
+    if store_of_scheme(parts.scheme) == "azure":
+        identity = location_of(parts).authority                   # container@account.cloud, from the URI
+        if identity is not None:
+            container, _, account = identity.partition("@")
+            name, _, cloud = account.partition(".")
+            return f"{protocol}://{container}@{name}.blob.{cloud}"
+    return f"{protocol}://{parts.authority}"
 
 #: Azure storage options that say which account the table is in (:func:`_azure_account`): a file whose URI
 #: names its account is reached there. ``account_host`` (a private endpoint's, another cloud's) goes along
@@ -441,7 +467,7 @@ def table_root_of(storage: Storage, path: str) -> Storage:
         assert root is not None, "a non-local table root is a URL"
         store, file_path = f"{root.scheme}://{root.authority}", parts.path
     else:
-        store, file_path = f"{parts.scheme}://{parts.authority}", parts.path
+        store, file_path = _fsspec_place(parts), parts.path
     folder = posixpath.dirname(posixpath.normpath(file_path))
     options = _options_for_other_place(parts, storage.storage_options, storage.root)
     here = folder
