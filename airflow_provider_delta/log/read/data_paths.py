@@ -21,7 +21,9 @@ A location is identified by :func:`location_of` - store, authority, path - never
 spelling: an Azure location is (container, account) whether the account is in the URI's
 host (``abfss://c@acct.dfs.core.windows.net/t``, ``wasbs://c@acct.blob.core.windows.net/t``)
 or in the storage options (``az://c/t`` with ``account_name``); when the account cannot be
-known, a path is :class:`Undecided` rather than outside.
+known, a path is :class:`Undecided` rather than outside. A file elsewhere is opened through fsspec's
+protocol for its scheme (:func:`_fsspec_place`), with the table's storage options each going only
+where it was given for (:func:`_options_for_other_place`).
 
 Paths are resolved lexically, as Hadoop's ``Path`` (and so Delta Spark) resolves them:
 ``ln/../x.parquet`` is ``x.parquet`` whether or not ``ln`` is a symbolic link.
