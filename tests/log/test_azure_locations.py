@@ -157,3 +157,12 @@ def test_a_file_in_another_cloud_gets_no_identity_and_no_ambient_one():
     got = _options_for_other_place(split_uri("abfss://c@b.dfs.core.chinacloudapi.cn/y.parquet"), china, "az://c/t")
     assert got == {"client_id": "app", "tenant_id": "t", "client_secret": "s", "account_name": "b",
                    "account_host": "b.blob.core.chinacloudapi.cn"}
+
+
+def test_an_unknown_option_that_looks_secret_stays_with_the_tables_account():
+    """Fail safe for option names this package does not classify (object_store's spellings, a newer adlfs
+    credential): one whose name looks like a secret's goes only to the table's own account."""
+    options = {"account_name": "acct", "azure_storage_sas_key": "sv=1&sig=x", "bearer_token": "t", "blocksize": 4}
+    assert _options_for_other_place(split_uri(OTHER), options, "az://c/t") == {"blocksize": 4}
+    assert _options_for_other_place(split_uri(SAME), options, "az://c/t") == {
+        "azure_storage_sas_key": "sv=1&sig=x", "bearer_token": "t", "blocksize": 4}

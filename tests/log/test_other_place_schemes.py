@@ -2,7 +2,7 @@
 
 fsspec knows no ``s3n``, ``wasb`` or ``wasbs`` (Hadoop's), though Delta Spark reads files so spelled: they
 are opened as ``s3`` and as ``abfs`` with ``container@account`` from the URI. A scheme no installed fsspec
-driver serves is a typed error, not a raw ValueError. (On live servers: tests/objectstore/test_other_place_schemes.py.)
+driver serves is a typed error, not a raw ValueError. (On live servers: tests/objectstore/test_outside_files_on_stores.py.)
 """
 from __future__ import annotations
 

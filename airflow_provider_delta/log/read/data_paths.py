@@ -36,6 +36,7 @@ import re
 from typing import IO, Callable, NamedTuple
 from urllib.parse import unquote
 
+from ..base.commit_owner.conf import secret_looking_keys
 from ..base.errors import StorageError
 from ..base.names import LOG_DIR, SIDECARS_DIR
 from ..base.storage import Storage
@@ -403,8 +404,9 @@ def _azure_options_for_account(file_account: str, storage_options: dict, table_a
     """The table's Azure storage options for a file of the account ``file_account`` (``account.cloud``), which
     its URI names: each credential only where it was given for (:data:`_AZURE_ACCOUNT_CREDENTIALS`,
     :data:`_AZURE_IDENTITY_CREDENTIALS`), the file's account by name (and, outside the public cloud, by
-    host: adlfs finds only a public cloud's account in a URI), other settings as the table has them. An
-    account the table's options do not name counts as another one; its cloud as adlfs's default."""
+    host: adlfs finds only a public cloud's account in a URI), other settings as the table has them (an
+    unknown one whose name looks like a secret's only to the same account). An account the table's
+    options do not name counts as another one; its cloud as adlfs's default."""
     name, _, cloud = file_account.partition(".")
     same_account = table_account == file_account
     same_cloud = cloud == (table_account or f".{_AZURE_CLOUD}").partition(".")[2]
@@ -420,8 +422,8 @@ def _azure_options_for_account(file_account: str, storage_options: dict, table_a
             keep = same_account
         elif key in _AZURE_IDENTITY_CREDENTIALS:
             keep = same_cloud
-        else:
-            keep = True                                                  # a setting, no credential
+        else:          # a setting; one this module does not know whose name looks secret: as an account's
+            keep = same_account or not secret_looking_keys({key: value})
         if keep:
             options[key] = value
     if cloud != _AZURE_CLOUD:        # adlfs reads a public cloud's account from the URI, only that one
