@@ -52,3 +52,4 @@ def test_a_scheme_no_file_system_serves_is_a_typed_error_and_changes_nothing(tmp
     with pytest.raises(StorageError, match="nosuchfs"):
         DeltaTable(uri).snapshot().to_pyarrow()
     assert (sorted(os.listdir(log)), sorted(os.listdir(uri))) == before
+
