@@ -370,6 +370,7 @@ def _fsspec_place(parts: SplitUri) -> str:
             return f"{protocol}://{container}@{name}.blob.{cloud}"
     return f"{protocol}://{parts.authority}"
 
+
 #: Azure storage options that say which account the table is in (:func:`_azure_account`): a file whose URI
 #: names its account is reached there. ``account_host`` (a private endpoint's, another cloud's) goes along
 #: only to a file of the table's own account; ``account_name`` never (adlfs takes the account from the
