@@ -82,13 +82,87 @@ def test_clone_sees_a_target_inside_the_source_in_another_spelling(env_account):
 ])
 def test_the_table_accounts_key_and_sas_go_only_to_that_account(file_uri, keeps_key):
     """Docs review s10: a file of another account was opened with the table account's key and SAS token
-    (failing to authenticate, and sending the SAS to another account's endpoint); the account-naming options
-    never go along (adlfs takes the account from the host), identity credentials always do."""
+    (failing to authenticate, and sending the SAS to another account's endpoint); the table's account name
+    never goes along (adlfs takes the account from the host), identity credentials do within the table's
+    cloud (s11: another cloud's host gets none, and ``anon`` so that adlfs fetches no ambient token for it)."""
     table_options = {"account_name": "acct", "account_key": "a2V5", "sas_token": "sv=1&sig=x",
                      "client_id": "app", "tenant_id": "t", "client_secret": "s"}
     got = _options_for_other_place(split_uri(file_uri), table_options, "az://c/t")
-    assert {"client_id", "tenant_id", "client_secret"} <= set(got) and "account_name" not in got
+    if "chinacloudapi" in file_uri:
+        assert got == {"account_name": "acct", "account_host": "acct.blob.core.chinacloudapi.cn", "anon": True}
+    else:
+        assert {"client_id", "tenant_id", "client_secret"} <= set(got) and "account_name" not in got
     assert ("account_key" in got and "sas_token" in got) is keeps_key
     assert ("account_key" in got or "sas_token" in got) is keeps_key
     # a table whose account nobody names: its key goes to no account spelled in a host
     assert "account_key" not in _options_for_other_place(split_uri(file_uri), {"account_key": "a2V5"}, "az://c/t")
+
+
+class _TokenCredential:
+    """Stands for an azure-identity credential: it obtains tokens (never called here)."""
+
+    def get_token(self, *scopes, **kwargs):
+        raise AssertionError("no token is fetched to choose options")
+
+
+CS_KEY = "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=a2V5;EndpointSuffix=core.windows.net"
+CS_SAS = "BlobEndpoint=https://acct.blob.core.windows.net/;SharedAccessSignature=sv=1&sig=x"
+CS_EMULATOR = "DefaultEndpointsProtocol=http;AccountName=acct;AccountKey=a2V5;BlobEndpoint=http://127.0.0.1:1/acct;"
+SAME, OTHER = "abfss://c2@acct.dfs.core.windows.net/x/y.parquet", "abfss://c2@other.dfs.core.windows.net/x/y.parquet"
+
+
+@pytest.mark.parametrize("connection_string", [CS_KEY, CS_SAS, CS_EMULATOR], ids=["key", "sas-endpoint", "emulator"])
+def test_a_connection_string_goes_to_its_own_account_only(connection_string):
+    """s11: the connection string names the account it is for (AccountName, or the BlobEndpoint the SDK sends
+    every request to): it goes to a file of that account in another container, to no other account."""
+    options = {"connection_string": connection_string, "max_concurrency": 2}
+    assert _options_for_other_place(split_uri(SAME), options, "az://c/t") == options
+    assert _options_for_other_place(split_uri(OTHER), options, "az://c/t") == {"max_concurrency": 2}
+    # the table's root spelling its account in the host: the same rule
+    assert _options_for_other_place(split_uri(SAME), options, "abfss://c@acct.dfs.core.windows.net/t") == options
+
+
+def test_a_connection_string_of_another_account_than_the_tables_goes_only_to_its_own():
+    """An account_name naming one account and a connection string another (adlfs uses the string): each
+    credential goes only where it was given for."""
+    options = {"account_name": "acct", "account_key": "a2V5",
+               "connection_string": CS_KEY.replace("AccountName=acct", "AccountName=other")}
+    assert _options_for_other_place(split_uri(SAME), options, "az://c/t") == {"account_key": "a2V5"}
+    assert _options_for_other_place(split_uri(OTHER), options, "az://c/t") == {
+        "connection_string": options["connection_string"]}
+
+
+def test_a_credential_option_goes_by_what_it_is():
+    """adlfs's ``credential``: a token credential (an identity) reaches another account of the cloud; a SAS
+    string (or key credential) only its own account."""
+    token = _TokenCredential()
+    assert _options_for_other_place(split_uri(OTHER), {"account_name": "acct", "credential": token},
+                                    "az://c/t") == {"credential": token}
+    assert _options_for_other_place(split_uri(OTHER), {"account_name": "acct", "credential": "sv=1&sig=x"},
+                                    "az://c/t") == {}
+    assert _options_for_other_place(split_uri(SAME), {"account_name": "acct", "credential": "sv=1&sig=x"},
+                                    "az://c/t") == {"credential": "sv=1&sig=x"}
+
+
+def test_a_file_in_another_cloud_gets_no_identity_and_no_ambient_one():
+    """A host of another cloud (any ``*.blob.core.<suffix>``, whoever runs it) gets neither the table's
+    principal nor adlfs's ambient DefaultAzureCredential token: ``anon``. Within the table's own
+    (non-public) cloud the principal goes along, with the account's host, which adlfs cannot take
+    from such a URI."""
+    principal = {"account_name": "acct", "client_id": "app", "tenant_id": "t", "client_secret": "s"}
+    evil = "abfss://c@x.dfs.core.example.com/y.parquet"
+    assert _options_for_other_place(split_uri(evil), principal, "az://c/t") == {
+        "account_name": "x", "account_host": "x.blob.core.example.com", "anon": True}
+    china = {**principal, "account_host": "acct.blob.core.chinacloudapi.cn"}
+    got = _options_for_other_place(split_uri("abfss://c@b.dfs.core.chinacloudapi.cn/y.parquet"), china, "az://c/t")
+    assert got == {"client_id": "app", "tenant_id": "t", "client_secret": "s", "account_name": "b",
+                   "account_host": "b.blob.core.chinacloudapi.cn"}
+
+
+def test_an_unknown_option_that_looks_secret_stays_with_the_tables_account():
+    """Fail safe for option names this package does not classify (object_store's spellings, a newer adlfs
+    credential): one whose name looks like a secret's goes only to the table's own account."""
+    options = {"account_name": "acct", "azure_storage_sas_key": "sv=1&sig=x", "bearer_token": "t", "blocksize": 4}
+    assert _options_for_other_place(split_uri(OTHER), options, "az://c/t") == {"blocksize": 4}
+    assert _options_for_other_place(split_uri(SAME), options, "az://c/t") == {
+        "azure_storage_sas_key": "sv=1&sig=x", "bearer_token": "t", "blocksize": 4}

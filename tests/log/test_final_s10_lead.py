@@ -57,12 +57,6 @@ def test_a_root_container_file_of_another_account_gets_no_table_account_key(file
     assert not {"account_name", "account_key", "sas_token"} & set(got), got
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "a table authenticated by a connection string (AccountName=acct, AccountKey=...): a file of the SAME "
-    "account in another container (abfss://c2@acct...) gets no option at all - the connection string, "
-    "its only credential, is dropped as an account-naming option, while an account_key table keeps its "
-    "key for that account (e10d1b0). Expected: the same account's credential goes along (the connection "
-    "string, or its AccountKey as account_key)"))
 def test_a_connection_string_tables_same_account_file_keeps_its_credential():
     cs = {"connection_string": "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=a2V5;"
                                "EndpointSuffix=core.windows.net"}

@@ -180,13 +180,6 @@ CONNECTION_STRING = ("DefaultEndpointsProtocol=https;AccountName=acct;AccountKey
                      "EndpointSuffix=core.windows.net")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "_options_for_other_place (e10d1b0) keeps the table account's credentials for a file of the same "
-    "account in another container only when they are the account_key/sas_token options: a table opened "
-    "with a connection_string (the account's key inside it) gives a file of its own account in another "
-    "container (a shallow clone's source in the same account) no options at all, so the read goes "
-    "unauthenticated. With account_name+account_key the same file keeps the key. Expected: the same "
-    "account's file keeps the connection string's credentials"))
 def test_a_connection_string_tables_own_account_keeps_its_credentials_in_another_container():
     same_account = "abfss://other@acct.dfs.core.windows.net/src/x.parquet"
     by_key = locate(Storage("az://c/t", {"account_name": "acct", "account_key": "a2V5"}), same_account)
@@ -250,13 +243,6 @@ def test_a_commit_built_on_within_the_same_second_is_found_for_a_path_with_a_dou
     ("abfss://c@acct.dfs.core.windows.net/t", {"account_key": "a2V5"}, "wasb://src@other.blob.core.windows.net/s/x.parquet"),
     ("s3://b/t", {}, "s3n://other/s/x.parquet"),
 ], ids=["wasbs-same-account", "wasb-other-account", "s3n"])
-@pytest.mark.xfail(strict=True, reason=(
-    "data_paths makes s3/s3a/s3n and abfs/abfss/az/wasb/wasbs one store each 'as Hadoop's file systems make "
-    "them' and places and credentials such paths by that rule (e10d1b0, 3a3fd20), but locate() hands the "
-    "scheme as written to fsspec, which knows no s3n, wasb or wasbs: a table whose log names such a file "
-    "outside the root (a Delta Spark shallow clone of a wasbs:// or s3n:// source, which Delta Spark reads) "
-    "fails every read with a raw ValueError 'Protocol not known' (no DeltaError). Expected: the file opened "
-    "through its store's file system (adlfs with container@account, s3fs)"))
 def test_a_file_outside_the_table_under_another_scheme_of_its_store_is_opened(root, options, path):
     where = locate(Storage(root, options), path)
     assert where.storage.files.fs.protocol

@@ -21,7 +21,9 @@ A location is identified by :func:`location_of` - store, authority, path - never
 spelling: an Azure location is (container, account) whether the account is in the URI's
 host (``abfss://c@acct.dfs.core.windows.net/t``, ``wasbs://c@acct.blob.core.windows.net/t``)
 or in the storage options (``az://c/t`` with ``account_name``); when the account cannot be
-known, a path is :class:`Undecided` rather than outside.
+known, a path is :class:`Undecided` rather than outside. A file elsewhere is opened through fsspec's
+protocol for its scheme (:func:`_fsspec_place`), with the table's storage options each going only
+where it was given for (:func:`_options_for_other_place`).
 
 Paths are resolved lexically, as Hadoop's ``Path`` (and so Delta Spark) resolves them:
 ``ln/../x.parquet`` is ``x.parquet`` whether or not ``ln`` is a symbolic link.
@@ -34,6 +36,8 @@ import re
 from typing import IO, Callable, NamedTuple
 from urllib.parse import unquote
 
+from ..base.commit_owner.conf import secret_looking_keys
+from ..base.errors import StorageError
 from ..base.names import LOG_DIR, SIDECARS_DIR
 from ..base.storage import Storage
 
@@ -115,20 +119,30 @@ class Location(NamedTuple):
     path: str            # absolute, lexically resolved
 
 
+def _connection_string_account(connection_string: str) -> str | None:
+    """``account.cloud`` an Azure connection string reaches: its ``BlobEndpoint`` when that is an account's
+    endpoint (the SDK sends every request there, whatever ``AccountName`` says), else its ``AccountName``
+    in its ``EndpointSuffix``'s cloud (an emulator's ``BlobEndpoint=http://127.0.0.1:10000/acct``); None if
+    it names none (a SAS connection string for a custom domain)."""
+    fields = dict(part.split("=", 1) for part in str(connection_string).split(";") if "=" in part)
+    endpoint = _AZURE_HOST.fullmatch(fields.get("BlobEndpoint", "").split("://")[-1].split("/")[0])
+    if endpoint:
+        return f"{endpoint['account']}.{endpoint['cloud']}".lower()
+    name = fields.get("AccountName")
+    return f"{name}.{fields.get('EndpointSuffix') or _AZURE_CLOUD}".lower() if name else None
+
+
 def _azure_account(storage_options: dict) -> str | None:
     """``account.cloud`` the storage options name for a URI without one (adlfs's ``account_host``,
-    ``account_name`` or a connection string's ``AccountName``/``EndpointSuffix``); None if they name none."""
+    ``account_name`` or a connection string's account); None if they name none."""
     host = storage_options.get("account_host")
     match = _AZURE_HOST.fullmatch(str(host).split("://")[-1].strip("/")) if host else None
     if match:
         return f"{match['account']}.{match['cloud']}".lower()
     name = storage_options.get("account_name")
-    cloud = _AZURE_CLOUD
     if not name and storage_options.get("connection_string"):
-        fields = dict(part.split("=", 1) for part in str(storage_options["connection_string"]).split(";")
-                      if "=" in part)
-        name, cloud = fields.get("AccountName"), fields.get("EndpointSuffix") or _AZURE_CLOUD
-    return f"{name}.{cloud}".lower() if name else None
+        return _connection_string_account(storage_options["connection_string"])
+    return f"{name}.{_AZURE_CLOUD}".lower() if name else None
 
 
 def _azure_authority(scheme: str, authority: str, storage_options: dict) -> tuple[str, str | None]:
@@ -327,14 +341,58 @@ def locate(storage: Storage, path: str) -> FileLocation:
         root = split_uri(storage.root)
         assert root is not None, "a non-local table root is a URL"
         parts = SplitUri(root.scheme, root.authority, parts.path)
-    path = f"{parts.scheme}://{parts.authority}{_lexical(parts.path)}"
-    other = Storage(path, _options_for_other_place(parts, storage.storage_options, storage.root))  # rooted at the file
+    uri = _fsspec_place(parts) + _lexical(parts.path)
+    options = _options_for_other_place(parts, storage.storage_options, storage.root)
+    try:
+        other = Storage(uri, options)                             # rooted at the file
+    except (ValueError, ImportError) as e:     # fsspec: no such protocol, its driver missing or refusing
+        raise StorageError(f"cannot open {path!r}, a file outside the table, through fsspec ({uri!r}): {e}") from e
     return FileLocation(other, other.path())
 
-#: storage options that name an Azure account (:func:`_azure_account`)
-_AZURE_ACCOUNT_OPTIONS = ("account_name", "account_host", "connection_string")
-#: Azure credentials good for one storage account only: its key, a SAS token it signed
-_AZURE_ACCOUNT_CREDENTIALS = ("account_key", "sas_token")
+
+#: fsspec's protocol for a scheme it knows by another name: Hadoop's ``s3n`` is S3 (s3fs); the Blob
+#: endpoint's ``wasb``/``wasbs`` reach an account that adlfs opens as ``abfs`` (it serves Blob and DFS
+#: spellings alike). The other schemes of :data:`_STORE_OF_SCHEME` are fsspec protocols as written.
+_FSSPEC_PROTOCOL = {"s3n": "s3", "wasb": "abfs", "wasbs": "abfs"}
+
+
+def _fsspec_place(parts: SplitUri) -> str:
+    """``protocol://authority`` under which fsspec opens the files of an absolute URI's place (a bucket, a
+    container): the scheme as fsspec names it (:data:`_FSSPEC_PROTOCOL`) and, for an Azure URI that names
+    its account, ``container@account.blob.cloud`` (a ``wasb`` root-container URI's ``$root``; the host
+    without port or final dot, the account in lower case as adlfs expects it)."""
+    protocol = _FSSPEC_PROTOCOL.get(parts.scheme, parts.scheme)
+    if store_of_scheme(parts.scheme) == "azure":
+        identity = location_of(parts).authority                   # container@account.cloud, from the URI
+        if identity is not None:
+            container, _, account = identity.partition("@")
+            name, _, cloud = account.partition(".")
+            return f"{protocol}://{container}@{name}.blob.{cloud}"
+    return f"{protocol}://{parts.authority}"
+
+
+#: Azure storage options that say which account the table is in (:func:`_azure_account`): a file whose URI
+#: names its account is reached there. ``account_host`` (a private endpoint's, another cloud's) goes along
+#: only to a file of the table's own account; ``account_name`` never (adlfs takes the account from the
+#: URI's host and refuses a second, differently spelled one)
+_AZURE_ACCOUNT_OPTIONS = ("account_name", "account_host")
+#: Azure credentials good for one storage account only - its key, a SAS token it signed, a connection string
+#: (which holds the key or a SAS, and names its account), a ``credential`` that is a key or SAS rather than an
+#: identity: sent only to a file of the account they were given for (to another account they could not
+#: authenticate anyway, and a SAS token or connection string would leave the account it was issued for)
+_AZURE_ACCOUNT_CREDENTIALS = ("account_key", "sas_token", "connection_string", "credential")
+#: Azure credentials of an identity (a Microsoft Entra ID service principal, or ``anon``: none): the token
+#: they obtain is for Azure Storage of one cloud, and every account of that cloud checks it against its own
+#: role assignments. They go to another account of the table's cloud (a clone's source in another account
+#: the same principal may read), never to another cloud's host. ``credential`` counts here only when it is
+#: a token credential (:func:`_is_token_credential`); an identity in the environment is adlfs's own choice
+_AZURE_IDENTITY_CREDENTIALS = ("client_id", "client_secret", "tenant_id", "anon", "credential")
+
+
+def _is_token_credential(value: object) -> bool:
+    """Whether an adlfs ``credential`` is an identity's (azure-core's token credential protocol: it
+    obtains tokens), not a SAS string, ``AzureSasCredential`` or ``AzureNamedKeyCredential``."""
+    return callable(getattr(value, "get_token", None))
 
 
 def _azure_account_of(parts: SplitUri, storage_options: dict) -> str | None:
@@ -343,16 +401,48 @@ def _azure_account_of(parts: SplitUri, storage_options: dict) -> str | None:
     return (identity.partition("@")[2] or None) if identity else None
 
 
+def _azure_options_for_account(file_account: str, storage_options: dict, table_account: str | None) -> dict:
+    """The table's Azure storage options for a file of the account ``file_account`` (``account.cloud``), which
+    its URI names: each credential only where it was given for (:data:`_AZURE_ACCOUNT_CREDENTIALS`,
+    :data:`_AZURE_IDENTITY_CREDENTIALS`), the file's account by name (and, outside the public cloud, by
+    host: adlfs finds only a public cloud's account in a URI), other settings as the table has them (an
+    unknown one whose name looks like a secret's only to the same account). An account the table's
+    options do not name counts as another one; its cloud as adlfs's default."""
+    name, _, cloud = file_account.partition(".")
+    same_account = table_account == file_account
+    same_cloud = cloud == (table_account or f".{_AZURE_CLOUD}").partition(".")[2]
+    options = {}
+    for key, value in storage_options.items():
+        if key in _AZURE_ACCOUNT_OPTIONS:
+            keep = same_account and key == "account_host"
+        elif key == "connection_string":
+            keep = _connection_string_account(value) == file_account     # it names the account it is for
+        elif key == "credential" and _is_token_credential(value):
+            keep = same_cloud
+        elif key in _AZURE_ACCOUNT_CREDENTIALS:
+            keep = same_account
+        elif key in _AZURE_IDENTITY_CREDENTIALS:
+            keep = same_cloud
+        else:          # a setting; one this module does not know whose name looks secret: as an account's
+            keep = same_account or not secret_looking_keys({key: value})
+        if keep:
+            options[key] = value
+    if cloud != _AZURE_CLOUD:        # adlfs reads a public cloud's account from the URI, only that one
+        options["account_name"] = name
+        options.setdefault("account_host", f"{name}.blob.{cloud}")
+    if not same_cloud:
+        options["anon"] = True       # else adlfs would fetch an ambient identity's token for that host
+    return options
+
+
 def _options_for_other_place(parts: SplitUri, storage_options: dict, table_root: str | None = None) -> dict:
     """The table's storage options for a file outside it. A file of another store (an ``https://`` URL
     in an ``s3://`` table) gets none: they are another file system's settings and credentials (fsspec's
     HTTP file system handed the S3 ``endpoint_url`` to aiohttp: a raw TypeError; and credentials would go
-    to whatever host the URL names). An Azure URI whose host names its account goes without the table's
-    account settings, which name another one (adlfs takes the account from the host and refuses a second
-    ``account_name``); the table account's own key and SAS token go along only to that same account
-    (sent to another account's endpoint they fail to authenticate, and a SAS token would leave the
-    account it was issued for; an account that cannot be known counts as another). Identity-based
-    credentials (a service principal's, ``anon``) go along: they may be good for both accounts."""
+    to whatever host the URL names). A file of the same store in another bucket gets them all: S3 and GCS
+    credentials are an identity's, valid wherever its policies allow. An Azure URI that names its account
+    gets each credential only where it was given for (:func:`_azure_options_for_account`); one that does
+    not is in the account the table's options name, the table's own."""
     root = split_uri(table_root) if table_root else None
     store = store_of_scheme(parts.scheme)
     if root is not None and root.scheme and store != store_of_scheme(root.scheme):
@@ -360,11 +450,8 @@ def _options_for_other_place(parts: SplitUri, storage_options: dict, table_root:
     file_account = _azure_account_of(parts, {}) if store == "azure" else None
     if file_account is None:        # not Azure, or no account in the URI: the table's own
         return storage_options
-    options = {k: v for k, v in storage_options.items() if k not in _AZURE_ACCOUNT_OPTIONS}
     table_account = _azure_account_of(root, storage_options) if root is not None and root.scheme else None
-    if table_account is None or table_account != file_account:
-        options = {k: v for k, v in options.items() if k not in _AZURE_ACCOUNT_CREDENTIALS}
-    return options
+    return _azure_options_for_account(file_account, storage_options, table_account)
 
 
 def table_root_of(storage: Storage, path: str) -> Storage:
@@ -385,7 +472,7 @@ def table_root_of(storage: Storage, path: str) -> Storage:
         assert root is not None, "a non-local table root is a URL"
         store, file_path = f"{root.scheme}://{root.authority}", parts.path
     else:
-        store, file_path = f"{parts.scheme}://{parts.authority}", parts.path
+        store, file_path = _fsspec_place(parts), parts.path
     folder = posixpath.dirname(posixpath.normpath(file_path))
     options = _options_for_other_place(parts, storage.storage_options, storage.root)
     here = folder
