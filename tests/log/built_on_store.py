@@ -17,6 +17,28 @@ def append_one_row(table: DeltaTable) -> Any:
     return table.write(pa.table({"id": [100]}))
 
 
+def age_log(table: DeltaTable, days: float = 40) -> None:
+    """Give every file of ``table``'s log a time ``days`` ago: an idle table, its log past retention (30 days
+    by default), so metadata cleanup after a newer checkpoint removes it."""
+    log_dir = os.path.join(table.storage.root, "_delta_log")
+    old = time.time() - days * DAY_S
+    for name in os.listdir(log_dir):
+        os.utime(os.path.join(log_dir, name), (old, old))
+
+
+def idle_table(uri: str, properties: dict[str, str] | None = None) -> DeltaTable:
+    """A table (one ``id`` column) of two appends (ids 1 and 2) and a checkpoint of version 2, idle for 40
+    days (:func:`age_log`), automatic checkpoints off: the set-up of the same-second tie tests, whose next
+    commit (version 3) :class:`BuiltOnAtOnce` builds on."""
+    table = DeltaTable.create(uri, pa.schema([("id", pa.int64())]), properties=properties)
+    table.auto_checkpoint = False
+    table.write(pa.table({"id": [1]}))
+    table.write(pa.table({"id": [2]}))
+    table.checkpoint(2)
+    age_log(table)
+    return table
+
+
 class BuiltOnAtOnce:
     """The table's own store; right after the next commit-file put lands, another writer builds on it
     within the same second: ``build_on`` commits the next version (an append, OPTIMIZE compacting our new
