@@ -13,6 +13,7 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 
 import psutil
 
@@ -99,7 +100,8 @@ def test_a_folder_a_driver_names_by_a_path_that_no_longer_resolves_stays(tmp_pat
     real.mkdir()
     link = tmp_path / "link"
     link.symlink_to(real)
-    path, secret = _folder(real, "through-a-removed-link")
+    path, secret = _folder(real, f"through-a-removed-link-{uuid.uuid4().hex[:8]}")   # (random, as mkdtemp's:
+    # the same test running elsewhere at once names a dangling path of its own, which would keep this one)
     driver = _process({f"{SECRETS_ENV}_FILE": os.path.join(str(link), os.path.basename(path),
                                                            os.path.basename(secret))})
     link.unlink()
