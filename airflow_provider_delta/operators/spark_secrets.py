@@ -39,7 +39,8 @@ The driver reads ``NAME``, else the file ``NAME_FILE`` names
 each folder holds a marker naming its host, process id and that process's start time
 (:data:`OWNER_MARKER`), and the next submission on the host removes the folders of this user whose
 process is gone (:func:`sweep_orphaned_secrets`). A folder without a readable marker, of another host,
-or whose process runs (or cannot be checked) is kept. Kubernetes cluster mode is refused rather than given a file:
+whose process runs (or cannot be checked), or that a live process may still name (in any spelling of its
+path; :func:`_named_by_processes`) is kept. Kubernetes cluster mode is refused rather than given a file:
 ``--files`` would upload it to ``spark.kubernetes.file.upload.path``, a shared location nobody
 cleans.
 """
@@ -235,42 +236,95 @@ def _named_by_processes(folders: list[str]) -> set[str] | None:
     """The ``folders`` a live process may still use: one that names it in its environment (a client-mode
     driver's ``NAME_FILE``) or command line (spark-submit's ``--files`` or YARN ``appMasterEnv``), which may
     have outlived the SIGKILLed task that made the folder (children are not killed with it) and reads the
-    file when the application asks. A process of this user whose command line cannot be read counts as
-    naming every folder made before it started. None when the processes cannot be listed at all.
-    (Found by the s10 review: such folders were removed under a running driver.)"""
+    file when the application asks. None when the processes cannot be listed at all.
+
+    A process names a folder when it spells a path to it, in whatever spelling: the folder's name in a
+    path that resolves to the same folder (device and inode), such as one through a symbolic link (the task
+    that made it had ``TMPDIR=/tmp/link``, a link to the sweeper's ``/tmp``). Doubt keeps the folder: a
+    path ending in the folder's name that resolves to nothing (a removed link, a directory this process
+    cannot search, a relative path in an unreadable working directory) names it, and a process of this
+    user whose command line or environment cannot be read names every folder made before it started.
+    (Found by the s10 reviews: such folders were removed under a running driver; then under one that
+    spelled its temporary directory through a link, or whose environment was unreadable.)"""
     try:
         processes = list(psutil.process_iter())
     except psutil.Error:
         return None
     if not processes:
         return None
-    made = {}
+    identity: dict[str, tuple[int, int]] = {}
+    made: dict[str, float] = {}
     for folder in folders:
         try:
-            made[folder] = os.lstat(folder).st_mtime - 60          # the files are written right after mkdtemp
+            st = os.lstat(folder)
         except OSError:
-            made[folder] = float("-inf")
-    marks = {folder: folder + os.sep for folder in folders}
+            continue                                              # gone meanwhile (another sweep)
+        identity[folder] = (st.st_dev, st.st_ino)
+        made[folder] = st.st_mtime - 60                           # the files are written right after mkdtemp
+    named = set(folders) - set(identity)                          # what cannot be looked at is kept
     uid = os.getuid()
-    named: set[str] = set()
     for process in processes:
-        texts = []
         try:
-            try:
-                texts.append("\0".join(process.cmdline()))
-            except psutil.AccessDenied:
-                if process.uids().real == uid:                    # ours, unreadable: keep what it may name
-                    started = process.create_time()
-                    named.update(f for f in folders if started >= made[f])
-            try:
-                texts.append("\0".join(f"{k}={v}" for k, v in process.environ().items()))
-            except psutil.AccessDenied:
-                pass
-        except (psutil.NoSuchProcess, psutil.ZombieProcess):
-            continue                                              # gone meanwhile: names nothing
-        data = "\0".join(texts)
-        named.update(folder for folder, mark in marks.items() if mark in data)
+            tokens, unread = _process_texts(process)
+            if unread and process.uids().real == uid:             # ours, unreadable: keep what it may name
+                started = process.create_time()
+                named.update(f for f in identity if started >= made[f])
+            named.update(f for f, ident in identity.items() if _names(process, tokens, f, ident))
+        except psutil.NoSuchProcess:                              # (and zombies) gone meanwhile: names nothing
+            continue
+        except psutil.Error:                                      # cannot tell whose it is: keep everything
+            named.update(folders)
     return named
+
+
+#: characters that end a path where a command line or environment spells one (``NAME=path``, lists, URIs)
+_PATH_DELIMITERS = frozenset("=,:; \"'")
+
+
+def _process_texts(process: Any) -> tuple[list[str], bool]:
+    """The command-line arguments and ``NAME=value`` environment entries of ``process``, and whether any
+    of the two could not be read."""
+    tokens: list[str] = []
+    unread = False
+    for read in (process.cmdline, lambda: [f"{k}={v}" for k, v in process.environ().items()]):
+        try:
+            tokens.extend(read())
+        except psutil.AccessDenied:
+            unread = True
+    return tokens, unread
+
+
+def _names(process: Any, tokens: list[str], folder: str, identity: tuple[int, int]) -> bool:
+    """Whether ``tokens`` (of ``process``) spell a path naming ``folder`` (``identity``: its device and inode),
+    or one ending in its name that cannot be resolved (doubt)."""
+    name = os.path.basename(folder)
+    for token in tokens:
+        at = token.find(name)
+        while at >= 0:
+            end = at + len(name)
+            before, after = token[at - 1:at], token[end:end + 1]
+            if before in ("", os.sep, *_PATH_DELIMITERS) and after in ("", os.sep, *_PATH_DELIMITERS):
+                if before == os.sep:                              # a path to it: starts at a delimiter
+                    spelled = [token[s:end] for s in range(at) if s == 0 or token[s - 1] in _PATH_DELIMITERS]
+                else:
+                    spelled = [name]
+                found = [_identity_of(process, path) for path in spelled]
+                if identity in found or all(f is None for f in found):
+                    return True                                   # the folder, or cannot tell: keep
+            at = token.find(name, at + 1)
+    return False
+
+
+def _identity_of(process: Any, path: str) -> tuple[int, int] | None:
+    """Device and inode of what ``path`` (as ``process`` spells it; relative to its working directory) leads
+    to, all links followed; None when it cannot be resolved."""
+    try:
+        if not os.path.isabs(path):
+            path = os.path.join(process.cwd(), path)
+        st = os.stat(path)
+    except (psutil.AccessDenied, OSError, ValueError):        # (NoSuchProcess goes up: gone, names nothing)
+        return None
+    return st.st_dev, st.st_ino
 
 
 def _pin_deploy_mode(hook: Any, env: dict[str, str]) -> str:

@@ -13,6 +13,7 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 
 import psutil
 
@@ -40,9 +41,10 @@ def _folder(root, name: str) -> tuple[str, str]:
     return path, secret
 
 
-def _process(env: dict[str, str], args: list[str] = ()) -> subprocess.Popen:
+def _process(env: dict[str, str], args: list[str] = (), cwd: str | None = None) -> subprocess.Popen:
     """A stand-in for a driver or spark-submit that outlived its task: a live process naming the file."""
-    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", *args], env={**os.environ, **env})
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", *args], env={**os.environ, **env},
+                            cwd=cwd)
     time.sleep(0.3)
     return proc
 
@@ -88,3 +90,78 @@ def test_symlinks_and_other_users_folders_stay(tmp_path, tmp_path_factory):
     assert os.path.exists(victim_file) and os.path.islink(trap)
     if os.getuid() == 0:
         assert os.path.exists(theirs)
+
+
+# --------------------------------------------------------------- doubt keeps the folder (s11, issue #25)
+def test_a_folder_a_driver_names_by_a_path_that_no_longer_resolves_stays(tmp_path):
+    """The driver was given the folder through a link (its task's TMPDIR) that is gone now: its path leads
+    nowhere, so the sweep cannot tell which folder it means; it keeps the one of that name."""
+    real = tmp_path / "real"
+    real.mkdir()
+    link = tmp_path / "link"
+    link.symlink_to(real)
+    path, secret = _folder(real, f"through-a-removed-link-{uuid.uuid4().hex[:8]}")   # (random, as mkdtemp's:
+    # the same test running elsewhere at once names a dangling path of its own, which would keep this one)
+    driver = _process({f"{SECRETS_ENV}_FILE": os.path.join(str(link), os.path.basename(path),
+                                                           os.path.basename(secret))})
+    link.unlink()
+    try:
+        assert sweep_orphaned_secrets(directory=str(real)) == []
+        assert os.path.exists(secret)
+    finally:
+        driver.kill()
+        driver.wait()
+    assert sweep_orphaned_secrets(directory=str(real)) == [path]
+
+
+def test_a_folder_a_driver_names_relative_to_its_working_directory_stays(tmp_path):
+    """A relative ``NAME_FILE`` is resolved in the driver's working directory, as the driver opens it."""
+    path, secret = _folder(tmp_path, "relative")
+    driver = _process({f"{SECRETS_ENV}_FILE": os.path.join(os.path.basename(path), os.path.basename(secret))},
+                      cwd=str(tmp_path))
+    try:
+        assert sweep_orphaned_secrets(directory=str(tmp_path)) == []
+    finally:
+        driver.kill()
+        driver.wait()
+    assert sweep_orphaned_secrets(directory=str(tmp_path)) == [path]
+
+
+def test_a_folder_of_the_same_name_elsewhere_does_not_keep_the_orphan(tmp_path):
+    """Not kept on the name alone: a driver naming another folder of the same name (another temporary
+    directory) keeps that one's use, not the orphan's."""
+    (tmp_path / "here").mkdir()
+    (tmp_path / "there").mkdir()
+    path, _ = _folder(tmp_path / "here", "same-name")
+    other, other_secret = _folder(tmp_path / "there", "same-name")
+    driver = _process({f"{SECRETS_ENV}_FILE": other_secret})
+    try:
+        assert sweep_orphaned_secrets(directory=str(tmp_path / "here")) == [path]
+        assert os.path.exists(other_secret)
+    finally:
+        driver.kill()
+        driver.wait()
+
+
+def test_a_folder_stays_while_a_process_of_this_user_has_an_unreadable_environment(tmp_path, monkeypatch):
+    """A process of this user whose environment cannot be read (a non-dumpable one: /proc/<pid>/environ is
+    then root's) may name any folder made before it started: they stay. (This machine's root reads every
+    environment, so psutil's answer for that one process is replaced by the AccessDenied it gives then;
+    the code under test is ours, unchanged.)"""
+    path, secret = _folder(tmp_path, "unreadable-environment")
+    driver = _process({f"{SECRETS_ENV}_FILE": secret})
+    environ = psutil.Process.environ
+
+    def denied(self):
+        if self.pid == driver.pid:
+            raise psutil.AccessDenied(self.pid)
+        return environ(self)
+
+    monkeypatch.setattr(psutil.Process, "environ", denied)
+    try:
+        assert sweep_orphaned_secrets(directory=str(tmp_path)) == []   # was: removed (its command line names nothing)
+        assert os.path.exists(secret)
+    finally:
+        driver.kill()
+        driver.wait()
+    assert sweep_orphaned_secrets(directory=str(tmp_path)) == [path]

@@ -138,12 +138,9 @@ def _driver(env: dict, code: str = "import time; time.sleep(60)"):
     return proc
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "a5aee58/17f55fc: _named_by_processes matches the folder's path as the sweeper spells it (its temporary "
-    "directory + name) against the processes' environments; a live driver whose NAME_FILE spells the same "
-    "folder through a symlink (the task that made it had TMPDIR=/tmp/link, a symlink to the sweeper's /tmp) "
-    "is not seen and its secrets folder is removed under it. Fail safe: compare real paths"))
 def test_a_folder_a_live_driver_names_through_a_symlinked_tmpdir_is_kept(tmp_path):
+    """Fixed (s11): the driver's NAME_FILE spells the folder through a link (the task that made it had
+    TMPDIR=/tmp/link, a link to the sweeper's /tmp); the sweep compares what the paths lead to, not spellings."""
     import os
 
     from airflow_provider_delta.operators.spark_secrets import sweep_orphaned_secrets

@@ -13,6 +13,7 @@ import pytest
 
 from airflow_provider_delta.log import DeltaTable
 from airflow_provider_delta.log.base.errors import DeltaError
+from doubled_slash_keys import KEY_CASES
 
 pytestmark = pytest.mark.spark
 
@@ -65,11 +66,6 @@ def test_delta_spark_and_we_take_a_metadata_spelled_after_a_null_key(spark, tmp_
     snap = DeltaTable(uri).snapshot()
     assert snap.schema.names == ["id", "extra"]
     assert snap.metadata.configuration.get("delta.appendOnly") == "true"
-
-
-#: (the add's spelling, the remove's: Delta Spark's canonical path of the add); <root> is the table root
-KEY_CASES = {"file-four-slashes": ("file:///<root>/x.parquet", "file:<root>/x.parquet"),
-             "colon-segment": ("d/a://x.parquet", "d/a:/x.parquet")}
 
 
 @pytest.mark.parametrize("case", sorted(KEY_CASES))

@@ -18,6 +18,28 @@ def append_one_row(table: DeltaTable) -> Any:
     return table.write(pa.table({"id": [100]}))
 
 
+def age_log(table: DeltaTable, days: float = 40) -> None:
+    """Give every file of ``table``'s log a time ``days`` ago: an idle table, its log past retention (30 days
+    by default), so metadata cleanup after a newer checkpoint removes it."""
+    log_dir = os.path.join(table.storage.root, "_delta_log")
+    old = time.time() - days * DAY_S
+    for name in os.listdir(log_dir):
+        os.utime(os.path.join(log_dir, name), (old, old))
+
+
+def idle_table(uri: str, properties: dict[str, str] | None = None) -> DeltaTable:
+    """A table (one ``id`` column) of two appends (ids 1 and 2) and a checkpoint of version 2, idle for 40
+    days (:func:`age_log`), automatic checkpoints off: the set-up of the same-second tie tests, whose next
+    commit (version 3) :class:`BuiltOnAtOnce` builds on."""
+    table = DeltaTable.create(uri, pa.schema([("id", pa.int64())]), properties=properties)
+    table.auto_checkpoint = False
+    table.write(pa.table({"id": [1]}))
+    table.write(pa.table({"id": [2]}))
+    table.checkpoint(2)
+    age_log(table)
+    return table
+
+
 class BuiltOnAtOnce:
     """The table's own store; right after the next commit-file put lands, another writer builds on it
     within the same second: ``build_on`` commits the next version (an append, OPTIMIZE compacting our new
@@ -25,12 +47,23 @@ class BuiltOnAtOnce:
     every commit and checkpoint below the checkpoint older than the cutoff goes - here 0..ours-1, idle for
     40 days; ours is new and stays), all before the committer's post-put check. On a store with
     whole-second file times (S3's LastModified) the checkpoint carries the very time of our commit file
-    (less ``skew_ns``: another writer's clock); os.utime gives it that time here."""
+    (less ``skew_ns``: another writer's clock); os.utime gives it that time here. ``maintain=False``: the
+    checkpoint and cleanup are ``build_on``'s writer's own (Delta Spark: :meth:`by_delta_spark`).
+    ``names_after``: the log's file names once the other writer is done."""
 
     def __init__(self, inner, uri: str, build_on: Callable[[DeltaTable], Any] = append_one_row, skew_ns: int = 0,
-                 **checkpoint_kwargs):
+                 maintain: bool = True, **checkpoint_kwargs):
         self.inner, self.uri, self.armed, self.checkpoint_kwargs = inner, uri, True, checkpoint_kwargs
-        self.build_on, self.skew_ns = build_on, skew_ns
+        self.build_on, self.skew_ns, self.maintain = build_on, skew_ns, maintain
+        self.names_after: list[str] = []
+
+    @classmethod
+    def by_delta_spark(cls, inner, uri: str, spark: Any, rows: list[tuple], ddl: str) -> "BuiltOnAtOnce":
+        """Delta Spark builds on our commit: it appends ``rows`` (of schema ``ddl``) to the table at ``uri`` (a
+        path), then checkpoints and cleans up by the table's own properties (``delta.checkpointInterval``)."""
+        def append(_other: DeltaTable) -> None:
+            spark.createDataFrame(rows, ddl).write.format("delta").mode("append").save(uri)
+        return cls(inner, uri, build_on=append, maintain=False)
 
     def put_if_absent(self, target: str, data: bytes) -> bool:
         landed = self.inner.put_if_absent(target, data)
@@ -41,17 +74,19 @@ class BuiltOnAtOnce:
         other = DeltaTable(self.uri)
         other.auto_checkpoint = False
         self.build_on(other)                                     # version ours + 1, built on ours
-        other.checkpoint(ours + 1, **self.checkpoint_kwargs)
+        if self.maintain:
+            other.checkpoint(ours + 1, **self.checkpoint_kwargs)
         log_dir = os.path.dirname(target)
         own_ns = os.stat(target).st_mtime_ns - self.skew_ns
         for name in os.listdir(log_dir):
             if name.startswith(f"{ours + 1:020d}.checkpoint"):
                 os.utime(os.path.join(log_dir, name), ns=(own_ns, own_ns))
         cutoff = time.time() - 30 * DAY_S
-        for name in os.listdir(log_dir):
+        for name in os.listdir(log_dir) if self.maintain else ():
             head = name.split(".")[0]
             if head.isdigit() and int(head) < ours and os.stat(os.path.join(log_dir, name)).st_mtime < cutoff:
                 os.remove(os.path.join(log_dir, name))
+        self.names_after = sorted(os.listdir(log_dir))
         return landed
 
     def __getattr__(self, name):

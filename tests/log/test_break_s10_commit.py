@@ -14,6 +14,7 @@ from airflow_provider_delta.log import DeltaTable
 from built_on_store import BuiltOnAtOnce, HoleBeforeThePut
 from airflow_provider_delta.log.base.errors import DeltaError
 from airflow_provider_delta.log.maintenance.distributed_checkpoint import plan_checkpoint
+from built_on_store import idle_table
 
 SCHEMA = pa.schema([("id", pa.int64())])
 DAY_S = 86_400
@@ -126,15 +127,7 @@ def _CompactedAtOnce(inner, uri: str, **kwargs) -> BuiltOnAtOnce:
 
 
 def _idle_table(tmp_path, properties=None) -> DeltaTable:
-    t = DeltaTable.create(str(tmp_path / "t"), SCHEMA, properties=properties)
-    t.auto_checkpoint = False
-    t.write(pa.table({"id": [1]}))
-    t.write(pa.table({"id": [2]}))
-    t.checkpoint(2)
-    old = time.time() - 40 * DAY_S                              # 0..2 are past log retention
-    for name in os.listdir(_log_dir(t)):
-        os.utime(os.path.join(_log_dir(t), name), (old, old))
-    return t
+    return idle_table(str(tmp_path / "t"), properties)          # 0..2 are past log retention
 
 
 def _write_racing(t: DeltaTable) -> str:

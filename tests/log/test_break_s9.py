@@ -9,7 +9,7 @@ import deltalake
 import pyarrow as pa
 import pytest
 
-from built_on_store import BuiltOnAtOnce
+from built_on_store import BuiltOnAtOnce, idle_table
 from airflow_provider_delta.log import AddFile, DeltaTable, SqlCatalog
 
 SCHEMA = pa.schema([("id", pa.int64())])
@@ -44,14 +44,7 @@ def test_a_catalog_managed_table_clones_into_a_plain_table_that_claims_no_catalo
 
 
 def test_a_commit_built_on_within_the_same_second_is_neither_withdrawn_nor_reported_failed(tmp_path):
-    t = DeltaTable.create(str(tmp_path / "t"), SCHEMA)
-    t.auto_checkpoint = False
-    t.write(pa.table({"id": [1]}))                              # v1
-    t.write(pa.table({"id": [2]}))                              # v2
-    t.checkpoint(2)
-    old = time.time() - 40 * DAY_S                              # an idle table: 0..2 are past log retention
-    for name in os.listdir(_log_dir(t)):
-        os.utime(os.path.join(_log_dir(t), name), (old, old))
+    t = idle_table(str(tmp_path / "t"))                         # v1, v2, checkpoint 2: 0..2 past log retention
     t.storage.files = BuiltOnAtOnce(t.storage.files, t.uri)
     outcome = None
     try:
@@ -71,14 +64,7 @@ def test_a_tied_commit_without_new_files_is_left_in_place_as_an_unknown_outcome(
     built on it from one written before it, so the commit file stays and the writer is told the
     outcome is unknown (not that it failed, which invites redoing a change that may be live)."""
     from airflow_provider_delta.log import CommitOutcomeUnknownError
-    t = DeltaTable.create(str(tmp_path / "t"), SCHEMA)
-    t.auto_checkpoint = False
-    t.write(pa.table({"id": [1]}))
-    t.write(pa.table({"id": [2]}))
-    t.checkpoint(2)
-    old = time.time() - 40 * DAY_S
-    for name in os.listdir(_log_dir(t)):
-        os.utime(os.path.join(_log_dir(t), name), (old, old))
+    t = idle_table(str(tmp_path / "t"))
     t.storage.files = BuiltOnAtOnce(t.storage.files, t.uri)
     with pytest.raises(CommitOutcomeUnknownError, match="left in place"):
         with t.transaction(operation="SET TBLPROPERTIES") as txn:

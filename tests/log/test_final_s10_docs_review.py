@@ -2,26 +2,16 @@
 from __future__ import annotations
 
 import os
-import time
 
 import pytest
 
-from airflow_provider_delta.log import CommitOutcomeUnknownError, DeltaTable
-from built_on_store import DAY_S, BuiltOnAtOnce
-from test_break_s9 import SCHEMA, _log_dir
-
-import pyarrow as pa
+from airflow_provider_delta.log import CommitOutcomeUnknownError
+from built_on_store import BuiltOnAtOnce, idle_table
+from test_break_s9 import _log_dir
 
 
 def test_the_undecided_tie_is_a_typed_error_for_a_table_path_with_braces(tmp_path):
-    t = DeltaTable.create(str(tmp_path / "t{day}"), SCHEMA)
-    t.auto_checkpoint = False
-    t.write(pa.table({"id": [1]}))
-    t.write(pa.table({"id": [2]}))
-    t.checkpoint(2)
-    old = time.time() - 40 * DAY_S
-    for name in os.listdir(_log_dir(t)):
-        os.utime(os.path.join(_log_dir(t), name), (old, old))
+    t = idle_table(str(tmp_path / "t{day}"))
     t.storage.files = BuiltOnAtOnce(t.storage.files, t.uri)
     with pytest.raises(CommitOutcomeUnknownError, match="left in place"):
         with t.transaction(operation="SET TBLPROPERTIES") as txn:

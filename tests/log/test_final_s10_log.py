@@ -14,6 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from test_break_s10_commit import _CompactedAtOnce, _idle_table, _log_dir  # the racing store of the tie tests
+from doubled_slash_keys import KEY_CASES  # (the add, Delta Spark's key of it), as the interop test
 
 from airflow_provider_delta.log import DeltaTable
 from airflow_provider_delta.log.base.commit_actions import AddFile
@@ -190,12 +191,6 @@ def test_a_connection_string_tables_own_account_keeps_its_credentials_in_another
 
 
 # ----------------------------------------------------------------------------- 1b. canonical keys (scan)
-#: (the add's spelling, the remove's: Delta Spark's canonical path of the add) - doubled slashes after a ':'
-#: that are no authority's; <root> is the table root
-KEY_CASES = {"file-four-slashes": ("file:///<root>/x.parquet", "file:<root>/x.parquet"),
-             "colon-segment": ("d/a://x.parquet", "d/a:/x.parquet")}
-
-
 @pytest.mark.parametrize("case", sorted(KEY_CASES))
 @pytest.mark.xfail(strict=True, reason=(
     "replay's pre-filter (replay._scan_paths/_may_need_normalizing and NEEDS_NORMALIZING_REGEX '[^:/]//', "
