@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 
 from ..assets import is_absolute_uri
 from ..log import InvalidArgumentError
-from ..log import normalize_uri
+from ..log import looks_like_secret, normalize_uri
 from .storage_connections import storage_options_of
 
 # Storage protocol -> (option receiving the login, option receiving the password).
@@ -52,8 +52,6 @@ NO_CREDENTIALS = {"file", "local", "memory", ""}
 
 _FORM_PREFIX = "extra__delta__"
 
-SENSITIVE_OPTION_WORDS = ("secret", "password", "token", "key", "credential", "sas", "session",
-                         "connection_string", "conn_str")   # Azure connection strings hold the account key
 
 
 def uri_protocol(uri: str) -> str:
@@ -107,7 +105,7 @@ def redact_options(options: Mapping[str, Any]) -> dict[str, Any]:
     for k, v in options.items():
         if isinstance(v, Mapping):
             out[k] = redact_options(v)
-        elif any(w in str(k).lower() for w in SENSITIVE_OPTION_WORDS):
+        elif looks_like_secret(k):
             out[k] = "***"
         else:
             out[k] = v

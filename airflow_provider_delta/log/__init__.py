@@ -27,6 +27,7 @@ from .base.schema import (arrow_to_schema, partition_values_to_arrow, schema_str
                      serialize_partition_value)
 from .read.snapshot import Snapshot
 from .base.stats import collect_stats
+from .base.secret_names import looks_like_secret
 from .base.storage import normalize_uri
 from .table import DeltaTable
 from .base.timeutil import format_ms, to_epoch_ms
@@ -43,7 +44,7 @@ __all__ = [
     # for engines that write data files themselves (the Spark integration): the same schema,
     # statistics and write-planning rules DeltaTable.write follows
     "schema_to_arrow", "arrow_to_schema", "schema_string", "partition_values_to_arrow",
-    "serialize_partition_value", "collect_stats", "normalize_uri", "owner_from_conf", "owner_of",
+    "serialize_partition_value", "collect_stats", "normalize_uri", "looks_like_secret", "owner_from_conf", "owner_of",
     "WritePlan", "PlannedWrite", "plan_write", "write_transaction", "check_mode", "partition_arg", "column_mapping_mode",
     # table properties checked as a create checks them (names and values), for callers that hand them on
     "checked_properties",

@@ -466,7 +466,9 @@ def test_stop_and_resume_accepting(make_owner, tmp_path):
 
 # ------------------------------------------------------------- configuration
 @pytest.mark.parametrize("key", ["password", "apiToken", "SECRET_ID", "aws_secret_access_key",
-                                 "credentials", "privateKey", "db_pwd"])
+                                 "credentials", "privateKey", "db_pwd",
+                                 # the names the connection log redacted but the owner conf let through
+                                 "connection_string", "azure_conn_str", "sas", "session"])
 def test_secret_looking_conf_keys_are_refused(key):
     with pytest.raises(InvalidArgumentError, match="look like secrets"):
         check_owner_conf({"url": "sqlite:////x.db", key: "v"})

@@ -36,7 +36,7 @@ import re
 from typing import IO, Callable, NamedTuple
 from urllib.parse import unquote
 
-from ..base.commit_owner.conf import secret_looking_keys
+from ..base.secret_names import looks_like_secret
 from ..base.errors import StorageError
 from ..base.names import LOG_DIR, SIDECARS_DIR
 from ..base.storage import Storage
@@ -424,7 +424,7 @@ def _azure_options_for_account(file_account: str, storage_options: dict, table_a
         elif key in _AZURE_IDENTITY_CREDENTIALS:
             keep = same_cloud
         else:          # a setting; one this module does not know whose name looks secret: as an account's
-            keep = same_account or not secret_looking_keys({key: value})
+            keep = same_account or not looks_like_secret(key)
         if keep:
             options[key] = value
     if cloud != _AZURE_CLOUD:        # adlfs reads a public cloud's account from the URI, only that one

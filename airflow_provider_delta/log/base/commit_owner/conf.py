@@ -9,21 +9,11 @@ when a table is read.
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 from ..errors import DeltaError, InvalidArgumentError, InvalidTableStateError
 from ..features import MANAGED_OWNER_CONF_PROPERTY
-
-# Substrings of key names that suggest a credential. Broad on purpose: a false
-# positive costs a renamed key, a false negative leaks a secret to every reader.
-_SECRET_KEY = re.compile(r"passw|pwd|secret|token|credential|key", re.IGNORECASE)
-
-
-def secret_looking_keys(conf: dict[str, Any]) -> list[str]:
-    """The keys of ``conf`` whose names look like they hold a secret."""
-    return sorted(k for k in conf if _SECRET_KEY.search(str(k)))
-
+from ..secret_names import secret_looking_keys
 
 def check_owner_conf(conf: Any, error: type[DeltaError] = InvalidArgumentError) -> dict[str, str]:
     """Return ``conf`` as a string-to-string dict, or raise ``error`` if it is not one or holds secrets."""

@@ -23,7 +23,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import URL, Connection, Engine, make_url
 
 from ..errors import InvalidArgumentError
-from .conf import secret_looking_keys
+from ..secret_names import secret_looking_keys
 
 #: Execution option that selects the SQLite BEGIN mode of a transaction.
 SQLITE_BEGIN = "delta_owner_sqlite_begin"
