@@ -43,9 +43,11 @@ def idle_table(uri: str, properties: dict[str, str] | None = None) -> DeltaTable
 class BuiltOnAtOnce:
     """The table's own store; right after the next commit-file put lands, another writer builds on it
     within the same second: ``build_on`` commits the next version (an append, OPTIMIZE compacting our new
-    file...), checkpoints it and runs Delta Spark's metadata cleanup (MetadataCleanup.listExpiredDeltaLogs:
-    every commit and checkpoint below the checkpoint older than the cutoff goes - here 0..ours-1, idle for
-    40 days; ours is new and stays), all before the committer's post-put check. On a store with
+    file...), checkpoints it and runs a metadata cleanup that deletes file by file below the checkpoint (every
+    commit and checkpoint older than the cutoff goes - here 0..ours-1, idle for 40 days; ours is new and
+    stays), all before the committer's post-put check. That is delta-rs's way and stricter than Delta
+    Spark's MetadataCleanup, which deletes only whole checkpoint-to-checkpoint stretches whose last file
+    has expired, and so would keep 0..ours-1 here (they share a stretch with our new commit). On a store with
     whole-second file times (S3's LastModified) the checkpoint carries the very time of our commit file
     (less ``skew_ns``: another writer's clock); os.utime gives it that time here. ``maintain=False``: the
     checkpoint and cleanup are ``build_on``'s writer's own (Delta Spark: :meth:`by_delta_spark`).
