@@ -113,10 +113,11 @@ class DeltaRestoreOperator(DeltaVersionAsOfOperator):
         try committed it, then its worker died before reporting) is the rollback done, reported again;
         restoring a second time would undo what other writers committed after it.
 
-        It still stands when no task of this DAG run committed after it: a commit of the run's own load
-        after it (the run cleared from the load down, the load committed again) means this try is asked
-        to roll back that commit, so it restores. Commits of other DAGs (streaming appends) or naming no
-        run do not count: restoring again would undo them. The history is read backwards, one commit at
+        It still stands when no upstream task of this DAG run committed after it: a commit of the run's
+        own load after it (the run cleared from the load down, the load committed again) means this try
+        is asked to roll back that commit, so it restores. Commits of downstream tasks (built on the
+        RESTORE), of other DAGs (streaming appends) or naming no run do not count: restoring again would
+        undo them. Outside a DAG (``execute`` called directly) every other task of the run counts. The history is read backwards, one commit at
         a time, down to the DAG run's ``run_after`` (less :data:`RUN_START_MARGIN_MS` for clocks apart):
         no try of this run committed before it (without it, down to the oldest commit). None when there
         is no such RESTORE (a first try, one that failed before committing), when this run's RESTORE
@@ -126,12 +127,15 @@ class DeltaRestoreOperator(DeltaVersionAsOfOperator):
         if not isinstance(try_number, int) or try_number <= 1:
             return None
         start = run_start_ms(context)
+        # in a DAG, only its upstream tasks re-make what it rolls back (a downstream task's commit after
+        # the RESTORE was built on it); outside one (execute called directly), any task of the run counts
+        upstream = self.get_flat_relative_ids(upstream=True) if self.has_dag() else None
         for info in table.history_back(since=None if start is None else start - RUN_START_MARGIN_MS):
             origin = origin_of(info)
             if not same_task_run(origin, context):
-                if same_dag_run(origin, context):
-                    self.log.info("Version %d of %s was committed by task %s of this DAG run after any earlier "
-                                  "RESTORE of this task: restoring as asked", info["version"], table.uri,
+                if same_dag_run(origin, context) and (upstream is None or origin.get("task_id") in upstream):
+                    self.log.info("Version %d of %s was committed by upstream task %s of this DAG run after any "
+                                  "earlier RESTORE of this task: restoring as asked", info["version"], table.uri,
                                   origin.get("task_id"))     # type: ignore[union-attr]
                     return None
                 continue

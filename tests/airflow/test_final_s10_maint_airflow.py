@@ -110,6 +110,31 @@ def test_the_retry_search_ends_at_the_dag_runs_run_after(make_table, make_contex
     assert out["committed"] and out["version"] == 6
 
 
+@pytest.mark.parametrize("committer, restores_again", [("load", True), ("publish", False)])
+def test_in_a_dag_only_an_upstream_tasks_commit_makes_the_retry_restore_again(make_table, make_context, committer,
+                                                                              restores_again):
+    """load >> rollback >> publish: the load committing again after the RESTORE (the run cleared from the load
+    down) makes the retry restore; the downstream publish's commit (built on the RESTORE; it ran, e.g. with
+    trigger rule all_done, while the rollback's worker was lost) does not: restoring again would undo it."""
+    from airflow.providers.standard.operators.empty import EmptyOperator
+    from airflow.sdk import DAG
+
+    from airflow_provider_delta.operators import DeltaRestoreOperator
+    from airflow_provider_delta.operators.base import job_info
+    table = make_table("a", commits=3)
+    uri = table.storage.root
+    with DAG("test_dag", schedule=None):
+        rollback = DeltaRestoreOperator(task_id="rollback", table_uri=uri, version=1)
+        EmptyOperator(task_id="load") >> rollback >> EmptyOperator(task_id="publish")
+    rollback.execute(_try(make_context, "rollback", 1))                           # version 4
+    DeltaTable(uri).write(pa.table({"id": [666], "day": ["2026-01-09"]}), job=job_info(_try(make_context, committer, 2)))
+    out = rollback.execute(_try(make_context, "rollback", 2))
+    if restores_again:
+        assert out["committed"] and out["version"] == 6 and 666 not in _ids(uri)
+    else:
+        assert (out["version"], out["restored_version"]) == (4, 1) and 666 in _ids(uri)
+
+
 def test_a_retry_of_another_map_index_restores_on_its_own(make_table, make_context):
     """Held: map index 0's RESTORE is not map index 1's (same dag, task, run): index 1's retry restores."""
     from airflow_provider_delta.operators import DeltaRestoreOperator
