@@ -135,6 +135,17 @@ def test_in_a_dag_only_an_upstream_tasks_commit_makes_the_retry_restore_again(ma
         assert (out["version"], out["restored_version"]) == (4, 1) and 666 in _ids(uri)
 
 
+def test_under_dag_test_the_retry_finds_its_restore_and_the_append_stays(make_table, run_dag):
+    """A real DAG run (dag.test, real task context with dag_run.run_after): try 1 commits the RESTORE
+    (version 4), another DAG appends (version 5), try 1 fails; try 2 reports version 4, the append stays."""
+    table = make_table("a", commits=3)
+    uri = table.storage.root
+    report = run_dag("delta_rollback_retry", env={"DELTA_TEST_TABLE": uri})
+    assert report.tasks["rollback"] == "success", report.output[-3000:]
+    assert report.xcoms["rollback"]["return_value"]["version"] == 4
+    assert DeltaTable(uri).latest_version() == 5 and 500 in _ids(uri)
+
+
 def test_a_retry_of_another_map_index_restores_on_its_own(make_table, make_context):
     """Held: map index 0's RESTORE is not map index 1's (same dag, task, run): index 1's retry restores."""
     from airflow_provider_delta.operators import DeltaRestoreOperator
