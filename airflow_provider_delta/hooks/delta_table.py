@@ -39,7 +39,8 @@ from airflow.sdk import BaseHook
 from airflow.sdk.exceptions import AirflowNotFoundException
 
 from ..log import (AddFile, ChangeRange, DeltaTable, IncrementalStep, InvalidArgumentError, StorageError,
-                    format_ms, pending_changes, process_changes, to_epoch_ms)
+                   check_pair_not_undone,
+                   format_ms, pending_changes, process_changes, to_epoch_ms)
 from .arguments import flag, optional_hours, optional_int
 from .config import DeltaConnectionConfig, commit_owner_conn_id, is_absolute_uri, storage_conn_id, uri_protocol
 from .env_connections import env_variable, unparsable_env_connection
@@ -345,6 +346,7 @@ class DeltaTableHook(BaseHook):
                 recorded = txn.transaction_version(app_id) if version is not None else None
                 if recorded is not None and recorded >= version:     # a retry: this commit is in already
                     txn.abort()
+                    check_pair_not_undone(table, app_id, version)     # unless a later RESTORE undid it
                     now = txn.snapshot.version if txn.snapshot is not None else -1
                     self.log.info("%s records %s at version %d (asked: %d): committing nothing, version %d",
                                   table.uri, app_id, recorded, version, now)

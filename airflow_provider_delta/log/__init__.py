@@ -20,6 +20,7 @@ from .base.errors import (
     CorruptLogError, DataFileNotFoundError, DeltaError,
     InvalidArgumentError, InvalidTableStateError, StorageError, TableAlreadyExistsError,
     TableNotFoundError, TimestampOutOfRangeError, UnsupportedFeatureError, CatalogRequiredError, UnexpectedVersionError, VersionNotFoundError,
+    PairUndoneByRestoreError,
 )
 from .read.managed_state import owner_of
 from .read.new_commits import CommitRecord, CommitsSince
@@ -51,7 +52,9 @@ __all__ = [
     # for engines that read data files themselves (the Spark reader): deleted rows, physical names
     "read_deletion_vector", "physical_schema", "DeletionVectorError",
     # restore and shallow clone with what they did (DeltaTable.restore / .clone return less)
-    "RestoreResult", "restore_table", "restored_version_of", "CloneResult", "clone_table", "cloned_source_version",
+    "RestoreResult", "restore_table", "restored_version_of", "restore_target_of", "CloneResult", "clone_table", "cloned_source_version",
+    # a writer's exactly-once pair whose commit a later RESTORE undid (what skips on a committed pair checks)
+    "PairUndone", "pair_undone_by_restore", "check_pair_not_undone", "PairUndoneByRestoreError",
     # the change feed consumed incrementally, exactly once (position = the output's txn record)
     "ChangeRange", "IncrementalStep", "pending_changes", "process_changes",
     "DeltaError", "TableNotFoundError", "TableAlreadyExistsError",
@@ -99,7 +102,10 @@ def __getattr__(name: str):
     elif name in ("ChangeRange", "IncrementalStep", "pending_changes", "process_changes"):
         from . import incremental as module
         value = getattr(module, name)
-    elif name in ("RestoreResult", "restore_table", "restored_version_of"):
+    elif name in ("PairUndone", "pair_undone_by_restore", "check_pair_not_undone"):
+        from .write import pair_undone_by_restore as module
+        value = getattr(module, name)
+    elif name in ("RestoreResult", "restore_table", "restored_version_of", "restore_target_of"):
         from .write import restore as module
         value = getattr(module, name)
     elif name in ("CloneResult", "clone_table", "cloned_source_version"):

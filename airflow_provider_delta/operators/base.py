@@ -13,6 +13,7 @@ from airflow.sdk import Asset, BaseOperator
 from ..assets import asset_uri_for_table
 from ..hooks.delta_table import DeltaTableHook
 from ..lineage import operator_lineage
+from ..log import DeltaError, to_epoch_ms
 from ..hooks.arguments import optional_int, optional_value
 from ..spark.exactly_once import commit_info_at
 
@@ -44,6 +45,32 @@ def same_task_run(origin: dict[str, Any] | None, context: "Context") -> bool:
     mine = job_info(context)
     return (all(origin.get(k) == mine[k] and mine[k] is not None for k in ("dag_id", "task_id", "run_id"))
             and origin.get("map_index", -1) == mine.get("map_index", -1))
+
+
+def same_dag_run(origin: dict[str, Any] | None, context: "Context") -> bool:
+    """Whether a commit's recorded origin is a task (any, this one included) of this DAG run."""
+    if not origin:
+        return False
+    mine = job_info(context)
+    return all(origin.get(k) == mine[k] and mine[k] is not None for k in ("dag_id", "run_id"))
+
+
+def run_start_ms(context: "Context") -> int | None:
+    """The earliest time any try of this task in this DAG run can have started (epoch ms), else None.
+
+    The DAG run's ``run_after``: the scheduler starts no run before it, and clearing tasks leaves
+    it as it is (it resets the run's ``start_date`` and ``queued_at``: after a clear they are later
+    than the earlier tries). Without it, the earliest of the run's logical date and start date.
+    """
+    dag_run = context.get("dag_run")
+    run_after = getattr(dag_run, "run_after", None)
+    found = [run_after] if run_after is not None else [
+        t for t in (getattr(dag_run, "logical_date", None), context.get("logical_date"),
+                    getattr(dag_run, "start_date", None)) if t is not None]
+    try:
+        return min(to_epoch_ms(t) for t in found) if found else None
+    except DeltaError:          # a value that is no time: the bound is unknown
+        return None
 
 
 def named_another_task(origin: dict[str, Any] | None, context: "Context") -> bool:

@@ -65,7 +65,8 @@ from ..spark.uris import spark_uri
 from ..hooks.arguments import (NOT_GIVEN, flag, input_manifest, is_template, manifest_argument, optional_int,
                                optional_value)
 from .base import DeltaTaskMixin, job_info
-from .spark_base import (LocalSparkMixin, committed_pair_id, StopDriverOnKillMixin, incremental_range, report_commit, resolve_app,
+from .spark_base import (LocalSparkMixin, committed_pair_id, StopDriverOnKillMixin, incremental_range, refuse_undone_pair,
+                         report_commit, resolve_app,
                          s3a_job_conf)
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -298,6 +299,7 @@ class DeltaSparkApplicationOperator(DeltaTaskMixin, StopDriverOnKillMixin, Local
         app_id, app_version = resolve_app(self.app_id, self.app_version, context, self)
         app_id = committed_pair_id(table, app_id, app_version, context, self)
         if exactly_once.already_committed(table, app_id, app_version):
+            refuse_undone_pair(table, app_id, app_version)
             self.log.info("%s already holds txn version %s of %r: not submitting the Spark application",
                           table.uri, app_version, app_id)
             return report_commit(self, context, table, app_id, app_version, committed=False,
@@ -390,7 +392,7 @@ class DeltaSparkApplicationOperator(DeltaTaskMixin, StopDriverOnKillMixin, Local
             f"{version} holds the first write's), or restore the output to the version before {version} and run the "
             "fixed application with a higher app_version (a version up to the recorded one counts as committed): "
             "a restore keeps the pair, so clearing the task alone "
-            "would announce the restored output without running the application (docs: spark-failures)") from error
+            "would not run the application (it fails: DeltaPairUndoneByRestoreError) (docs: spark-failures)") from error
 
     def _check_commits_outside_pair(self, context: "Context", table: "DeltaTable", ctx: DeltaJobContext,
                                     before: int) -> None:

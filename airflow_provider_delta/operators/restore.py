@@ -13,10 +13,13 @@ from airflow.providers.common.compat.sdk import AirflowFailException
 
 from ..log import RestoreResult, UnexpectedVersionError, restore_table, restored_version_of
 from ..hooks.arguments import NOT_GIVEN, check_flags, flag, given_value, optional_int
-from .base import DeltaVersionAsOfOperator, earlier_try_commit, job_info, metrics_of, same_task_run
+from ..spark.exactly_once import origin_of
+from .base import (DeltaVersionAsOfOperator, earlier_try_commit, job_info, metrics_of, run_start_ms, same_dag_run,
+                   same_task_run)
 
-#: how many of the newest commits an unguarded retry searches for its earlier try's RESTORE
-RETRY_LOOKBACK = 100
+#: how far before its DAG run's ``run_after`` an unguarded retry searches for its earlier try's RESTORE
+#: (commit timestamps come from the storage's or the writer's clock, ``run_after`` from Airflow's)
+RUN_START_MARGIN_MS = 10 * 60 * 1000
 
 if TYPE_CHECKING:  # pragma: no cover
     from airflow.sdk import Context
@@ -55,7 +58,8 @@ class DeltaRestoreOperator(DeltaVersionAsOfOperator):
     table; other concurrent changes fail the task with ``ConcurrentModificationError``, nothing
     written (retrying the task restores on top of them). A retry whose earlier try's RESTORE of the
     same target landed reports it instead of restoring again (guarded: where the guard refuses;
-    unguarded: found among the newest 100 commits).
+    unguarded: searched back to the DAG run's ``run_after``, and only while no task of this DAG run
+    committed after it: a rollback cleared together with its run's load restores the reloaded data away).
     """
 
     template_fields: Sequence[str] = ("table_uri", "delta_conn_id", "version", "timestamp", "expected_version",
@@ -105,24 +109,44 @@ class DeltaRestoreOperator(DeltaVersionAsOfOperator):
 
     def _earlier_try_restore_in_history(self, table: Any, version: int | None, timestamp: Any,
                                         context: "Context") -> Any:
-        """An unguarded retry: this task run's RESTORE of the same target among the newest
-        :data:`RETRY_LOOKBACK` commits (an earlier try committed it, then its worker died before
-        reporting) is the rollback done, reported again; restoring a second time would undo what
-        other writers committed after it. None when there is none (a first try, or one that failed
-        before committing) or when it restored another target."""
+        """An unguarded retry: this task run's RESTORE of the same target that still stands (an earlier
+        try committed it, then its worker died before reporting) is the rollback done, reported again;
+        restoring a second time would undo what other writers committed after it.
+
+        It still stands when no upstream task of this DAG run committed after it: a commit of the run's
+        own load after it (the run cleared from the load down, the load committed again) means this try
+        is asked to roll back that commit, so it restores. Commits of downstream tasks (built on the
+        RESTORE), of other DAGs (streaming appends) or naming no run do not count: restoring again would
+        undo them. Outside a DAG (``execute`` called directly) every other task of the run counts. The history is read backwards, one commit at
+        a time, down to the DAG run's ``run_after`` (less :data:`RUN_START_MARGIN_MS` for clocks apart):
+        no try of this run committed before it (without it, down to the oldest commit). None when there
+        is no such RESTORE (a first try, one that failed before committing), when this run's RESTORE
+        there restored another target, or when a commit of this run came after it."""
         ti = context.get("ti") or context.get("task_instance")
         try_number = getattr(ti, "try_number", None)
         if not isinstance(try_number, int) or try_number <= 1:
             return None
-        for info in table.history(limit=RETRY_LOOKBACK):
-            if info.get("operation") != "RESTORE" or not same_task_run(info.get("job"), context):
+        start = run_start_ms(context)
+        # in a DAG, only its upstream tasks re-make what it rolls back (a downstream task's commit after
+        # the RESTORE was built on it); outside one (execute called directly), any task of the run counts
+        upstream = self.get_flat_relative_ids(upstream=True) if self.has_dag() else None
+        for info in table.history_back(since=None if start is None else start - RUN_START_MARGIN_MS):
+            origin = origin_of(info)
+            if not same_task_run(origin, context):
+                if same_dag_run(origin, context) and (upstream is None or origin.get("task_id") in upstream):
+                    self.log.info("Version %d of %s was committed by upstream task %s of this DAG run after any "
+                                  "earlier RESTORE of this task: restoring as asked", info["version"], table.uri,
+                                  origin.get("task_id"))     # type: ignore[union-attr]
+                    return None
+                continue
+            if info.get("operation") != "RESTORE":
                 continue
             restored = restored_version_of(table, info.get("operationParameters"), version, timestamp)
             if restored is None:
                 return None                 # this run's restore of another target: do as this try asks
             self.log.info("Version %d of %s is this task run's RESTORE of version %d, committed by try %s, which "
                           "did not report it: the rollback is done, announcing it now instead of restoring again",
-                          info["version"], table.uri, restored, (info.get("job") or {}).get("try_number"))
+                          info["version"], table.uri, restored, (origin or {}).get("try_number"))
             return RestoreResult(version=info["version"], restored_version=restored, committed=True,
                                  metrics=metrics_of(info))
         return None

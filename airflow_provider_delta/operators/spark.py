@@ -39,7 +39,8 @@ from ..spark import exactly_once
 from ..spark.job_args import SECRETS_ENV, JobSpec
 from .base import DeltaTaskMixin, job_info
 from .spark_base import (LOCAL_MASTER, LocalSparkMixin, StopDriverOnKillMixin, bundled_spark_submit,
-                         committed_pair_id, default_app_version, job_secrets, incremental_range, report_commit,
+                         committed_pair_id, default_app_version, job_secrets, incremental_range, refuse_undone_pair,
+                         report_commit,
                          resolve_app)
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -237,6 +238,8 @@ class DeltaSparkSubmitOperator(DeltaTaskMixin, StopDriverOnKillMixin, LocalSpark
         if not spec.incremental:
             spec.app_id = committed_pair_id(table, spec.app_id, spec.app_version, context, self)  # type: ignore[arg-type]
         if exactly_once.already_committed(table, spec.app_id, spec.app_version):
+            if not spec.incremental:    # an incremental position's commit undone: open (see the Spark jobs guide)
+                refuse_undone_pair(table, spec.app_id, spec.app_version)  # type: ignore[arg-type]
             self.log.info("%s already holds version %s of %r: not submitting the Spark job",
                           table.uri, spec.app_version, spec.app_id)
             return self._finish(context, table, spec, committed=False)

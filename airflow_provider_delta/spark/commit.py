@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 import pyarrow as pa
 
 from ..log import (CommitFailedError, ConcurrentModificationError, DeltaTable, InvalidArgumentError, PlannedWrite,
+                   check_pair_not_undone,
                    TableNotFoundError, check_mode, partition_arg, plan_write, schema_to_arrow)
 from .exactly_once import already_committed, check_app
 from .reader import spark_schema
@@ -127,6 +128,7 @@ def commit_dataframe(df: "DataFrame", table_uri: "str | DeltaTable", mode: str =
     if app_id is not None and snap is not None:
         current = snap.transaction_version(app_id)
         if current is not None and current >= app_version:  # type: ignore[operator]
+            check_pair_not_undone(table, app_id, app_version)  # type: ignore[arg-type]
             log.info("%s already holds version %s of app %r (asked for %s): nothing to write",
                      table.uri, current, app_id, app_version)
             return None

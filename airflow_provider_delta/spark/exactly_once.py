@@ -87,7 +87,8 @@ def _commit_info(actions: Any) -> dict[str, Any] | None:
     return None
 
 
-def _origin(info: dict[str, Any] | None) -> dict[str, Any] | None:
+def origin_of(info: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Which Airflow task run a ``commitInfo`` names: its ``job``, or the run marker in ``userMetadata``."""
     if info is None:
         return None
     job = info.get("job")
@@ -103,7 +104,7 @@ def commit_origin(table: "DeltaTable", version: int) -> dict[str, Any] | None:
     or the run marker in ``userMetadata`` (Delta Spark commits of ``DeltaSparkApplicationOperator``,
     which also name the input they read). None when the commit says nothing, or cannot be read.
     """
-    return _origin(commit_info_at(table, version))
+    return origin_of(commit_info_at(table, version))
 
 
 def _changes_data(actions: Any) -> bool:
@@ -150,7 +151,7 @@ def commits_outside_pair(table: "DeltaTable", after: int, app_id: str, app_versi
             continue
         if not _changes_data(actions) or _holds_txn(actions, app_id, app_version):
             continue
-        origin = _origin(_commit_info(actions))
+        origin = origin_of(_commit_info(actions))
         if origin is None or is_this_try(origin):
             found.append((version, origin is not None))
     return found

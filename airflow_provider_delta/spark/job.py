@@ -21,7 +21,7 @@ if __name__ == "__main__" and __package__ in (None, ""):
     _here = os.path.dirname(os.path.abspath(__file__))
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _here]
 
-from airflow_provider_delta.log import DeltaError, InvalidArgumentError  # noqa: E402
+from airflow_provider_delta.log import DeltaError, InvalidArgumentError, check_pair_not_undone  # noqa: E402
 from airflow_provider_delta.spark.job_args import RESULT_MARK, JobSpec, read_secrets  # noqa: E402
 
 log = logging.getLogger("airflow_provider_delta.spark.job")
@@ -74,6 +74,8 @@ def run(spark: Any, spec: JobSpec, secrets: dict[str, Any] | None = None) -> dic
             return {**result, "committed": False, "staged": True, "version": staged}
     if exactly_once.already_committed(output, spec.app_id, spec.app_version):
         # checked before reading or transforming anything: a retried task costs nothing
+        if not spec.incremental:        # a skip must not report a write a later RESTORE undid
+            check_pair_not_undone(output, spec.app_id, spec.app_version)  # type: ignore[arg-type]
         log.info("version %s of %r is already committed to %s: skipping", spec.app_version, spec.app_id, output.uri)
         return {**result, "committed": False,
                 "version": exactly_once.find_txn_commit(output, spec.app_id, spec.app_version)}  # type: ignore[arg-type]

@@ -20,12 +20,6 @@ def _ids(uri: str, version: int | None = None) -> list[int]:
     return sorted(DeltaTable(uri).snapshot(version=version).to_pyarrow().column("id").to_pylist())
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "7c6014e: the rollback task cleared together with its run's load (Airflow's 'clear with downstream' after "
-    "fixing the source; try 2) finds its first try's RESTORE of the same version and reports 'the rollback is "
-    "done' without restoring: the reloaded bad data (committed by this same DAG run's load task after that "
-    "RESTORE) stays live and the task is green. A RESTORE followed by a commit of its own DAG run is not the "
-    "rollback this try was asked for; it should restore (as the guarded operator does)"))
 def test_a_rollback_cleared_with_its_runs_reload_restores_again(make_table, make_context):
     from airflow_provider_delta.operators import DeltaRestoreOperator
     from airflow_provider_delta.operators.base import job_info
@@ -41,11 +35,6 @@ def test_a_rollback_cleared_with_its_runs_reload_restores_again(make_table, make
     assert _ids(uri) == good                                          # the reloaded 666 is rolled back
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "7c6014e searches only the newest 100 commits (RETRY_LOOKBACK) for the earlier try's RESTORE: on a busy "
-    "table (another DAG's streaming appends) a retry more than 100 commits later does not find it and restores "
-    "again, undoing every append since - the very loss the change fixes for fewer commits. The search should "
-    "reach back to the task run's start (the DAG run's start or the first try's), not a fixed count"))
 def test_a_retry_after_more_than_100_other_commits_does_not_restore_again(make_table, make_context):
     from airflow_provider_delta.operators import DeltaRestoreOperator
     table = make_table("a", commits=3)
@@ -61,6 +50,100 @@ def test_a_retry_after_more_than_100_other_commits_does_not_restore_again(make_t
     assert (out["version"], out["restored_version"]) == (4, 1)
     assert DeltaTable(uri).latest_version() == 105
     assert len([i for i in _ids(uri) if i >= 1000]) == 101            # the appends stay
+
+
+def _dag_run(ctx: dict, run_after) -> dict:
+    """The context's ``dag_run`` as the task runner hands it over (Airflow's own model)."""
+    from airflow.sdk.api.datamodels._generated import DagRun
+    ti = ctx["ti"]
+    ctx["dag_run"] = DagRun(dag_id=ti.dag_id, run_id=ti.run_id, logical_date=None, data_interval_start=None,
+                            data_interval_end=None, run_after=run_after, start_date=None, end_date=None,
+                            run_type="manual", state="running", consumed_asset_events=[], partition_key=None)
+    return ctx
+
+
+def test_another_dags_appends_after_the_restore_do_not_make_the_retry_restore_again(make_table, make_context):
+    """The opposite side of the cleared-with-its-load case: commits naming another DAG (the same run id
+    spelled alike) or naming none, after this run's RESTORE: the retry reports the RESTORE, the appends stay."""
+    from airflow_provider_delta.operators import DeltaRestoreOperator
+    from airflow_provider_delta.operators.base import job_info
+    table = make_table("a", commits=3)
+    uri = table.storage.root
+    DeltaRestoreOperator(task_id="rollback", table_uri=uri, version=1).execute(_try(make_context, "rollback", 1))
+    stream = _try(make_context, "append", 1)
+    stream["ti"].dag_id = "streaming"                                  # another DAG, its run id alike
+    DeltaTable(uri).write(pa.table({"id": [500], "day": ["2026-01-09"]}), job=job_info(stream))
+    DeltaTable(uri).write(pa.table({"id": [501], "day": ["2026-01-09"]}))            # no job at all
+    out = DeltaRestoreOperator(task_id="rollback", table_uri=uri, version=1) \
+        .execute(_try(make_context, "rollback", 2))
+    assert (out["version"], out["restored_version"]) == (4, 1) and DeltaTable(uri).latest_version() == 6
+    assert [i for i in _ids(uri) if i >= 500] == [500, 501]
+
+
+def test_the_retry_search_ends_at_the_dag_runs_run_after(make_table, make_context):
+    """The search reads the history back to the DAG run's run_after (less a margin for clocks), not further:
+    a RESTORE of this task run dated before it (made older here by its file's mtime) is not found - the
+    retry restores - while the same RESTORE within the margin is found. Clearing leaves run_after as it is."""
+    import datetime as dt
+    import os
+    import time
+
+    from airflow_provider_delta.operators import DeltaRestoreOperator
+    from airflow_provider_delta.operators.restore import RUN_START_MARGIN_MS
+    table = make_table("a", commits=3)
+    uri = table.storage.root
+    DeltaRestoreOperator(task_id="rollback", table_uri=uri, version=1).execute(_try(make_context, "rollback", 1))
+    DeltaTable(uri).write(pa.table({"id": [500], "day": ["2026-01-09"]}))   # version 5
+    now = time.time()
+    run_after = dt.datetime.fromtimestamp(now, tz=dt.timezone.utc)
+    log = os.path.join(uri, "_delta_log")
+    for v in range(5):                                   # versions 0..4 within the margin before run_after
+        os.utime(os.path.join(log, f"{v:020d}.json"), (now - 60 + v, now - 60 + v))
+    out = DeltaRestoreOperator(task_id="rollback", table_uri=uri, version=1) \
+        .execute(_dag_run(_try(make_context, "rollback", 2), run_after))
+    assert (out["version"], out["committed"]) == (4, True) and DeltaTable(uri).latest_version() == 5
+    for v in range(5):                                   # now well before run_after less the margin
+        old = now - RUN_START_MARGIN_MS / 1000 - 3600 + v
+        os.utime(os.path.join(log, f"{v:020d}.json"), (old, old))
+    out = DeltaRestoreOperator(task_id="rollback", table_uri=uri, version=1) \
+        .execute(_dag_run(_try(make_context, "rollback", 3), run_after))
+    assert out["committed"] and out["version"] == 6
+
+
+@pytest.mark.parametrize("committer, restores_again", [("load", True), ("publish", False)])
+def test_in_a_dag_only_an_upstream_tasks_commit_makes_the_retry_restore_again(make_table, make_context, committer,
+                                                                              restores_again):
+    """load >> rollback >> publish: the load committing again after the RESTORE (the run cleared from the load
+    down) makes the retry restore; the downstream publish's commit (built on the RESTORE; it ran, e.g. with
+    trigger rule all_done, while the rollback's worker was lost) does not: restoring again would undo it."""
+    from airflow.providers.standard.operators.empty import EmptyOperator
+    from airflow.sdk import DAG
+
+    from airflow_provider_delta.operators import DeltaRestoreOperator
+    from airflow_provider_delta.operators.base import job_info
+    table = make_table("a", commits=3)
+    uri = table.storage.root
+    with DAG("test_dag", schedule=None):
+        rollback = DeltaRestoreOperator(task_id="rollback", table_uri=uri, version=1)
+        EmptyOperator(task_id="load") >> rollback >> EmptyOperator(task_id="publish")
+    rollback.execute(_try(make_context, "rollback", 1))                           # version 4
+    DeltaTable(uri).write(pa.table({"id": [666], "day": ["2026-01-09"]}), job=job_info(_try(make_context, committer, 2)))
+    out = rollback.execute(_try(make_context, "rollback", 2))
+    if restores_again:
+        assert out["committed"] and out["version"] == 6 and 666 not in _ids(uri)
+    else:
+        assert (out["version"], out["restored_version"]) == (4, 1) and 666 in _ids(uri)
+
+
+def test_under_dag_test_the_retry_finds_its_restore_and_the_append_stays(make_table, run_dag):
+    """A real DAG run (dag.test, real task context with dag_run.run_after): try 1 commits the RESTORE
+    (version 4), another DAG appends (version 5), try 1 fails; try 2 reports version 4, the append stays."""
+    table = make_table("a", commits=3)
+    uri = table.storage.root
+    report = run_dag("delta_rollback_retry", env={"DELTA_TEST_TABLE": uri})
+    assert report.tasks["rollback"] == "success", report.output[-3000:]
+    assert report.xcoms["rollback"]["return_value"]["version"] == 4
+    assert DeltaTable(uri).latest_version() == 5 and 500 in _ids(uri)
 
 
 def test_a_retry_of_another_map_index_restores_on_its_own(make_table, make_context):

@@ -123,13 +123,6 @@ def _ids(uri, **table_kwargs) -> list:
     return sorted(DeltaTable(uri, **table_kwargs).snapshot().to_pyarrow().column(0).to_pylist())
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "e631e42: Transaction(read_snapshot=...) checks only the snapshot's URI. A snapshot of the table that used "
-    "to be at the location (deleted and created again there, then appended to) is taken as this table's: the "
-    "conflict check sees only appends after its version, and the commit writes the old table's metaData (its "
-    "schema and id) over the new table - the new table's rows read as nulls. With read_version the "
-    "transaction reads the table as it is (its own schema). A snapshot of another table must be refused "
-    "(typed error, nothing written), e.g. by its table id against the table's at that version"))
 def test_a_snapshot_of_the_table_formerly_at_the_location_is_refused(tmp_path):
     import shutil
     from airflow_provider_delta.log import DeltaError
@@ -147,6 +140,20 @@ def test_a_snapshot_of_the_table_formerly_at_the_location_is_refused(tmp_path):
             txn.set_properties({"delta.checkpointInterval": "7"})
     assert table.latest_version() == 3
     assert _ids(uri) == ["x", "y", "z"]
+    assert DeltaTable(uri).snapshot().configuration.get("delta.checkpointInterval") is None
+
+
+def test_an_older_snapshot_of_the_same_table_is_still_taken(tmp_path):
+    """The opposite side: a held snapshot of this very table (same id), commits after it, is a read snapshot."""
+    uri = str(tmp_path / "t")
+    table = DeltaTable.create(uri, pa.schema([("id", pa.int64())]))
+    table.write(pa.table({"id": pa.array([1], pa.int64())}))
+    held = table.snapshot()                                          # version 1
+    DeltaTable(uri).write(pa.table({"id": pa.array([2], pa.int64())}))
+    with DeltaTable(uri).transaction(operation="SET TBLPROPERTIES", read_snapshot=held) as txn:
+        txn.set_properties({"delta.checkpointInterval": "7"})
+    assert txn.version == 3 and _ids(uri) == [1, 2]
+    assert DeltaTable(uri).snapshot().configuration["delta.checkpointInterval"] == "7"
 
 
 def test_read_snapshot_refusals_write_nothing(tmp_path):

@@ -140,6 +140,22 @@ class CommitFailedError(DeltaError):
         self.version = version
 
 
+class PairUndoneByRestoreError(CommitFailedError):
+    """A writer's exactly-once pair (``txn(appId, version)``) is recorded, so its write would be skipped,
+    but a later RESTORE undid the commit that holds it: the table has none of that write's rows.
+
+    ``version``: the commit holding the pair; ``restore_version``: the RESTORE that undid it;
+    ``restored_version``: the version it restored (None when its target cannot be resolved).
+    Not retryable: a retry with the same pair is skipped again (by Delta Spark too).
+    """
+
+    def __init__(self, message: str, version: int | None = None, restore_version: int | None = None,
+                 restored_version: int | None = None):
+        super().__init__(message, retryable=False, version=version)
+        self.restore_version = restore_version
+        self.restored_version = restored_version
+
+
 class CommitOwnerUnavailableError(CommitFailedError):
     """The commit owner's database cannot be reached; nothing was ratified, so retrying later is safe.
 

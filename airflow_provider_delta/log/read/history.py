@@ -16,7 +16,8 @@ versions exist. How one commit's timestamp is found lives in :mod:`.commit_times
 """
 from __future__ import annotations
 
-from typing import Any
+from itertools import islice
+from typing import Any, Iterator
 
 from ..base import ict
 from .commit_reader import read_commit_file
@@ -84,14 +85,21 @@ def history(latest: Snapshot, limit: int | None = None) -> list[dict[str, Any]]:
     """
     if limit is not None and limit <= 0:
         return []
+    return list(islice(history_back(latest), limit))
+
+
+def history_back(latest: Snapshot, since_ms: int | None = None) -> Iterator[dict[str, Any]]:
+    """:func:`history`'s entries newest first, one commit file read per entry taken: a caller that
+    has its answer stops reading. With ``since_ms`` it ends at the first commit whose timestamp is
+    before that (epoch ms; a caller allowing for clocks apart passes a bound with a margin)."""
     protocol, metadata, listing, storage = latest.protocol, latest.metadata, latest.segment.listing, latest.storage
-    out: list[dict[str, Any]] = []
     v = listing.latest
-    while v is not None and v >= 0 and v in listing.commits and (limit is None or len(out) < limit):
+    while v is not None and v >= 0 and v in listing.commits:
         blob = read_commit_file(storage, listing.commits[v])
         entry = dict(commit_info_of(blob) or {})
         entry["version"] = v
         entry["timestamp"] = commit_timestamp(storage, v, protocol, metadata, listing, blob=blob)
-        out.append(entry)
+        if since_ms is not None and entry["timestamp"] < since_ms:
+            return
+        yield entry
         v -= 1
-    return out

@@ -10,13 +10,13 @@ write-engine modules take a ``TableLog``, so they never import the front object.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterator
 
 from .commit_reader import parse_json_lines, read_listed_commit
 from ..base.commit_source import CommitSource, require_through, serves_catalog
 from ..base.errors import CorruptLogError, InvalidArgumentError
 from ..base.features import Operation
-from .history import history, version_at
+from .history import history, history_back, version_at
 from .listing import LogListing, list_log
 from ..base.names import commit_path
 from .new_commits import CommitsSince, read_commits_since
@@ -25,6 +25,7 @@ from .protocol_metadata import load_protocol, load_protocol_metadata
 from .segment import build_segment
 from .snapshot import Snapshot, load_snapshot
 from ..base.storage import Storage
+from ..base.timeutil import to_epoch_ms
 
 
 def version_arg(value: Any, name: str = "version") -> int:
@@ -212,6 +213,11 @@ class TableLog:
         """Commits newest first, with version, timestamp and commitInfo fields."""
         limit = None if limit is None else version_arg(limit, "limit")
         return history(self.snapshot(), limit)
+
+    def history_back(self, since: Any = None) -> Iterator[dict[str, Any]]:
+        """:meth:`history`'s entries read one commit at a time, newest first, ending before the first
+        commit older than ``since`` (epoch ms, datetime or ISO string; None: the whole history)."""
+        return history_back(self.snapshot(), None if since is None else to_epoch_ms(since))
 
     def read_commit(self, version: int) -> list[dict[str, Any]]:
         """The actions of one commit as parsed JSON dicts (un-backfilled ones via the commit source)."""

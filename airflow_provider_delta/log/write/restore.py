@@ -190,6 +190,20 @@ def restored_version_of(table: TableLog, operation_parameters: dict[str, Any] | 
         return None             # not readable or no longer resolvable: not known to be the same restore
 
 
+def restore_target_of(table: TableLog, operation_parameters: dict[str, Any] | None) -> int | None:
+    """The version a recorded RESTORE (its ``operationParameters``) restored: its ``version``, else the
+    version at its ``timestamp`` (Delta Spark records only the timestamp then; later commits do not
+    change which version that is). None when neither can be read or resolved."""
+    params = operation_parameters or {}
+    recorded, when = params.get("version"), params.get("timestamp")
+    try:
+        if recorded is not None:
+            return version_arg(int(recorded))
+        return None if when is None else table.version_at(to_epoch_ms(when))
+    except (TypeError, ValueError, DeltaError):
+        return None
+
+
 def check_expected_version(table: TableLog, latest: Snapshot, expected_version: Any) -> None:
     """The rollback guard: refuse unless the table's latest version is ``expected_version`` (None: no guard)."""
     if expected_version is None:

@@ -39,6 +39,8 @@ from ..base.names import LOG_DIR
 from ..base.property_values import check_property_values, checked_names
 from ..base.schema import schema_to_arrow, serialize_partition_value
 from ..read.column_mapping import partition_keys
+from ..read.protocol_metadata import load_protocol_metadata
+from ..read.segment import build_segment
 from ..read.snapshot import Snapshot
 from ..read.table_log import TableLog
 
@@ -57,6 +59,32 @@ def _json_safe(value: Any, what: str) -> Any:
 def file_key(path: str, dv: dict[str, Any] | None) -> tuple[str, str | None]:
     """A logical file's identity in a transaction: its path and its deletion vector's uniqueId."""
     return path, dv_unique_id(dv)
+
+
+def check_same_table(table: TableLog, snapshot: Snapshot) -> None:
+    """Refuse a read snapshot of another table than the one now at ``table``'s location.
+
+    The URI is not enough: a table deleted and created again at the same place (then appended to)
+    has a version ``snapshot.version`` too, and a transaction based on the former table's snapshot
+    would check conflicts against the new table's commits as if they followed it and commit the
+    former table's metaData over the new one. The table id (``metaData.id``, fixed for a table's
+    life) of the table at that version must be the snapshot's; a version the location no longer
+    has (a shorter new table, a managed or staged version this handle does not see) is refused too.
+    Cost: one listing and the protocol/metadata of that version (the commits since its checkpoint),
+    no file list. Raises :class:`InvalidArgumentError`; nothing is written.
+    """
+    where = f"{table.uri} at version {snapshot.version}"
+    try:
+        _, metadata = load_protocol_metadata(table.storage, build_segment(table.storage, table.listing(),
+                                                                          snapshot.version))
+    except (TableNotFoundError, VersionNotFoundError) as e:
+        raise InvalidArgumentError(f"read_snapshot is not a snapshot of the table now at {table.uri}: {e}; nothing "
+                                   "was written") from None
+    if metadata.id != snapshot.metadata.id:
+        raise InvalidArgumentError(
+            f"read_snapshot is a snapshot of another table (id {snapshot.metadata.id}) than the one now at {where} "
+            f"(id {metadata.id}): the table was deleted and created again there. Nothing was written; load a "
+            "snapshot of the table as it is now")
 
 
 class Transaction:
@@ -94,6 +122,8 @@ class Transaction:
                                           or read_version not in (None, read_snapshot.version)):
             raise InvalidArgumentError(f"read_snapshot must be a snapshot of {table.uri} (at read_version when both "
                                        f"are given), got {read_snapshot!r}")
+        if read_snapshot is not None:
+            check_same_table(table, read_snapshot)
         if user_metadata is not None and not isinstance(user_metadata, str):
             raise InvalidArgumentError("user_metadata must be a string")
         if job is not None and not isinstance(job, dict):
