@@ -54,12 +54,6 @@ def _respell(uri: str, row: dict, spelling: str) -> None:
 
 
 # ----------------------------------------------------------------------------- 1. F4b across spellings
-@pytest.mark.xfail(strict=True, reason=(
-    "F4b (73579f2) places an absolute add under the root (table_relative -> 'p') and then looks the live file "
-    "up by its decoded path (commit_plan._live_rows_by_path on files()['path']), which keeps another writer's "
-    "'./p' as it is; replay keys './p' as 'p' (31bdc77) and '/t/p' as '/t/p' (Delta Spark: file:/t/p), so "
-    "the add of '/t/p' beside the live './p' commits and every reader (ours, Delta Spark's) reads the rows "
-    "twice. Expected: refused as for the live 'p' (InvalidArgumentError), nothing written"))
 def test_an_absolute_add_of_a_live_file_another_writer_spelled_with_a_dot_segment_is_refused(tmp_path):
     uri, row = _table(tmp_path)
     _respell(uri, row, "./" + row["path"])
@@ -76,12 +70,6 @@ def test_an_absolute_add_of_a_live_file_another_writer_spelled_with_a_dot_segmen
 
 
 @pytest.mark.parametrize("spelling", ["file-uri", "hadoop-file-uri", "absolute"])
-@pytest.mark.xfail(strict=True, reason=(
-    "F4b across spellings (73579f2) checks one direction only: an absolute add of a live relative file. "
-    "With the live entry spelled absolutely by another writer (file:///t/p, file:/t/p or /t/p for the "
-    "table's own p, as a clone-like or older writer leaves it), a plain add of 'p' without removing it "
-    "commits ('only absolute adds are placed'); replay (ours and Delta Spark's) keys 'p' and the absolute "
-    "spelling apart and reads the rows twice. Expected: refused (InvalidArgumentError), nothing written"))
 def test_a_relative_add_of_a_live_file_another_writer_spelled_absolutely_is_refused(tmp_path, spelling):
     uri, row = _table(tmp_path)
     absolute = os.path.join(uri, row["path"])
@@ -96,6 +84,21 @@ def test_a_relative_add_of_a_live_file_another_writer_spelled_absolutely_is_refu
         pass
     assert DeltaTable(uri).latest_version() == version, f"committed: the rows now read {_ids(uri)}"
     assert _ids(uri) == [1, 2, 3]
+
+
+def test_a_relative_add_of_a_live_file_spelled_absolutely_in_a_checkpoint_is_refused(tmp_path):
+    """The same with the absolute entry only in a checkpoint (the snapshot's look-up reads its add.path
+    column, not the commits), and a plain append of a new file to that table still commits."""
+    uri, row = _table(tmp_path)
+    _respell(uri, row, os.path.join(uri, row["path"]))
+    DeltaTable(uri).checkpoint()
+    version = DeltaTable(uri).latest_version()
+    with pytest.raises(DeltaError, match="spelled otherwise"):
+        with DeltaTable(uri).transaction() as txn:
+            txn.add_file(AddFile(row["path"], row["size"], {}, row["modification_time"], True, row["stats"]))
+    assert DeltaTable(uri).latest_version() == version
+    DeltaTable(uri).write(pa.table({"id": [4]}, schema=SCHEMA))
+    assert _ids(uri) == [1, 2, 3, 4]
 
 
 # ----------------------------------------------------------------------------- 2. action lines
