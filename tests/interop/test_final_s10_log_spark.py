@@ -73,11 +73,6 @@ KEY_CASES = {"file-four-slashes": ("file:///<root>/x.parquet", "file:<root>/x.pa
 
 
 @pytest.mark.parametrize("case", sorted(KEY_CASES))
-@pytest.mark.xfail(strict=True, reason=(
-    "Delta Spark keys 'file:////t/x' as 'file:/t/x' and 'd/a://x' as 'd/a:/x' (new Path(new URI(p))), so a "
-    "remove spelled so drops the add; our replay's pre-filter (NEEDS_NORMALIZING_REGEX '[^:/]//', "
-    "_may_need_normalizing) skips a '//' after ':' or '/', keys the add by its raw spelling and still reads "
-    "the row. Expected: our key is Delta Spark's and we read no rows, as it does"))
 def test_delta_spark_and_we_reconcile_a_doubled_slash_add_with_its_canonical_remove(spark, tmp_path, case):
     import pyarrow.parquet as pq
     from airflow_provider_delta.log.read.replay import file_paths

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import time
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 from test_break_s10_commit import _CompactedAtOnce, _idle_table, _log_dir  # the racing store of the tie tests
@@ -18,8 +20,10 @@ from test_break_s10_commit import _CompactedAtOnce, _idle_table, _log_dir  # the
 from airflow_provider_delta.log import DeltaTable
 from airflow_provider_delta.log.base.commit_actions import AddFile
 from airflow_provider_delta.log.base.errors import DeltaError
+from airflow_provider_delta.log.base.path_spelling import NEEDS_NORMALIZING_REGEX, canonical_log_path
 from airflow_provider_delta.log.base.storage import Storage
 from airflow_provider_delta.log.read.data_paths import locate
+from airflow_provider_delta.log.read.replay import _scan_paths
 
 SCHEMA = pa.schema([("id", pa.int64())])
 
@@ -207,13 +211,6 @@ KEY_CASES = {"file-four-slashes": ("file:///<root>/x.parquet", "file:<root>/x.pa
 
 
 @pytest.mark.parametrize("case", sorted(KEY_CASES))
-@pytest.mark.xfail(strict=True, reason=(
-    "replay's pre-filter (replay._scan_paths/_may_need_normalizing and NEEDS_NORMALIZING_REGEX '[^:/]//', "
-    "31bdc77/2a0ec20) takes every '//' after ':' or '/' for an authority's, so 'file:////t/x' and "
-    "'d/a://x' keep their raw spelling as key although canonical_log_path (and Delta Spark's "
-    "new Path(new URI(p)), interop/test_final_s10_log_spark.py) makes them 'file:/t/x' and 'd/a:/x': a "
-    "remove spelled canonically leaves the add live for us (row still read) while Delta Spark drops it. "
-    "Expected: the remove reconciles with the add, no rows"))
 def test_a_remove_spelled_as_delta_sparks_canonical_path_reconciles_with_a_doubled_slash_add(tmp_path, case):
     uri = str(tmp_path / "t")
     DeltaTable.create(uri, SCHEMA)
@@ -226,6 +223,25 @@ def test_a_remove_spelled_as_delta_sparks_canonical_path_reconciles_with_a_doubl
     assert _ids(uri) == [7]
     _other_writers_commit(uri, [{"remove": {"path": remove, "deletionTimestamp": 1, "dataChange": True}}])
     assert _ids(uri) == []
+
+
+def test_the_pre_filter_finds_every_path_canonical_log_path_changes():
+    """replay sends through Python only the paths its buffer scan and NEEDS_NORMALIZING_REGEX flag: both
+    must flag every path canonical_log_path changes, wherever the value lies in the array (random
+    spellings of slashes, colons, dots and scheme-like words), and no plain relative or absolute URI."""
+    words = ["/", "/", ":", "a", "b", ".", "s3", "file", "d", "C", "1", "?", "#", "=", "%2E"]
+    rnd = random.Random(7)
+    changed = sorted({p for p in ("".join(rnd.choice(words) for _ in range(rnd.randint(1, 9)))
+                                  for _ in range(20_000)) if canonical_log_path(p) != p})
+    assert len(changed) > 500
+    flagged = pc.match_substring_regex(pa.array(changed), NEEDS_NORMALIZING_REGEX).to_pylist()
+    assert [p for p, hit in zip(changed, flagged) if not hit] == []
+    for p in changed:
+        for values in ([p], ["x.parquet", p], ["file:", p], [p, "s3://b/t/x.parquet"]):
+            assert _scan_paths(pa.array(values))[0], (p, values)
+    plain = [f"{prefix}day=1/part-{i}.parquet" for prefix in ("", "s3://b/t/", "file:///t/", "file:/t/")
+             for i in range(3)]
+    assert not _scan_paths(pa.array(plain))[0]
 
 
 # ----------------------------------------------------------------------------- 2b. the hole check

@@ -50,9 +50,13 @@ def log_spelling(path: str, log_path: str | None) -> str:
 #: by :func:`canonical_log_path` (it does not qualify a scheme-less ``/t/p`` as ``file:/t/p``).
 LOG_PATH_COLUMN = "log_path"
 
-#: A superset of the log paths :func:`canonical_log_path` changes (a ``.``/``..`` segment, a doubled
-#: slash that is not an authority's ``//``): only those go through Python.
-NEEDS_NORMALIZING_REGEX = r"(^|/)\.\.?($|[/?#])|[^:/]//"
+#: A superset of the log paths :func:`canonical_log_path` changes, only those go through Python: a
+#: ``.``/``..`` segment; a doubled slash that is not an authority's ``//``, which follows a scheme's colon
+#: at the start (``s3://b``; ``file:///t`` is that ``//`` and the path's ``/``): one after another
+#: character (``a//b``), a fourth slash (``file:////t``), a ``://`` after something no scheme
+#: (``d/a://x``, ``C://x``, ``1a://x``) or after a first colon (``s3://b/x://y``).
+NEEDS_NORMALIZING_REGEX = (r"(^|/)\.\.?($|[/?#])|[^:/]//|[^:]///|^[^:]*[^A-Za-z0-9+.\-:][^:]*://"
+                           r"|^[^A-Za-z:][^:]*://|^[A-Za-z]?://|:[^?#]*://")
 
 _URI_PREFIX = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*:)?(//[^/?#]*)?")
 
@@ -62,6 +66,8 @@ def _normalized_uri_path(path: str) -> str:
     (a relative path keeps its leading ``..``), repeated slashes one; a final slash stays, and a removed
     last ``.``/``..`` segment leaves one."""
     absolute = path.startswith("/")
+    if "//" not in path and not any(s in (".", "..") for s in path.split("/")):
+        return path               # java.net.URI.needsNormalization: nothing to do, no leading '.' added
     segments = [s for s in path.split("/") if s]
     out: list[str] = []
     for seg in segments:
@@ -96,6 +102,8 @@ def canonical_log_path(raw: str) -> str:
     if len(scheme) == 2:
         scheme, authority = "", ""         # C:/x: a drive letter, no scheme
     path = head[len(scheme) + len(authority):]
+    if scheme and not authority and not path.startswith("/"):
+        return raw                         # an opaque URI (file:./x): java.net.URI does not normalize it
     norm = _normalized_uri_path(path)
     if norm == path:
         return raw
