@@ -452,7 +452,7 @@ def _scan_paths(strings: pa.Array) -> tuple[bool, bool, bool] | None:
     offsets = np.frombuffer(offsets_buf, dtype=np.int32, count=len(strings) + 1, offset=strings.offset * 4)
     chars = np.frombuffer(data_buf, dtype=np.uint8)[offsets[0]:offsets[-1]]
     offsets = offsets - offsets[0]
-    normalize = _a_path_starts_with(chars, offsets, b".")
+    normalize = _a_path_starts_with(chars, offsets, b"./")
     query = percent = False
     for start in range(0, len(chars), _STEP):
         normalize = normalize or _may_need_normalizing(chars, offsets, start, start + _STEP)
@@ -521,7 +521,7 @@ def _may_need_normalizing(chars: np.ndarray, offsets: np.ndarray, start: int, st
 
 def _a_path_starts_with(chars: np.ndarray, offsets: np.ndarray, firsts: bytes) -> bool:
     """Whether some value starts with one of the characters ``firsts`` (``./p``, ``../p``: the scan for
-    ``/.`` misses them)."""
+    ``/.`` misses them; ``/t/p``, which Delta Spark qualifies)."""
     starts = offsets[:-1][offsets[:-1] < offsets[1:]]       # non-empty values
     return bool(np.isin(chars[starts], np.frombuffer(firsts, dtype=np.uint8)).any())
 
