@@ -11,6 +11,7 @@ import os
 import random
 import time
 
+import fsspec
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -302,3 +303,42 @@ def test_a_remove_only_commit_built_on_by_a_writer_whose_checkpoint_carries_an_o
     assert len(_ids(t.uri)) == 2                                 # version 4, built on ours, lacks the row
     assert os.path.exists(os.path.join(_log_dir(t), f"{3:020d}.json")), outcome
     assert outcome == "committed"
+
+
+# ----------------------------------------------------------------------------- 1c. qualified keys, written back
+@pytest.mark.parametrize("operation", ["checkpoint", "restore", "remove"])
+def test_a_scheme_less_absolute_file_of_an_object_store_table_stays_on_its_store(operation):
+    """replay keys '/t/x' as Delta Spark does, qualified with the default file system ('file:///t/x'), but the
+    path names the object-store table's own file (memory://m/t/x); a checkpoint, a RESTORE and a remove that
+    spell the existing file write it scheme-less again, so the reader still opens it on the table's store."""
+    uri = f"memory://s11p-{os.urandom(4).hex()}/t"
+    table = DeltaTable.create(uri, SCHEMA)
+    table.write(pa.table({"id": [1, 2, 3]}, schema=SCHEMA))
+    row = table.snapshot().files().to_pylist()[0]
+    log = uri[len("memory://"):].split("/", 1)
+    absolute = "/" + log[1] + "/" + row["path"]                      # '/t/part-...': the table's own file
+    version = table.latest_version() + 1
+    fsspec.filesystem("memory").pipe(f"/{log[0]}/{log[1]}/_delta_log/{version:020d}.json", "".join(
+        json.dumps(line) + "\n" for line in [
+            {"commitInfo": {"timestamp": 1, "operation": "WRITE"}},
+            {"remove": {"path": row["path"], "deletionTimestamp": 1, "dataChange": True}},
+            {"add": {"path": absolute, "partitionValues": {}, "size": row["size"],
+                     "modificationTime": row["modification_time"], "dataChange": True}}]).encode())
+    t = DeltaTable(uri)
+    assert sorted(t.snapshot().to_pyarrow().column("id").to_pylist()) == [1, 2, 3]
+    if operation == "checkpoint":
+        t.checkpoint()
+        assert DeltaTable(uri).snapshot().files().column("path").to_pylist() == [absolute]
+        assert sorted(DeltaTable(uri).snapshot().to_pyarrow().column("id").to_pylist()) == [1, 2, 3]
+    elif operation == "restore":
+        t.write(pa.table({"id": [4]}, schema=SCHEMA), mode="overwrite")
+        t.restore(version=version)
+        assert absolute in DeltaTable(uri).snapshot().files().column("path").to_pylist()
+        assert sorted(DeltaTable(uri).snapshot().to_pyarrow().column("id").to_pylist()) == [1, 2, 3]
+    else:
+        with t.transaction() as txn:
+            txn.remove_file(absolute)
+        assert DeltaTable(uri).snapshot().files().num_rows == 0
+        last = DeltaTable(uri).latest_version()
+        text = fsspec.filesystem("memory").cat(f"/{log[0]}/{log[1]}/_delta_log/{last:020d}.json").decode()
+        assert f'"path": "{absolute}"' in text or f'"path":"{absolute}"' in text

@@ -41,6 +41,17 @@ def log_spelling(path: str, log_path: str | None) -> str:
     return log_path if log_path else encode_path(path)
 
 
+def existing_spelling(log_path: str | None, path: str) -> str | None:
+    """The spelling a writer gives a file the log already names (a remove, a restored or checkpointed
+    add): replay's key (``log_path``), except for a scheme-less absolute path (decoded ``path`` ``/t/x``):
+    its key is qualified with Delta Spark's default file system (``file:///t/x``), but the path names a
+    file on the table's own file system (``s3://b/t/x`` in an ``s3://b`` table, as the reader opens it),
+    so it is written scheme-less again, the decoded path encoded (the same key for every reader)."""
+    if log_path is not None and path.startswith("/") and not path.startswith("//") and log_path.startswith("file:"):
+        return encode_path(path)
+    return log_path
+
+
 #: The normalized file-action column holding each action's path as the log spells it: the
 #: path part of the logical file's key in Action Reconciliation (the ``path`` column next to
 #: it is the decoded form used to open the file). Delta Spark canonicalizes that string

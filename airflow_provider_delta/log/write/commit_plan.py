@@ -36,7 +36,8 @@ from ..base import arrow_build as ab
 from ..base import ict
 from ..base.actions import Metadata, Protocol
 from ..base.commit_actions import AddFile, DomainMetadata, RemoveFile, Txn
-from ..base.path_spelling import LOG_PATH_COLUMN, canonical_log_path, encode_path, spelling_may_differ
+from ..base.path_spelling import (LOG_PATH_COLUMN, canonical_log_path, encode_path, existing_spelling,
+                                  spelling_may_differ)
 from ..base.storage import Storage
 from ..read.column_mapping import partition_keys
 from ..read.data_paths import ABSOLUTE_PATH_REGEX, split_uri, table_relative_to
@@ -362,12 +363,14 @@ def _remove_of(entry: RemoveFile | str, path: str, row: dict, now: int, data_cha
     if isinstance(entry, RemoveFile):
         return RemoveFile(entry.path, now if entry.deletion_timestamp in (None, 0) else entry.deletion_timestamp,
                           entry.data_change, entry.extended_file_metadata, entry.partition_values, entry.size,
-                          entry.stats, entry.tags, entry.deletion_vector, row.get(LOG_PATH_COLUMN))
+                          entry.stats, entry.tags, entry.deletion_vector,
+                          existing_spelling(row.get(LOG_PATH_COLUMN), row["path"]))
     dv = row.get("deletion_vector")
     dv = {k: v for k, v in dv.items() if v is not None} if dv else None
     tags = dict(row["tags"]) if row.get("tags") else None
     out_pv = dict(row["partition_values"]) if row.get("partition_values") is not None else {}
-    return RemoveFile(path, now, data_change, True, out_pv, row.get("size"), None, tags, dv, row.get(LOG_PATH_COLUMN))
+    return RemoveFile(path, now, data_change, True, out_pv, row.get("size"), None, tags, dv,
+                      existing_spelling(row.get(LOG_PATH_COLUMN), row["path"]))
 
 
 def _spelled_like_live(adds: list[AddFile], snap: Snapshot | None, operation: str) -> list[AddFile]:
@@ -384,7 +387,8 @@ def _spelled_like_live(adds: list[AddFile], snap: Snapshot | None, operation: st
     paths = sorted({a.path for a in adds if a.log_path is None
                     and (a.deletion_vector or reinstating or spelling_may_differ(a.path))})
     rows = _live_rows_by_path(snap, paths) if snap is not None and paths else {}
-    return [replace(a, log_path=rows[a.path][0].get(LOG_PATH_COLUMN)) if a.log_path is None and a.path in rows
+    return [replace(a, log_path=existing_spelling(rows[a.path][0].get(LOG_PATH_COLUMN), a.path))
+            if a.log_path is None and a.path in rows
             else a for a in adds]
 
 
