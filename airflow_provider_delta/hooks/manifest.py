@@ -50,7 +50,7 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from ..log import InvalidArgumentError, StorageError
-from ..log import format_ms
+from ..log import file_uri, format_ms
 from .arguments import input_manifest
 from .config import is_absolute_uri, join_uri, uri_protocol
 
@@ -92,12 +92,8 @@ def resolve_manifest_uri(manifest_uri: str, table_root: str) -> str:
 
 
 def _file_uri(table_root: str, path: str) -> str:
-    if is_absolute_uri(path) and not path.startswith("~"):
-        return ("file://" + path) if path.startswith("/") else path
-    root = table_root if is_absolute_uri(table_root) else os.path.abspath(table_root)
-    if root.startswith("/"):
-        root = "file://" + root
-    return root.rstrip("/") + "/" + path.lstrip("/")
+    """The file's absolute URI, by the log's one rule (:func:`~..log.file_uri`)."""
+    return file_uri(table_root, path)
 
 
 def _map(value: Any) -> dict[str, Any]:

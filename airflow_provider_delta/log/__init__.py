@@ -10,6 +10,7 @@ from .base.actions import Metadata, Protocol
 from .base import commit_owner
 from .base.commit_source import CommitSource
 from .read.column_mapping import physical_schema
+from .read.data_paths import file_uri
 from .read.deletion_vectors import read_deletion_vector
 from .base.errors import DeletionVectorError
 from .base.errors import ConditionalCreateError
@@ -50,7 +51,7 @@ __all__ = [
     # table properties checked as a create checks them (names and values), for callers that hand them on
     "checked_properties",
     # for engines that read data files themselves (the Spark reader): deleted rows, physical names
-    "read_deletion_vector", "physical_schema", "DeletionVectorError",
+    "read_deletion_vector", "physical_schema", "file_uri", "DeletionVectorError",
     # restore and shallow clone with what they did (DeltaTable.restore / .clone return less)
     "RestoreResult", "restore_table", "restored_version_of", "restore_target_of", "CloneResult", "clone_table", "cloned_source_version",
     # a writer's exactly-once pair whose commit a later RESTORE undid (what skips on a committed pair checks)

@@ -14,11 +14,10 @@ unknown mapping mode is refused with UnsupportedFeatureError rather than read wr
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..log import InvalidArgumentError, StorageError, UnsupportedFeatureError, physical_schema
+from ..log import InvalidArgumentError, StorageError, UnsupportedFeatureError, file_uri, physical_schema
 
 MANIFEST_FORMAT = "delta-snapshot-manifest"
 SUPPORTED_MANIFEST_VERSIONS = (1,)
@@ -69,12 +68,9 @@ def _check_readable(schema: dict[str, Any], configuration: dict[str, str], where
 
 
 def _file_uri(root: str, path: str) -> str:
-    """Absolute URI of a log path relative to ``root`` (a URI or an absolute local path)."""
-    if "://" in path or path.startswith("file:"):
-        return path
-    if "://" not in root and not root.startswith("file:"):
-        root = "file://" + os.path.abspath(root)
-    return root.rstrip("/") + "/" + path.lstrip("/")
+    """Absolute URI of a log path of the table at ``root`` (a URI or a local path): the log's one rule
+    (:func:`~..log.file_uri`; a scheme-less absolute path is on the table's own file system)."""
+    return file_uri(root, path)
 
 
 def _num_records(stats: Any, dv: dict[str, Any] | None) -> int | None:

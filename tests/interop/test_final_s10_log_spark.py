@@ -69,11 +69,6 @@ def test_delta_spark_and_we_take_a_metadata_spelled_after_a_null_key(spark, tmp_
 
 
 @pytest.mark.parametrize("case", sorted(KEY_CASES))
-@pytest.mark.xfail(strict=True, reason=(
-    "Delta Spark keys 'file:////t/x' as 'file:/t/x' and 'd/a://x' as 'd/a:/x' (new Path(new URI(p))), so a "
-    "remove spelled so drops the add; our replay's pre-filter (NEEDS_NORMALIZING_REGEX '[^:/]//', "
-    "_may_need_normalizing) skips a '//' after ':' or '/', keys the add by its raw spelling and still reads "
-    "the row. Expected: our key is Delta Spark's and we read no rows, as it does"))
 def test_delta_spark_and_we_reconcile_a_doubled_slash_add_with_its_canonical_remove(spark, tmp_path, case):
     import pyarrow.parquet as pq
     from airflow_provider_delta.log.read.replay import file_paths
@@ -94,3 +89,20 @@ def test_delta_spark_and_we_reconcile_a_doubled_slash_add_with_its_canonical_rem
     assert spark.read.format("delta").load(uri).count() == 0
     assert file_paths(pa.array([add]))[0].to_pylist() == [remove]
     assert DeltaTable(uri).snapshot().to_pyarrow().num_rows == 0
+
+
+#: scheme-less absolute spellings Delta Spark qualifies (CanonicalPathFunction: fs.makeQualified)
+QUALIFIED = ["/t/x.parquet", "/t//x.parquet", "/t/./x.parquet", "/t/p=M%C3%BCnchen/x.parquet", "/t/a%20b?q=1#f",
+             "/t/%2E/x.parquet", "/t/a%25b", "/t/a%3Ab", "//host/t/x.parquet", "file:///t/x.parquet", "file:/t/x.parquet"]
+
+
+def test_our_key_of_a_scheme_less_absolute_path_is_delta_sparks(spark):
+    """canonical_log_path qualifies as DeltaLog.CanonicalPathFunction does with the default file system."""
+    from airflow_provider_delta.log.base.path_spelling import canonical_log_path
+    jvm = spark._jvm
+    fs = jvm.org.apache.hadoop.fs.FileSystem.get(spark._jsc.hadoopConfiguration())
+
+    def theirs(p):
+        path = jvm.org.apache.hadoop.fs.Path(jvm.java.net.URI(p))
+        return (fs.makeQualified(path) if path.isAbsoluteAndSchemeAuthorityNull() else path).toUri().toString()
+    assert {p: canonical_log_path(p) for p in QUALIFIED} == {p: theirs(p) for p in QUALIFIED}

@@ -175,10 +175,6 @@ def test_an_absolute_spelling_of_a_live_file_with_its_remove_replaces_it(tmp_pat
     assert _vacuumed(t) == ["orphan.parquet"]
 
 
-@pytest.mark.xfail(strict=True, reason="Delta Spark qualifies a scheme-less absolute path with the default file system "
-                   "before keying it (CanonicalPathFunction: fs.makeQualified), so '/t/x.parquet' and 'file:///t/x.parquet' "
-                   "are one logical file for it (both 'file:///t/x.parquet', checked on the jars); canonical_log_path does "
-                   "not qualify, and we read the row twice")
 def test_a_scheme_less_and_a_file_uri_spelling_are_one_logical_file(tmp_path):
     t = _table(str(tmp_path / "t"), "<root>/x.parquet", "file://<root>/x.parquet")
     assert _ids(t) == [7]

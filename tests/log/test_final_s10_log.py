@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import time
 
+import fsspec
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 from test_break_s10_commit import _CompactedAtOnce, _idle_table, _log_dir  # the racing store of the tie tests
@@ -19,8 +22,10 @@ from doubled_slash_keys import KEY_CASES  # (the add, Delta Spark's key of it), 
 from airflow_provider_delta.log import DeltaTable
 from airflow_provider_delta.log.base.commit_actions import AddFile
 from airflow_provider_delta.log.base.errors import DeltaError
+from airflow_provider_delta.log.base.path_spelling import NEEDS_NORMALIZING_REGEX, canonical_log_path
 from airflow_provider_delta.log.base.storage import Storage
 from airflow_provider_delta.log.read.data_paths import locate
+from airflow_provider_delta.log.read.replay import _scan_paths
 
 SCHEMA = pa.schema([("id", pa.int64())])
 
@@ -55,12 +60,6 @@ def _respell(uri: str, row: dict, spelling: str) -> None:
 
 
 # ----------------------------------------------------------------------------- 1. F4b across spellings
-@pytest.mark.xfail(strict=True, reason=(
-    "F4b (73579f2) places an absolute add under the root (table_relative -> 'p') and then looks the live file "
-    "up by its decoded path (commit_plan._live_rows_by_path on files()['path']), which keeps another writer's "
-    "'./p' as it is; replay keys './p' as 'p' (31bdc77) and '/t/p' as '/t/p' (Delta Spark: file:/t/p), so "
-    "the add of '/t/p' beside the live './p' commits and every reader (ours, Delta Spark's) reads the rows "
-    "twice. Expected: refused as for the live 'p' (InvalidArgumentError), nothing written"))
 def test_an_absolute_add_of_a_live_file_another_writer_spelled_with_a_dot_segment_is_refused(tmp_path):
     uri, row = _table(tmp_path)
     _respell(uri, row, "./" + row["path"])
@@ -77,12 +76,6 @@ def test_an_absolute_add_of_a_live_file_another_writer_spelled_with_a_dot_segmen
 
 
 @pytest.mark.parametrize("spelling", ["file-uri", "hadoop-file-uri", "absolute"])
-@pytest.mark.xfail(strict=True, reason=(
-    "F4b across spellings (73579f2) checks one direction only: an absolute add of a live relative file. "
-    "With the live entry spelled absolutely by another writer (file:///t/p, file:/t/p or /t/p for the "
-    "table's own p, as a clone-like or older writer leaves it), a plain add of 'p' without removing it "
-    "commits ('only absolute adds are placed'); replay (ours and Delta Spark's) keys 'p' and the absolute "
-    "spelling apart and reads the rows twice. Expected: refused (InvalidArgumentError), nothing written"))
 def test_a_relative_add_of_a_live_file_another_writer_spelled_absolutely_is_refused(tmp_path, spelling):
     uri, row = _table(tmp_path)
     absolute = os.path.join(uri, row["path"])
@@ -97,6 +90,21 @@ def test_a_relative_add_of_a_live_file_another_writer_spelled_absolutely_is_refu
         pass
     assert DeltaTable(uri).latest_version() == version, f"committed: the rows now read {_ids(uri)}"
     assert _ids(uri) == [1, 2, 3]
+
+
+def test_a_relative_add_of_a_live_file_spelled_absolutely_in_a_checkpoint_is_refused(tmp_path):
+    """The same with the absolute entry only in a checkpoint (the snapshot's look-up reads its add.path
+    column, not the commits), and a plain append of a new file to that table still commits."""
+    uri, row = _table(tmp_path)
+    _respell(uri, row, os.path.join(uri, row["path"]))
+    DeltaTable(uri).checkpoint()
+    version = DeltaTable(uri).latest_version()
+    with pytest.raises(DeltaError, match="spelled otherwise"):
+        with DeltaTable(uri).transaction() as txn:
+            txn.add_file(AddFile(row["path"], row["size"], {}, row["modification_time"], True, row["stats"]))
+    assert DeltaTable(uri).latest_version() == version
+    DeltaTable(uri).write(pa.table({"id": [4]}, schema=SCHEMA))
+    assert _ids(uri) == [1, 2, 3, 4]
 
 
 # ----------------------------------------------------------------------------- 2. action lines
@@ -192,13 +200,6 @@ def test_a_connection_string_tables_own_account_keeps_its_credentials_in_another
 
 # ----------------------------------------------------------------------------- 1b. canonical keys (scan)
 @pytest.mark.parametrize("case", sorted(KEY_CASES))
-@pytest.mark.xfail(strict=True, reason=(
-    "replay's pre-filter (replay._scan_paths/_may_need_normalizing and NEEDS_NORMALIZING_REGEX '[^:/]//', "
-    "31bdc77/2a0ec20) takes every '//' after ':' or '/' for an authority's, so 'file:////t/x' and "
-    "'d/a://x' keep their raw spelling as key although canonical_log_path (and Delta Spark's "
-    "new Path(new URI(p)), interop/test_final_s10_log_spark.py) makes them 'file:/t/x' and 'd/a:/x': a "
-    "remove spelled canonically leaves the add live for us (row still read) while Delta Spark drops it. "
-    "Expected: the remove reconciles with the add, no rows"))
 def test_a_remove_spelled_as_delta_sparks_canonical_path_reconciles_with_a_doubled_slash_add(tmp_path, case):
     uri = str(tmp_path / "t")
     DeltaTable.create(uri, SCHEMA)
@@ -211,6 +212,25 @@ def test_a_remove_spelled_as_delta_sparks_canonical_path_reconciles_with_a_doubl
     assert _ids(uri) == [7]
     _other_writers_commit(uri, [{"remove": {"path": remove, "deletionTimestamp": 1, "dataChange": True}}])
     assert _ids(uri) == []
+
+
+def test_the_pre_filter_finds_every_path_canonical_log_path_changes():
+    """replay sends through Python only the paths its buffer scan and NEEDS_NORMALIZING_REGEX flag: both
+    must flag every path canonical_log_path changes, wherever the value lies in the array (random
+    spellings of slashes, colons, dots and scheme-like words), and no plain relative or absolute URI."""
+    words = ["/", "/", ":", "a", "b", ".", "s3", "file", "d", "C", "1", "?", "#", "=", "%2E"]
+    rnd = random.Random(7)
+    changed = sorted({p for p in ("".join(rnd.choice(words) for _ in range(rnd.randint(1, 9)))
+                                  for _ in range(20_000)) if canonical_log_path(p) != p})
+    assert len(changed) > 500
+    flagged = pc.match_substring_regex(pa.array(changed), NEEDS_NORMALIZING_REGEX).to_pylist()
+    assert [p for p, hit in zip(changed, flagged) if not hit] == []
+    for p in changed:
+        for values in ([p], ["x.parquet", p], ["file:", p], [p, "s3://b/t/x.parquet"]):
+            assert _scan_paths(pa.array(values))[0], (p, values)
+    plain = [f"{prefix}day=1/part-{i}.parquet" for prefix in ("", "s3://b/t/", "file:///t/", "file:/t/")
+             for i in range(3)]
+    assert not _scan_paths(pa.array(plain))[0]
 
 
 # ----------------------------------------------------------------------------- 2b. the hole check
@@ -257,3 +277,42 @@ def test_a_remove_only_commit_built_on_by_a_writer_whose_checkpoint_carries_an_o
     assert len(_ids(t.uri)) == 2                                 # version 4, built on ours, lacks the row
     assert os.path.exists(os.path.join(_log_dir(t), f"{3:020d}.json")), outcome
     assert outcome == "committed"
+
+
+# ----------------------------------------------------------------------------- 1c. qualified keys, written back
+@pytest.mark.parametrize("operation", ["checkpoint", "restore", "remove"])
+def test_a_scheme_less_absolute_file_of_an_object_store_table_stays_on_its_store(operation):
+    """replay keys '/t/x' as Delta Spark does, qualified with the default file system ('file:///t/x'), but the
+    path names the object-store table's own file (memory://m/t/x); a checkpoint, a RESTORE and a remove that
+    spell the existing file write it scheme-less again, so the reader still opens it on the table's store."""
+    uri = f"memory://s11p-{os.urandom(4).hex()}/t"
+    table = DeltaTable.create(uri, SCHEMA)
+    table.write(pa.table({"id": [1, 2, 3]}, schema=SCHEMA))
+    row = table.snapshot().files().to_pylist()[0]
+    log = uri[len("memory://"):].split("/", 1)
+    absolute = "/" + log[1] + "/" + row["path"]                      # '/t/part-...': the table's own file
+    version = table.latest_version() + 1
+    fsspec.filesystem("memory").pipe(f"/{log[0]}/{log[1]}/_delta_log/{version:020d}.json", "".join(
+        json.dumps(line) + "\n" for line in [
+            {"commitInfo": {"timestamp": 1, "operation": "WRITE"}},
+            {"remove": {"path": row["path"], "deletionTimestamp": 1, "dataChange": True}},
+            {"add": {"path": absolute, "partitionValues": {}, "size": row["size"],
+                     "modificationTime": row["modification_time"], "dataChange": True}}]).encode())
+    t = DeltaTable(uri)
+    assert sorted(t.snapshot().to_pyarrow().column("id").to_pylist()) == [1, 2, 3]
+    if operation == "checkpoint":
+        t.checkpoint()
+        assert DeltaTable(uri).snapshot().files().column("path").to_pylist() == [absolute]
+        assert sorted(DeltaTable(uri).snapshot().to_pyarrow().column("id").to_pylist()) == [1, 2, 3]
+    elif operation == "restore":
+        t.write(pa.table({"id": [4]}, schema=SCHEMA), mode="overwrite")
+        t.restore(version=version)
+        assert absolute in DeltaTable(uri).snapshot().files().column("path").to_pylist()
+        assert sorted(DeltaTable(uri).snapshot().to_pyarrow().column("id").to_pylist()) == [1, 2, 3]
+    else:
+        with t.transaction() as txn:
+            txn.remove_file(absolute)
+        assert DeltaTable(uri).snapshot().files().num_rows == 0
+        last = DeltaTable(uri).latest_version()
+        text = fsspec.filesystem("memory").cat(f"/{log[0]}/{log[1]}/_delta_log/{last:020d}.json").decode()
+        assert f'"path": "{absolute}"' in text or f'"path":"{absolute}"' in text

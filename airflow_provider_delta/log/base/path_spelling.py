@@ -21,7 +21,7 @@ the spelling as it is; delta-rs compares the strings too). So:
 from __future__ import annotations
 
 import re
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 
 def encode_path(path: str) -> str:
@@ -41,18 +41,35 @@ def log_spelling(path: str, log_path: str | None) -> str:
     return log_path if log_path else encode_path(path)
 
 
+def existing_spelling(log_path: str | None, path: str) -> str | None:
+    """The spelling a writer gives a file the log already names (a remove, a restored or checkpointed
+    add): replay's key (``log_path``), except for a scheme-less absolute path (decoded ``path`` ``/t/x``):
+    its key is qualified with Delta Spark's default file system (``file:///t/x``), but the path names a
+    file on the table's own file system (``s3://b/t/x`` in an ``s3://b`` table, as the reader opens it),
+    so it is written scheme-less again, the decoded path encoded (the same key for every reader)."""
+    if log_path is not None and path.startswith("/") and not path.startswith("//") and log_path.startswith("file:"):
+        return encode_path(path)
+    return log_path
+
+
 #: The normalized file-action column holding each action's path as the log spells it: the
 #: path part of the logical file's key in Action Reconciliation (the ``path`` column next to
 #: it is the decoded form used to open the file). Delta Spark canonicalizes that string
 #: (``new Path(new URI(path))``, DeltaLog.CanonicalPathFunction): it does not decode
 #: percent-escapes, but ``java.net.URI.normalize`` drops ``.`` segments, resolves ``a/..`` and
 #: collapses doubled slashes, so ``./p``, ``a/../p`` and ``p`` are one logical file; replay keys
-#: by :func:`canonical_log_path` (it does not qualify a scheme-less ``/t/p`` as ``file:/t/p``).
+#: by :func:`canonical_log_path` (which qualifies a scheme-less ``/t/p`` as ``file:///t/p``, as Delta Spark's
+#: ``fs.makeQualified`` with the default file system does).
 LOG_PATH_COLUMN = "log_path"
 
-#: A superset of the log paths :func:`canonical_log_path` changes (a ``.``/``..`` segment, a doubled
-#: slash that is not an authority's ``//``): only those go through Python.
-NEEDS_NORMALIZING_REGEX = r"(^|/)\.\.?($|[/?#])|[^:/]//"
+#: A superset of the log paths :func:`canonical_log_path` changes, only those go through Python: a
+#: ``.``/``..`` segment; a doubled slash that is not an authority's ``//``, which follows a scheme's colon
+#: at the start (``s3://b``; ``file:///t`` is that ``//`` and the path's ``/``): one after another
+#: character (``a//b``), a fourth slash (``file:////t``), a ``://`` after something no scheme
+#: (``d/a://x``, ``C://x``, ``1a://x``) or after a first colon (``s3://b/x://y``); a scheme-less absolute
+#: path (``/t/p``: Delta Spark qualifies it, ``file:///t/p``).
+NEEDS_NORMALIZING_REGEX = (r"^/|(^|/)\.\.?($|[/?#])|[^:/]//|[^:]///|^[^:]*[^A-Za-z0-9+.\-:][^:]*://"
+                           r"|^[^A-Za-z:][^:]*://|^[A-Za-z]?://|:[^?#]*://")
 
 _URI_PREFIX = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*:)?(//[^/?#]*)?")
 
@@ -62,6 +79,8 @@ def _normalized_uri_path(path: str) -> str:
     (a relative path keeps its leading ``..``), repeated slashes one; a final slash stays, and a removed
     last ``.``/``..`` segment leaves one."""
     absolute = path.startswith("/")
+    if "//" not in path and not any(s in (".", "..") for s in path.split("/")):
+        return path               # java.net.URI.needsNormalization: nothing to do, no leading '.' added
     segments = [s for s in path.split("/") if s]
     out: list[str] = []
     for seg in segments:
@@ -77,6 +96,36 @@ def _normalized_uri_path(path: str) -> str:
     if not absolute and ":" in out[0]:
         out.insert(0, ".")        # java.net.URI: a first segment with a colon would read as a scheme
     return ("/" if absolute else "") + "/".join(out) + ("/" if trailing else "")
+
+
+#: Characters java.net.URI's multi-argument constructors leave unquoted in a path (unreserved, punct,
+#: '/', '@'); every other ASCII character is percent-encoded, '%' always, non-ASCII letters are kept
+_URI_PATH_SAFE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.!~*'()/@,;:$&+=")
+
+
+def _uri_quoted(text: str) -> str:
+    return "".join(c if c in _URI_PATH_SAFE or (ord(c) > 127 and c.isprintable() and not c.isspace())
+                   else "".join(f"%{b:02X}" for b in c.encode("utf-8")) for c in text)
+
+
+def _qualified(path: str, tail: str) -> str:
+    """A scheme-less absolute path as Delta Spark keys it: qualified with the default file system,
+    ``file:///`` (``DeltaLog.CanonicalPathFunction``: ``fs.makeQualified`` for a path without scheme and
+    authority; ``fs`` is ``FileSystem.get(conf)``, ``fs.defaultFS``, whatever the table's own file system).
+    Hadoop's ``Path.makeQualified`` rebuilds the URI from the decoded path (doubled slashes made one, a
+    final slash dropped) and the fragment, without the query: ``new URI("file", "", path, null, fragment)``
+    quotes what a path may not hold and keeps non-ASCII characters raw (checked on the jars:
+    ``/t/p=M%C3%BCnchen/x`` is ``file:///t/p=München/x``, ``/t/a%3Ab`` is ``file:///t/a:b``,
+    ``/t/%2E/x`` is ``file:/t/x``)."""
+    decoded = unquote(path)
+    while "//" in decoded:
+        decoded = decoded.replace("//", "/")
+    if len(decoded) > 1 and decoded.endswith("/"):
+        decoded = decoded[:-1]
+    fragment = "#" + _uri_quoted(unquote(tail[tail.index("#") + 1:])) if "#" in tail else ""
+    quoted = _uri_quoted(decoded)
+    norm = _normalized_uri_path(quoted)       # new Path(uri) normalizes again: an escaped dot now is one
+    return ("file:" + norm if norm != quoted else "file://" + quoted) + fragment
 
 
 def canonical_log_path(raw: str) -> str:
@@ -96,6 +145,10 @@ def canonical_log_path(raw: str) -> str:
     if len(scheme) == 2:
         scheme, authority = "", ""         # C:/x: a drive letter, no scheme
     path = head[len(scheme) + len(authority):]
+    if scheme and not authority and not path.startswith("/"):
+        return raw                         # an opaque URI (file:./x): java.net.URI does not normalize it
+    if not scheme and not authority and path.startswith("/"):
+        return _qualified(_normalized_uri_path(path), tail)
     norm = _normalized_uri_path(path)
     if norm == path:
         return raw

@@ -184,9 +184,15 @@ def log_paths(t: pa.Table) -> pa.Array:
     the spelling of the action it summarizes, or a later remove spelled like the add would
     no longer match it. Rows without one (built by hand) get the encoding of ``path``."""
     spelled = _column(t, LOG_PATH_COLUMN, pa.string())
+    path = _column(t, "path", pa.string())
+    # a scheme-less absolute path keeps its form (path_spelling.existing_spelling: its key is qualified)
+    scheme_less = pc.fill_null(pc.and_(pc.and_(pc.starts_with(path, "/"), pc.invert(pc.starts_with(path, "//"))),
+                                       pc.starts_with(spelled, "file:")), ab.scalar(False))
+    if pc.any(scheme_less).as_py():
+        spelled = pc.if_else(scheme_less, encode_paths(path), spelled)
     if spelled.null_count == 0:
         return spelled
-    return pc.coalesce(spelled, encode_paths(_column(t, "path", pa.string())))
+    return pc.coalesce(spelled, encode_paths(path))
 
 
 def encode_paths(paths: pa.Array) -> pa.Array:

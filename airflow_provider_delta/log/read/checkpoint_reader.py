@@ -21,7 +21,7 @@ from ..base.parquet_file import ParquetFile
 from ..base.records import Record
 from .action_lines import first_action
 from .column_mapping import partition_keys_of
-from .data_paths import open_path, sidecar_location
+from .data_paths import ABSOLUTE_PATH_REGEX, open_path, sidecar_location
 from .replay import file_actions_from_struct, parse_json_logs
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -201,6 +201,22 @@ def checkpoint_may_hold_deletion_vectors(storage: "Storage", files: list[LogFile
         if f.fmt == "json":
             return True
         if _open_parquet(storage, f.path).row_groups_with_values(["add.deletionVector", "sidecar"]):
+            return True
+    return False
+
+
+def checkpoint_may_hold_absolute_paths(storage: "Storage", files: list[LogFile]) -> bool:
+    """Whether an ``add`` of this checkpoint may name its file by an absolute path or URI
+    (:data:`~.data_paths.ABSOLUTE_PATH_REGEX`), from the ``add.path`` column alone; conservative: True for a
+    JSON checkpoint or one with sidecars (its adds are in other files)."""
+    for f in files:
+        if f.fmt == "json":
+            return True
+        pf = _open_parquet(storage, f.path)
+        if pf.row_groups_with_values(["sidecar"]):
+            return True
+        paths = pf.read(["add.path"]).column("add").combine_chunks().field("path")
+        if ak.any_true(ak.match_substring_regex(paths, ABSOLUTE_PATH_REGEX)):
             return True
     return False
 

@@ -8,6 +8,8 @@ some writers). This module is the one rule that says where such a path points, g
 paths as the read engine hands them out (already percent-decoded):
 
 - the reader opens data and DV files through :func:`open_path`;
+- whatever hands a file to another reader (a manifest, a pinned Spark snapshot, a shallow clone)
+  names it by :func:`file_uri`;
 - vacuum and metadata cleanup, which delete files, ask :func:`table_relative` whether a
   path names a file under the table root. It answers a root-relative path, ``None`` for a
   file that is certainly elsewhere, or :class:`Undecided` when it cannot tell (another
@@ -289,6 +291,25 @@ def table_relative_to(storage: Storage) -> Callable[[str], str | Undecided | Non
         where = within(location_of(parts, storage.storage_options), location)
         return None if where == "" else where                     # the root itself is no file
     return relative
+
+def file_uri(table_root: str, path: str, local_prefix: str = "file://") -> str:
+    """The absolute URI of the file at (decoded log path) ``path`` of the table at ``table_root`` (a URI or
+    a local path), for whatever hands the file to another reader (a manifest, a pinned Spark snapshot, a
+    shallow clone's add): a relative path joined to the root and resolved lexically, never above the
+    bucket (as :func:`locate` reaches it); a scheme-less absolute path on the table's own file system
+    (``/t/x`` is ``local_prefix + /t/x`` for a local table, ``s3://b/t/x`` for an ``s3://b/...`` one); a
+    URI as it is. ``local_prefix``: ``file://`` (``file:///t/x``) or Hadoop's ``file:`` (``file:/t/x``)."""
+    parts = split_uri(path)
+    if parts is not None and parts.scheme != "":
+        return path
+    root = split_uri(table_root)
+    if root is None or root.scheme in ("", "file") or (len(table_root) > 1 and table_root[1] == ":"):
+        local = _local_path(root) if root is not None else os.path.abspath(table_root)
+        return local_prefix + (_lexical(path) if parts is not None else _lexical(local.rstrip("/") + "/" + path))
+    scheme = table_root.partition(":")[0]
+    where = _lexical(path) if parts is not None else _lexical(root.path.rstrip("/") + "/" + path)
+    return f"{scheme}://{root.authority}{where}"
+
 
 def sidecar_location(path: str) -> str:
     """A ``sidecar`` action's path as a decoded log path: sidecar paths are percent-encoded and,

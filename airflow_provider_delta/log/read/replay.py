@@ -451,12 +451,12 @@ def _scan_paths(strings: pa.Array) -> tuple[bool, bool, bool] | None:
         return False, False, False
     offsets = np.frombuffer(offsets_buf, dtype=np.int32, count=len(strings) + 1, offset=strings.offset * 4)
     chars = np.frombuffer(data_buf, dtype=np.uint8)[offsets[0]:offsets[-1]]
-    normalize = _a_path_starts_with_dot(chars, offsets - offsets[0])
+    offsets = offsets - offsets[0]
+    normalize = _a_path_starts_with(chars, offsets, b"./")
     query = percent = False
     for start in range(0, len(chars), _STEP):
-        part = chars[max(start - 1, 0):start + _STEP + 1]     # one character either side: '/.' across steps
-        normalize = normalize or _may_need_normalizing(part)
-        text = part.tobytes()                                # 1 MiB: bytes' one-character search is memchr
+        normalize = normalize or _may_need_normalizing(chars, offsets, start, start + _STEP)
+        text = chars[start:start + _STEP].tobytes()          # 1 MiB: bytes' one-character search is memchr
         query = query or b"?" in text or b"#" in text
         percent = percent or b"%" in text
         if normalize and query and percent:
@@ -464,27 +464,66 @@ def _scan_paths(strings: pa.Array) -> tuple[bool, bool, bool] | None:
     return normalize, query, percent
 
 
-def _may_need_normalizing(chars: np.ndarray) -> bool:
-    """Whether the characters hold ``/.`` or a ``//`` that is not an authority's (``s3://``): a superset
-    of the paths :func:`~..base.path_spelling.canonical_log_path` changes, found from the positions of
-    the slashes."""
-    slashes = np.flatnonzero(chars[:-1] == ord("/"))
+#: The characters of a URI scheme (RFC 3986: ALPHA *( ALPHA / DIGIT / "+" / "-" / "." )), by byte value
+_SCHEME_CHAR = np.zeros(256, dtype=bool)
+_SCHEME_CHAR[[ord(c) for c in "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+-."]] = True
+#: A longer scheme is taken for none (a false alarm at worst: the values then go through the exact regex)
+_LONGEST_SCHEME = 32
+
+
+def _may_need_normalizing(chars: np.ndarray, offsets: np.ndarray, start: int, stop: int) -> bool:
+    """Whether the slashes at ``chars[start:stop]`` may make a value one
+    :func:`~..base.path_spelling.canonical_log_path` changes (a superset, found from the slash positions):
+    ``/.``; a ``//`` that is not an authority's, i.e. not right after a scheme's colon at the value's
+    start (``s3://b``), nor its second half of ``:///`` (``file:///t``); so ``file:////t``, ``d/a://x``
+    and ``a//b`` are found. ``offsets``: the values' bounds in ``chars``."""
+    lo = max(start - 2, 0)
+    part = chars[lo:min(stop + 1, len(chars))]
+    slashes = np.flatnonzero(part[:-1] == ord("/"))
+    slashes = slashes[slashes + lo >= start]                  # the step's own slashes, 2 characters of context
     if not len(slashes):
         return False
-    following = chars[slashes + 1]
+    following = part[slashes + 1]
     if (following == ord(".")).any():
         return True
-    doubled = slashes[following == ord("/")]
+    doubled = slashes[following == ord("/")]                  # in ``part``
     if not len(doubled):
         return False
-    before = chars[np.maximum(doubled - 1, 0)]
-    return bool(((doubled == 0) | ((before != ord(":")) & (before != ord("/")))).any())
+    if (doubled < 1).any():
+        return True                                           # no character before it in the buffer
+    before = part[doubled - 1]
+    after_slash = doubled[before == ord("/")]
+    if len(after_slash) and ((after_slash < 2) | (part[np.maximum(after_slash - 2, 0)] != ord(":"))).any():
+        return True                                           # a third slash that is no ':///'s
+    colons = doubled[before == ord(":")] - 1 + lo             # ':' of '://', in ``chars``
+    if len(doubled) > len(after_slash) + len(colons):
+        return True                                           # '//' after another character
+    if not len(colons):
+        return False
+    value_start = offsets[np.searchsorted(offsets, colons, side="right") - 1]
+    if ((colons - value_start < 2) | (value_start < lo)).any():
+        return True                                           # no scheme, a drive letter ('C://x'), or unseen
+    first = part[value_start - lo] | 0x20
+    if ((first < ord("a")) | (first > ord("z"))).any():
+        return True                                           # a scheme starts with a letter
+    # every character up to the colon a scheme's (a later '://' of a value, s3://b/x://y, has ':' and '/'
+    # before it): checked column by column for each scheme length, of which a log has few
+    length = colons - value_start
+    for n in np.unique(length):
+        if n > _LONGEST_SCHEME:
+            return True
+        starts = value_start[length == n]
+        for k in range(1, int(n)):
+            if not _SCHEME_CHAR[chars[starts + k]].all():
+                return True
+    return False
 
 
-def _a_path_starts_with_dot(chars: np.ndarray, offsets: np.ndarray) -> bool:
-    """Whether some value starts with '.' (``./p``, ``../p``: the scan for ``/.`` misses them)."""
+def _a_path_starts_with(chars: np.ndarray, offsets: np.ndarray, firsts: bytes) -> bool:
+    """Whether some value starts with one of the characters ``firsts`` (``./p``, ``../p``: the scan for
+    ``/.`` misses them; ``/t/p``, which Delta Spark qualifies)."""
     starts = offsets[:-1][offsets[:-1] < offsets[1:]]       # non-empty values
-    return bool((chars[starts] == ord(".")).any())
+    return bool(np.isin(chars[starts], np.frombuffer(firsts, dtype=np.uint8)).any())
 
 
 def _assemble(cols: dict[str, Any], n: int, is_add: bool, versions, seqs) -> pa.Table:

@@ -11,6 +11,7 @@ after it and overlaying them on the already reconciled state.
 """
 from __future__ import annotations
 
+import re
 import time
 from functools import cached_property
 import typing
@@ -23,11 +24,12 @@ from ..base import arrow_kernels as ak
 from ..base import ict
 from ..base.action_schemas import FILE_ACTION_SCHEMA, FILE_COLUMNS, TOMBSTONE_COLUMNS
 from ..base.actions import Metadata, Protocol
-from .checkpoint_reader import checkpoint_may_hold_deletion_vectors, read_checkpoint
+from .checkpoint_reader import checkpoint_may_hold_absolute_paths, checkpoint_may_hold_deletion_vectors, read_checkpoint
 from .column_mapping import partition_keys, partition_keys_of
 from .commit_reader import CommitBlobs, read_blobs
 from ..base.commit_source import CommitSource, require_through
 from .commit_timestamps import commit_timestamp
+from .data_paths import ABSOLUTE_PATH_REGEX
 from ..base.errors import CorruptLogError, VersionNotFoundError
 from ..base.features import Operation, commits_are_coordinated, supported_features
 from ..base.intervals import deleted_file_retention_ms, set_transaction_retention_ms
@@ -42,6 +44,11 @@ from ..base.schema import schema_to_arrow
 from .segment import LogSegment, build_segment
 from ..base.storage import Storage
 
+
+
+
+#: A JSON ``"path"`` value that may be absolute: a slash (escaped or not) or a scheme's colon first
+_ABSOLUTE_PATH_VALUE = re.compile(rb'"path"\s*:\s*"(?:\\?/|\\u002[fF]|[A-Za-z][A-Za-z0-9+.-]*:)')
 
 
 class LogAccess(typing.Protocol):
@@ -262,6 +269,23 @@ class Snapshot:
             return True
         return bool(self.segment.checkpoint_files) and \
             checkpoint_may_hold_deletion_vectors(self.storage, self.segment.checkpoint_files)
+
+    def may_hold_absolute_paths(self) -> bool:
+        """Whether a live file of this snapshot may be named by an absolute path or URI (``/t/p``,
+        ``file:///t/p``, a clone's ``s3://...``): exact once the file list is loaded; before that, on the
+        safe side from the commits since the checkpoint (a plain-spelled ``"path"`` value, or any key a
+        writer escaped) and the checkpoint's ``add.path`` column, no replay. For the check that a relative
+        add does not name a live file spelled absolutely (F4b), so appends to tables of relative paths
+        never pay for their file list."""
+        if self._state is not None:
+            a = self._state.actions
+            return bool(a.num_rows) and ak.any_true(ak.and_(
+                a.column("is_add"), ak.match_substring_regex(a.column("path"), ABSOLUTE_PATH_REGEX)))
+        blobs = self._blobs if self._blobs is not None else read_blobs(self.storage, self.segment.commits)
+        if any(_ABSOLUTE_PATH_VALUE.search(data) or may_spell_keys_escaped(data) for _, data, _ in blobs):
+            return True
+        return bool(self.segment.checkpoint_files) and \
+            checkpoint_may_hold_absolute_paths(self.storage, self.segment.checkpoint_files)
 
     def num_files(self) -> int:
         a = self._load_state().actions

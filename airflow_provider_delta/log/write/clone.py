@@ -48,7 +48,7 @@ from ..base.catalog_store.identity import CATALOG_ID_PROPERTY
 from ..base.features import (COMMIT_COORDINATION_FEATURES, COMMIT_COORDINATOR_PROPERTIES,
                              MANAGED_OWNER_CONF_PROPERTY, MULTI_TABLE_TRANSACTION_FEATURES, Operation)
 from ..base.storage import Storage
-from ..read.data_paths import Undecided, is_uri, location_of, split_uri, table_root_of, within
+from ..read.data_paths import Undecided, file_uri, location_of, split_uri, table_root_of, within
 from ..read.deletion_vectors import dv_file_path
 from ..read.snapshot import Snapshot
 from ..read.table_log import TableLog
@@ -73,12 +73,9 @@ class CloneResult:
 
 
 def absolute_uri(storage: Storage, rel: str) -> str:
-    """A table-relative path as the absolute URI Delta Spark writes for it (``file:/abs`` locally)."""
-    if is_uri(rel):
-        return rel
-    if storage.is_local:
-        return "file:" + os.path.join(storage.root, rel)
-    return storage.root + "/" + rel.lstrip("/")
+    """A log path as the absolute URI Delta Spark writes for it (``file:/abs`` locally): the one rule of
+    :func:`~..read.data_paths.file_uri` (a scheme-less ``/t/x`` is on the table's own file system)."""
+    return file_uri(storage.root, rel, "file:")
 
 
 def table_uri_text(storage: Storage) -> str:

@@ -36,10 +36,11 @@ from ..base import arrow_build as ab
 from ..base import ict
 from ..base.actions import Metadata, Protocol
 from ..base.commit_actions import AddFile, DomainMetadata, RemoveFile, Txn
-from ..base.path_spelling import LOG_PATH_COLUMN, spelling_may_differ
+from ..base.path_spelling import (LOG_PATH_COLUMN, canonical_log_path, encode_path, existing_spelling,
+                                  spelling_may_differ)
 from ..base.storage import Storage
 from ..read.column_mapping import partition_keys
-from ..read.data_paths import split_uri, table_relative
+from ..read.data_paths import ABSOLUTE_PATH_REGEX, split_uri, table_relative_to
 from .conflicts import ReadSet
 from .isolation import check_isolation_property, isolation_level_to_use, table_isolation_level
 from ..base.errors import InvalidArgumentError
@@ -365,12 +366,14 @@ def _remove_of(entry: RemoveFile | str, path: str, row: dict, now: int, data_cha
     if isinstance(entry, RemoveFile):
         return RemoveFile(entry.path, now if entry.deletion_timestamp in (None, 0) else entry.deletion_timestamp,
                           entry.data_change, entry.extended_file_metadata, entry.partition_values, entry.size,
-                          entry.stats, entry.tags, entry.deletion_vector, row.get(LOG_PATH_COLUMN))
+                          entry.stats, entry.tags, entry.deletion_vector,
+                          existing_spelling(row.get(LOG_PATH_COLUMN), row["path"]))
     dv = row.get("deletion_vector")
     dv = {k: v for k, v in dv.items() if v is not None} if dv else None
     tags = dict(row["tags"]) if row.get("tags") else None
     out_pv = dict(row["partition_values"]) if row.get("partition_values") is not None else {}
-    return RemoveFile(path, now, data_change, True, out_pv, row.get("size"), None, tags, dv, row.get(LOG_PATH_COLUMN))
+    return RemoveFile(path, now, data_change, True, out_pv, row.get("size"), None, tags, dv,
+                      existing_spelling(row.get(LOG_PATH_COLUMN), row["path"]))
 
 
 def _spelled_like_live(adds: list[AddFile], snap: Snapshot | None, operation: str) -> list[AddFile]:
@@ -387,7 +390,8 @@ def _spelled_like_live(adds: list[AddFile], snap: Snapshot | None, operation: st
     paths = sorted({a.path for a in adds if a.log_path is None
                     and (a.deletion_vector or reinstating or spelling_may_differ(a.path))})
     rows = _live_rows_by_path(snap, paths) if snap is not None and paths else {}
-    return [replace(a, log_path=rows[a.path][0].get(LOG_PATH_COLUMN)) if a.log_path is None and a.path in rows
+    return [replace(a, log_path=existing_spelling(rows[a.path][0].get(LOG_PATH_COLUMN), a.path))
+            if a.log_path is None and a.path in rows
             else a for a in adds]
 
 
@@ -417,24 +421,49 @@ def _live_logical_files(snap: Snapshot | None, adds: list[AddFile]) -> set[FileK
 
 def _live_files_spelled_otherwise(storage: Storage, snap: Snapshot | None,
                                   adds: list[AddFile]) -> tuple[dict[str, str], set[FileKey]]:
-    """``{add path: live path}`` for adds that name, by an absolute path or URI, a file the read snapshot
-    holds under its table-relative path, and those live logical files
-    (:func:`~..base.feature_actions.check_live_file_replaced`). Only absolute adds are placed
-    (:func:`~..read.data_paths.table_relative`, the rule vacuum keeps files by), and the file list is
-    read only when one of them lands under the root: appends of relative paths pay nothing."""
-    if snap is None:
+    """``{add path: live path}`` for adds that name a file the read snapshot holds live under a spelling
+    replay keys apart (an absolute path or URI for a relative one, either way round: ``/t/p``,
+    ``file:///t/p`` or ``file:/t/p`` for the live ``p`` or ``./p``, and ``p`` for a live ``/t/p``), and
+    those live logical files (:func:`~..base.feature_actions.check_live_file_replaced`). Places are
+    compared by :func:`~..read.data_paths.table_relative` (the rule vacuum keeps files by). The file list
+    is read only when an absolute add lands under the root, or when the snapshot may hold an absolute
+    path at all (:meth:`Snapshot.may_hold_absolute_paths`, no replay): appends of relative paths to a
+    table of relative paths pay nothing."""
+    if snap is None or not adds:
         return {}, set()
-    placed = {}
+    place = table_relative_to(storage)
+    placed: dict[str, str] = {}                 # absolute add -> the root-relative path it names
+    relative: dict[str, str] = {}               # relative add -> its root-relative path, resolved
     for a in adds:
-        if split_uri(a.path) is not None:
-            rel = table_relative(storage, a.path)
-            if isinstance(rel, str) and rel != a.path:
-                placed[a.path] = rel
-    if not placed:
+        rel = place(a.path)
+        if not isinstance(rel, str):
+            continue
+        (placed if split_uri(a.path) is not None else relative)[a.path] = rel
+    if not placed and not (relative and snap.may_hold_absolute_paths()):
         return {}, set()
-    rows = _live_rows_by_path(snap, sorted(set(placed.values())))
-    live = {(path, dv_unique_id(r.get("deletion_vector"))) for path, rs in rows.items() for r in rs}
-    return {p: rel for p, rel in placed.items() if rel in rows}, live
+    files = snap.files()
+    wanted = set(placed.values()) | set(relative.values())
+    # live rows spelled relatively, found by decoded path or by replay's key ('./p' is keyed 'p')
+    near = files.filter(pc.or_(pc.is_in(files["path"], value_set=ab.array(sorted(wanted), pa.string())),
+                               pc.is_in(files[LOG_PATH_COLUMN],
+                                        value_set=ab.array(sorted(wanted | {encode_path(w) for w in wanted}),
+                                                           pa.string())))) if placed else files.slice(0, 0)
+    absolute = files.filter(pc.fill_null(pc.match_substring_regex(files["path"], ABSOLUTE_PATH_REGEX), False)) \
+        if relative else files.slice(0, 0)
+    by_place: dict[str, list[dict]] = {}
+    for r in pa.concat_tables([near, absolute]).select(["path", LOG_PATH_COLUMN, "deletion_vector"]).to_pylist():
+        rel = place(r["path"])
+        if isinstance(rel, str) and rel in wanted:
+            by_place.setdefault(rel, []).append(r)
+    spelled: dict[str, str] = {}
+    live: set[FileKey] = set()
+    for path, rel in {**placed, **relative}.items():
+        own_key = canonical_log_path(encode_path(path))
+        others = [r for r in by_place.get(rel, ()) if r[LOG_PATH_COLUMN] != own_key and r["path"] != path]
+        if others:
+            spelled[path] = others[0]["path"]
+            live |= {(r["path"], dv_unique_id(r.get("deletion_vector"))) for r in others}
+    return spelled, live
 
 
 def _describe_for_conflict_checks(read: ReadSet, snap: Snapshot | None, protocol: Protocol, metadata: Metadata,

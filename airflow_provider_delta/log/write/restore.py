@@ -67,7 +67,7 @@ from typing import Any, Iterable
 from ..base import ict
 from ..base.actions import Metadata, Protocol
 from ..base.commit_actions import AddFile
-from ..base.path_spelling import LOG_PATH_COLUMN
+from ..base.path_spelling import LOG_PATH_COLUMN, existing_spelling
 from ..base.errors import (DataFileNotFoundError, DeltaError, InvalidArgumentError, UnexpectedVersionError,
                            VersionNotFoundError)
 from ..base.features import (COMMIT_COORDINATOR_PROPERTIES, ISOLATION_LEVEL_PROPERTY, MANAGED_OWNER_CONF_PROPERTY, Operation,
@@ -122,7 +122,8 @@ def file_actions(snapshot: Snapshot) -> dict[tuple[str, str | None], AddFile]:
         add = AddFile(row["path"], int(row["size"]), dict(row.get("partition_values") or {}),
                       int(row.get("modification_time") or 0), True, row.get("stats"),
                       dict(row["tags"]) if row.get("tags") else None, dv, row.get("base_row_id"),
-                      row.get("default_row_commit_version"), row.get(LOG_PATH_COLUMN))
+                      row.get("default_row_commit_version"),
+                      existing_spelling(row.get(LOG_PATH_COLUMN), row["path"]))
         out[file_key(add.path, dv)] = add
     return out
 
