@@ -33,8 +33,8 @@ from ..base.features import Operation, commits_are_coordinated, supported_featur
 from ..base.intervals import deleted_file_retention_ms, set_transaction_retention_ms
 from .listing import LogListing
 from .managed_state import validate_managed_state
-from .action_lines import action_lines
-from .protocol_metadata import load_protocol_metadata, may_spell_keys_escaped, \
+from .action_lines import action_lines, may_spell_keys_escaped
+from .protocol_metadata import load_protocol_metadata, \
     newest_protocol_metadata, parse_protocol_metadata
 from .reader import read_rows
 from .replay import only_keys, parse_json_logs, reconcile, select_rows
