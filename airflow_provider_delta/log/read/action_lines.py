@@ -74,6 +74,21 @@ def action_of(line: Any, kind: str) -> bool:
     return isinstance(line, dict) and line.get(kind) is not None
 
 
+#: the actions a log line may be, in the order Delta Spark's ``SingleAction.unwrap`` tries them
+#: (spark/.../actions/actions.scala)
+ACTION_KINDS = ("add", "remove", "metaData", "txn", "protocol", "cdc", "sidecar", "checkpointMetadata",
+                "domainMetadata", "commitInfo")
+
+
+def action_kind(line: Any) -> str | None:
+    """Which action the parsed ``line`` is (None: none we know): its first non-null action key in
+    Delta Spark's order, whatever the order of the keys (``{"txn": null, "commitInfo": {...}}`` is a
+    commitInfo)."""
+    if not isinstance(line, dict):
+        return None
+    return next((kind for kind in ACTION_KINDS if line.get(kind) is not None), None)
+
+
 def parsed_lines(data: bytes) -> Iterator[dict[str, Any]]:
     """Every line of ``data`` that parses as a JSON object, parsed (the slow path: all of them)."""
     for line in data.splitlines():
