@@ -122,3 +122,12 @@ def test_a_log_compaction_takes_actions_with_null_keys_before_them(tmp_path):
     assert {"protocol": PLAIN} in lines
     assert DeltaTable(uri).snapshot().transaction_version("app") == 4
     assert _ids(uri) == [1, 2, 3]
+
+
+@pytest.mark.parametrize("text", [b'"protocol": "tcp"', b'"protocol" :  null', b'"protocol":"x"'])
+def test_a_string_or_null_valued_key_sends_no_line_to_the_parser(text):
+    """The fast path stays fast on a table partitioned by a column named ``protocol``: its add lines are
+    not parsed (whitespace before the value must not let the pattern through)."""
+    from airflow_provider_delta.log.read.action_lines import key_pattern
+    assert key_pattern("protocol").search(b'{"add": {"partitionValues": {' + text + b'}}}') is None
+    assert key_pattern("protocol").search(b'{"commitInfo": null, "protocol" : {"minReaderVersion": 1}}')

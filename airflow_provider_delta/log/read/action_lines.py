@@ -44,10 +44,10 @@ def may_spell_keys_escaped(data: bytes, start: int = 0, end: int | None = None) 
 
 def key_pattern(kind: str) -> re.Pattern:
     """The pattern of the key ``kind`` with a value that may be an action: anywhere in a line (the
-    line is then parsed, :func:`action_of`), JSON whitespace around the colon, and no string value
-    after it (an action is an object; a string-valued ``"protocol"`` is a nested key such as a
-    partition value's, and its lines stay unparsed)."""
-    return re.compile(rb'"' + kind.encode() + rb'"\s*:\s*(?!")')
+    line is then parsed, :func:`action_of`), JSON whitespace around the colon, and neither a string
+    nor null after it (an action is an object, a null key is no action; a ``"protocol"`` so valued is
+    a nested key such as a partition value's, and its lines stay unparsed)."""
+    return re.compile(rb'"' + kind.encode() + rb'"\s*:\s*[^\s"n]')
 
 
 _KEY_PATTERNS = {kind: key_pattern(kind) for kind in ("protocol", "metaData", "commitInfo")}
