@@ -85,7 +85,7 @@ def _schema_fields(fields: list[dict[str, Any]]) -> list[Any]:
 
 def output_statistics(table: "DeltaTable", version: int) -> dict[str, int]:
     """Rows, bytes and files a commit added, from its commitInfo.operationMetrics (Delta Spark's names)."""
-    info = next((a["commitInfo"] for a in table.read_commit(version) if "commitInfo" in a), {})
+    info = next((a["commitInfo"] for a in table.read_commit(version) if isinstance(a.get("commitInfo"), dict)), {})
     metrics = info.get("operationMetrics") or {}
     stats = {}
     for ours, theirs in (("rowCount", "numOutputRows"), ("size", "numOutputBytes"), ("fileCount", "numFiles")):

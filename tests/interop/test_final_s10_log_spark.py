@@ -29,10 +29,6 @@ def _table_with_commit(tmp_path, line: dict) -> str:
     return uri
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "{\"commitInfo\": null, \"protocol\": {...}} is a protocol action to Delta Spark, which refuses the table "
-    "for its unknown reader feature; our protocol_metadata (action_lines.line_pattern: the action must be the "
-    "first key) ignores it and reads the table under protocol 1/2. Expected: refused as Delta Spark does"))
 def test_delta_spark_and_we_refuse_a_protocol_spelled_after_a_null_key(spark, tmp_path):
     protocol = {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": ["fooBarFeature"],
                 "writerFeatures": ["fooBarFeature"]}
@@ -43,10 +39,6 @@ def test_delta_spark_and_we_refuse_a_protocol_spelled_after_a_null_key(spark, tm
         DeltaTable(uri).snapshot().to_pyarrow()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "{\"commitInfo\": null, \"metaData\": {...}} is the table's new metadata to Delta Spark (a new column "
-    "and delta.appendOnly=true here); our protocol_metadata ignores the line (metaData must be the first "
-    "key): the old schema and configuration. Expected: the schema and configuration Delta Spark reads"))
 def test_delta_spark_and_we_take_a_metadata_spelled_after_a_null_key(spark, tmp_path):
     uri = str(tmp_path / "t")
     DeltaTable.create(uri, SCHEMA).write(pa.table({"id": [1, 2, 3]}, schema=SCHEMA))

@@ -108,14 +108,6 @@ def test_a_relative_add_of_a_live_file_spelled_absolutely_in_a_checkpoint_is_ref
 
 
 # ----------------------------------------------------------------------------- 2. action lines
-@pytest.mark.xfail(strict=True, reason=(
-    "action_lines.line_pattern (8e2ff48) finds a protocol line only when 'protocol' is the object's first "
-    "key; a line another writer spells {\"commitInfo\": null, \"protocol\": {...}} (a serializer that writes "
-    "null fields; JSON key order carries no meaning) is the protocol action to Delta Spark (its JSON reader "
-    "fills the protocol column; it refuses the table for the unknown reader feature, shown in "
-    "interop/test_final_s10_log_spark.py) and to our own replay's parser, but protocol_metadata ignores it: "
-    "the newer protocol with an unknown reader feature is ignored and the table read under 1/2. Expected: "
-    "UnsupportedFeatureError (a DeltaError) naming the feature"))
 @pytest.mark.parametrize("before", ["commitInfo", "add"])
 def test_a_protocol_line_with_a_null_action_key_before_it_is_not_ignored(tmp_path, before):
     uri, _ = _table(tmp_path)
@@ -127,11 +119,6 @@ def test_a_protocol_line_with_a_null_action_key_before_it_is_not_ignored(tmp_pat
 
 
 @pytest.mark.parametrize("operation", ["write", "checkpoint"])
-@pytest.mark.xfail(strict=True, reason=(
-    "the same null-key protocol line ignored by writers: a write commits on top of a protocol with an unknown "
-    "writer feature, and a checkpoint records protocol 1/2 for the version, so once metadata cleanup removes "
-    "the commit every reader (Delta Spark too) loses the newer protocol. Expected: both refused "
-    "(UnsupportedFeatureError), nothing written"))
 def test_writers_do_not_ignore_a_protocol_line_with_a_null_action_key_before_it(tmp_path, operation):
     uri, _ = _table(tmp_path)
     protocol = {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": ["fooBarFeature"],
@@ -149,10 +136,6 @@ def test_writers_do_not_ignore_a_protocol_line_with_a_null_action_key_before_it(
     assert sorted(os.listdir(log)) == before
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "vacuum, which deletes, ignores the same null-key protocol line: under a protocol naming a writer feature "
-    "it does not know (which may reference files in ways it cannot see) it deleted a file; Delta Spark refuses "
-    "the table. Expected: refused (UnsupportedFeatureError), nothing deleted"))
 def test_vacuum_does_not_ignore_a_protocol_line_with_a_null_action_key_before_it(tmp_path):
     uri, _ = _table(tmp_path)
     protocol = {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": ["fooBarFeature"],
@@ -170,11 +153,6 @@ def test_vacuum_does_not_ignore_a_protocol_line_with_a_null_action_key_before_it
     assert os.path.exists(orphan)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "as for protocol: a metaData line spelled {\"commitInfo\": null, \"metaData\": {...}} is ignored by "
-    "protocol_metadata's line patterns (metaData must be the first key), so the table's newer "
-    "configuration (here delta.appendOnly=true) and schema are not seen; Delta Spark takes them "
-    "(interop/test_final_s10_log_spark.py). Expected: the new metaData is the table's"))
 def test_a_metadata_line_with_a_null_action_key_before_it_is_not_ignored(tmp_path):
     uri, _ = _table(tmp_path)
     with open(os.path.join(uri, "_delta_log", f"{0:020d}.json")) as f:

@@ -21,6 +21,7 @@ from ..base.commit_actions import dumps_actions
 from ..base.errors import InvalidArgumentError, InvalidTableStateError
 from ..base.features import Operation
 from ..base.names import LOG_DIR, commit_path, compaction_path
+from ..read.action_lines import action_kind
 from ..read.commit_reader import parse_json_lines
 from ..read.listing import list_backfilled
 from ..read.segment import describe_range, first_gap
@@ -44,19 +45,20 @@ def compacted_actions(commits: list[list[dict[str, Any]]]) -> list[dict[str, Any
     protocol = metadata = None
     for actions in commits:
         for a in actions:
-            if "add" in a or "remove" in a:
-                kind = "add" if "add" in a else "remove"
+            kind = action_kind(a)
+            if kind in ("add", "remove"):
+                a = {kind: a[kind]}    # another writer's null keys beside it dropped
                 key = _file_key(a[kind])
                 files.pop(key, None)   # re-insert so the output keeps the order of the winning actions
                 files[key] = a
-            elif "txn" in a:
-                txns[a["txn"]["appId"]] = a
-            elif "domainMetadata" in a:
-                domains[a["domainMetadata"]["domain"]] = a
-            elif "protocol" in a:
-                protocol = a
-            elif "metaData" in a:
-                metadata = a
+            elif kind == "txn":
+                txns[a["txn"]["appId"]] = {kind: a[kind]}
+            elif kind == "domainMetadata":
+                domains[a["domainMetadata"]["domain"]] = {kind: a[kind]}
+            elif kind == "protocol":
+                protocol = {kind: a[kind]}
+            elif kind == "metaData":
+                metadata = {kind: a[kind]}
     out: list[dict[str, Any]] = [x for x in (protocol, metadata) if x is not None]
     out += [a for a in files.values() if "add" in a] + [a for a in files.values() if "remove" in a]
     out += list(txns.values()) + list(domains.values())

@@ -39,6 +39,7 @@ from ..base.action_schemas import REMOVE_TYPE, empty_file_actions
 from ..base.actions import Metadata, Protocol
 from .checkpoint import (_check_backfilled, _part_names, _PartWriter, _publish, _validate_parts, _wants_v2,
                          write_last_checkpoint, write_v2_manifest)
+from ..read.action_lines import action_kind
 from ..read.checkpoint_reader import _read_json_checkpoint, read_parquet_part
 from .checkpoint_rows import SPARK_HASH_SEED, CheckpointLayout, _split_by_part, checkpoint_batches, checkpoint_layout
 from .checkpoint_sources import LogSource, RowGroups, protocol_metadata, segment_sources
@@ -125,7 +126,7 @@ class CheckpointPlan:
             for part, rows in _split_by_part(table, self.parts):
                 if rows.num_rows:
                     yield part, (kind, _to_ipc(rows))
-        kept = [(v, index, i, obj) for i, (v, obj) in enumerate(others) if "txn" in obj or "domainMetadata" in obj]
+        kept = [(v, index, i, obj) for i, (v, obj) in enumerate(others) if action_kind(obj) in ("txn", "domainMetadata")]
         if kept:
             yield self.meta_part, ("others", kept)
 

@@ -6,10 +6,21 @@ pattern over the raw bytes, after a substring test that skips most files. JSON l
 writer spell the same line in ways a pattern on the literal key cannot see, and every JSON parser
 (Delta Spark's Jackson, pyarrow's reader) takes them for the same action:
 
-* whitespace before the object (``  {"protocol": ...}``): the patterns allow JSON whitespace there;
+* whitespace before the object or around the key (``  {"protocol" : ...}``): the pattern allows
+  JSON whitespace there;
+* the action after another key (``{"commitInfo": null, "protocol": {...}}``: JSON key order has
+  no meaning, and a serializer that writes null fields puts the other actions' keys first): the
+  pattern looks for the key anywhere in the line and the line is parsed; only a key at the top of
+  the object makes it the action, so ``"protocol"`` as a nested key (a partition column of that
+  name, a field inside ``commitInfo``) never does;
 * a key written with escapes (``"pr\\u006ftocol"``): a blob holding a JSON escape of an ASCII
   letter (:func:`may_spell_keys_escaped`; no writer needs one, so it is rare and cheap to test) is
   parsed line by line instead (:func:`action_lines`).
+
+The rule (:func:`action_of`): a line is the action ``kind`` when it parses as a JSON object whose
+top-level ``kind`` is not null - as in Delta Spark, whose JSON reader fills that action's column
+and leaves a null one empty. A line naming the key twice (``{"protocol": {...}, "protocol": {...}}``,
+malformed) is the last one's, as Jackson (Spark's JSON reader) and Python's ``json`` both take it.
 """
 from __future__ import annotations
 
@@ -31,10 +42,20 @@ def may_spell_keys_escaped(data: bytes, start: int = 0, end: int | None = None) 
     return data.find(b"\\u00", start, end) >= 0 and ESCAPED_ASCII.search(data, start, end) is not None
 
 
-def line_pattern(kind: str) -> re.Pattern:
-    """The pattern of a line holding the action ``kind`` with its key spelled plainly (JSON whitespace
-    may come before the object and around the key)."""
-    return re.compile(rb'^[ \t\r]*\{\s*"' + kind.encode() + rb'"\s*:.*$', re.M)
+def key_pattern(kind: str) -> re.Pattern:
+    """The pattern of the key ``kind`` with a value that may be an action: anywhere in a line (the
+    line is then parsed, :func:`action_of`), JSON whitespace around the colon, and neither a string
+    nor null after it (an action is an object, a null key is no action; a ``"protocol"`` so valued is
+    a nested key such as a partition value's, and its lines stay unparsed)."""
+    return re.compile(rb'"' + kind.encode() + rb'"\s*:\s*[^\s"n]')
+
+
+_KEY_PATTERNS = {kind: key_pattern(kind) for kind in ("protocol", "metaData", "commitInfo")}
+
+
+def _key_pattern(kind: str) -> re.Pattern:
+    pattern = _KEY_PATTERNS.get(kind)
+    return pattern if pattern is not None else key_pattern(kind)
 
 
 def quoted_key(kind: str) -> bytes:
@@ -45,6 +66,27 @@ def quoted_key(kind: str) -> bytes:
 def may_carry(data: bytes, kind: str) -> bool:
     """Whether ``data`` may hold an action ``kind`` (False only when it surely holds none)."""
     return data.rfind(quoted_key(kind)) >= 0 or may_spell_keys_escaped(data)
+
+
+def action_of(line: Any, kind: str) -> bool:
+    """Whether the parsed ``line`` is the action ``kind`` (a JSON object whose top-level ``kind`` is not
+    null; another action's null key before it does not matter)."""
+    return isinstance(line, dict) and line.get(kind) is not None
+
+
+#: the actions a log line may be, in the order Delta Spark's ``SingleAction.unwrap`` tries them
+#: (spark/.../actions/actions.scala)
+ACTION_KINDS = ("add", "remove", "metaData", "txn", "protocol", "cdc", "sidecar", "checkpointMetadata",
+                "domainMetadata", "commitInfo")
+
+
+def action_kind(line: Any) -> str | None:
+    """Which action the parsed ``line`` is (None: none we know): its first non-null action key in
+    Delta Spark's order, whatever the order of the keys (``{"txn": null, "commitInfo": {...}}`` is a
+    commitInfo)."""
+    if not isinstance(line, dict):
+        return None
+    return next((kind for kind in ACTION_KINDS if line.get(kind) is not None), None)
 
 
 def parsed_lines(data: bytes) -> Iterator[dict[str, Any]]:
@@ -60,36 +102,50 @@ def parsed_lines(data: bytes) -> Iterator[dict[str, Any]]:
             yield action
 
 
-def action_lines(data: bytes, kind: str) -> list[dict[str, Any]]:
-    """Every action ``kind`` in ``data`` parsed (``{kind: {...}}`` objects) in file order; lines that
-    are not JSON are skipped (the replay reports them)."""
-    if may_spell_keys_escaped(data):
-        return [action for action in parsed_lines(data) if kind in action]
-    if data.rfind(quoted_key(kind)) < 0:
-        return []
-    out = []
-    for m in line_pattern(kind).finditer(data):
+def _matched_lines(data: bytes, kind: str, start: int, end: int) -> Iterator[dict[str, Any]]:
+    """The lines of ``data[start:end]`` that are the action ``kind``, found by the key pattern and parsed
+    (keys spelled plainly; a line is parsed once however often the key is in it)."""
+    pattern = _key_pattern(kind)
+    pos = start
+    while True:
+        m = pattern.search(data, pos, end)
+        if m is None:
+            return
+        line_start = data.rfind(b"\n", start, m.start()) + 1 or start
+        line_end = data.find(b"\n", m.end(), end)
+        line_end = end if line_end < 0 else line_end
         try:
-            action = json.loads(m.group(0))
+            action = json.loads(data[line_start:line_end])
         except ValueError:
-            continue
-        if isinstance(action, dict) and kind in action:
-            out.append(action)
-    return out
+            action = None    # the replay reports a malformed line
+        if action_of(action, kind):
+            yield action
+        pos = line_end
+
+
+def action_lines(data: bytes, kind: str, start: int = 0, end: int | None = None) -> list[dict[str, Any]]:
+    """Every action ``kind`` in ``data[start:end]`` parsed (``{kind: {...}}`` objects) in file order;
+    lines that are not JSON are skipped (the replay reports them)."""
+    return actions_by_kind(data, (kind,), start, end)[kind]
+
+
+def actions_by_kind(data: bytes, kinds: tuple[str, ...], start: int = 0, end: int | None = None
+                    ) -> dict[str, list[dict[str, Any]]]:
+    """:func:`action_lines` for each of ``kinds`` at once (one escape test over the bytes for all)."""
+    end = len(data) if end is None else end
+    if may_spell_keys_escaped(data, start, end):
+        parsed = list(parsed_lines(data[start:end]))
+        return {kind: [action for action in parsed if action_of(action, kind)] for kind in kinds}
+    return {kind: list(_matched_lines(data, kind, start, end)) if data.rfind(quoted_key(kind), start, end) >= 0
+            else [] for kind in kinds}
 
 
 def first_action(data: bytes, kind: str) -> dict[str, Any] | None:
     """The value of the first action ``kind`` in ``data`` (``{...}``, not ``{kind: {...}}``), or None;
-    the pattern stops at the first match (a ``commitInfo`` usually opens the file)."""
+    the search stops at the first match (a ``commitInfo`` usually opens the file)."""
     if may_spell_keys_escaped(data):
         found = action_lines(data, kind)
         return found[0][kind] if found else None
     if data.find(quoted_key(kind)) < 0:
         return None
-    m = line_pattern(kind).search(data)
-    if m is None:
-        return None
-    try:
-        return json.loads(m.group(0))[kind]
-    except (ValueError, KeyError, TypeError):
-        return None
+    return next((action[kind] for action in _matched_lines(data, kind, 0, len(data))), None)

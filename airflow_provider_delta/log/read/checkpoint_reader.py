@@ -19,7 +19,7 @@ from ..base.errors import CorruptLogError
 from ..base.names import LogFile
 from ..base.parquet_file import ParquetFile
 from ..base.records import Record
-from .action_lines import first_action
+from .action_lines import action_kind, first_action
 from .column_mapping import partition_keys_of
 from .data_paths import ABSOLUTE_PATH_REGEX, open_path, sidecar_location
 from .replay import file_actions_from_struct, parse_json_logs
@@ -277,11 +277,12 @@ def _read_json_checkpoint(storage: "Storage", f: LogFile, version: int, with_fil
     parsed = parse_json_logs([(version, data, f.path)], pcols, seq_start=-(1 << 61))
     out = CheckpointContent()
     for _, obj in parsed.others:
-        if "protocol" in obj:
+        kind = action_kind(obj)
+        if kind == "protocol":
             out.protocol = obj["protocol"]
-        elif "metaData" in obj:
+        elif kind == "metaData":
             out.metadata = obj["metaData"]
-        elif any(k in obj for k in ("txn", "domainMetadata", "sidecar", "checkpointMetadata")):
+        elif kind in ("txn", "domainMetadata", "sidecar", "checkpointMetadata"):
             out.others.append(obj)
     out.file_actions = parsed.file_actions if with_files else None
     return out

@@ -2,109 +2,49 @@
 
 Most questions about a table (may we read it? what is its schema, its
 properties, its id?) need only these two actions. They come from the newest
-commits of the segment that carry them (a regex over the raw bytes finds those
-lines, so a commit without them costs a substring test; a commit that may spell
-keys with escapes is parsed instead, see :mod:`.action_lines`) or else from the
+commits of the segment that carry them (found as :mod:`.action_lines` finds an
+action: a commit without them costs a substring test) or else from the
 checkpoint's two columns.
 """
 from __future__ import annotations
 
-import json
-import re
 from typing import Any
 
 from ..base.actions import Metadata, Protocol
 from .checkpoint_reader import read_checkpoint, read_checkpoint_protocol
 from .commit_reader import CommitBlobs, read_blobs
 from ..base.errors import CorruptLogError
-from .action_lines import line_pattern, may_spell_keys_escaped, parsed_lines
+from .action_lines import actions_by_kind
 from .segment import LogSegment
 from ..base.storage import Storage
-
-PROTOCOL_LINE = line_pattern("protocol")
-METADATA_LINE = line_pattern("metaData")
-
-
-def _key_of(pattern: re.Pattern) -> bytes:
-    """The quoted action name a line pattern looks for (``b'"protocol"'``)."""
-    return pattern.pattern[pattern.pattern.index(b'"'):pattern.pattern.rindex(b'"') + 1]
-
-
-#: (line pattern, action name, the quoted name a substring test looks for)
-_KINDS = [(p, kind, _key_of(p)) for p, kind in ((PROTOCOL_LINE, "protocol"), (METADATA_LINE, "metaData"))]
-
-
-def last_line_match(pattern: re.Pattern, data: bytes) -> dict[str, Any] | None:
-    """The last line matching ``pattern`` parsed as JSON; a plain substring test skips most files."""
-    if data.rfind(_key_of(pattern)) < 0:
-        return None
-    return _last_line(pattern, data)
-
-
-def _last_line(pattern: re.Pattern, data: bytes) -> dict[str, Any] | None:
-    found = None
-    for m in pattern.finditer(data):
-        found = m.group(0)
-    if found is None:
-        return None
-    try:
-        return json.loads(found)
-    except ValueError:
-        return None
 
 
 def newest_protocol_metadata(blobs: CommitBlobs | list[tuple[int, bytes, str]]) -> tuple[Any, Any]:
     """The raw ``protocol`` and ``metaData`` values of the newest blobs that carry them (None if none).
 
     A commit holds at most one of each (PROTOCOL.md); one with two is ambiguous (engines
-    disagree on which wins), so it is refused as corrupt, as Delta Spark does.
+    disagree on which wins), so it is refused as corrupt, as Delta Spark does. The lines are
+    found as :mod:`.action_lines` finds any action (a substring test skips a commit without them).
     """
     blobs = CommitBlobs.of(blobs)
     protocol = metadata = None
     buf = blobs.buffer
     for i in reversed(range(len(blobs))):
-        # one substring pass per kind over a commit that lacks both (most of them); searching
-        # backwards is about twice as fast as ``in`` for these needles (CPython's reverse search)
-        found = {}
         start, end = blobs.span(i)
-        if may_spell_keys_escaped(buf, start, end):
-            found = _parsed_protocol_metadata(*blobs[i])
-        else:
-            found = _matched_protocol_metadata(blobs, i, buf, start, end)
-        if protocol is None and found.get("protocol"):
-            protocol = found["protocol"]["protocol"]
-        if metadata is None and found.get("metaData"):
-            metadata = found["metaData"]["metaData"]
+        found = actions_by_kind(buf, ("protocol", "metaData"), start, end)
+        protocol = protocol if protocol is not None else _the_action(blobs, i, "protocol", found["protocol"])
+        metadata = metadata if metadata is not None else _the_action(blobs, i, "metaData", found["metaData"])
         if protocol is not None and metadata is not None:
             break
     return protocol, metadata
 
 
-def _matched_protocol_metadata(blobs: CommitBlobs, i: int, buf: bytes, start: int, end: int) -> dict[str, Any]:
-    """The protocol and metaData lines of commit ``i`` found by the line patterns (a substring test
-    first, so a commit without them is never copied), refusing two of a kind."""
-    found: dict[str, Any] = {}
-    for pattern, kind, key in _KINDS:
-        if buf.rfind(key, start, end) < 0:
-            continue
-        version, data, path = blobs[i]    # a copy of this one commit
-        if data.count(key) > 1 and len(pattern.findall(data)) > 1:
-            raise CorruptLogError(f"{path}: commit {version} holds more than one {kind} action", path=path)
-        found[kind] = _last_line(pattern, data)
-    return found
-
-
-def _parsed_protocol_metadata(version: int, data: bytes, path: str) -> dict[str, Any]:
-    """The protocol and metaData lines of a commit whose keys may be spelled with escapes, by
-    parsing each line as JSON (as :func:`newest_protocol_metadata` returns them), refusing two."""
-    found: dict[str, Any] = {}
-    for action in parsed_lines(data):     # malformed lines: the replay reports them
-        for kind in ("protocol", "metaData"):
-            if kind in action:
-                if kind in found:
-                    raise CorruptLogError(f"{path}: commit {version} holds more than one {kind} action", path=path)
-                found[kind] = action
-    return found
+def _the_action(blobs: CommitBlobs, i: int, kind: str, found: list[dict[str, Any]]) -> Any:
+    """The value of commit ``i``'s one action ``kind`` (None: it has none), refusing two."""
+    if len(found) > 1:
+        version, path = blobs.versions[i], blobs.paths[i]
+        raise CorruptLogError(f"{path}: commit {version} holds more than one {kind} action", path=path)
+    return found[0][kind] if found else None
 
 
 def load_protocol_metadata(storage: Storage, segment: LogSegment,

@@ -30,6 +30,7 @@ from ..base import arrow_build as ab
 from ..base import arrow_kernels as ak
 from ..base.action_schemas import (ADD_FIELDS, DV_TYPE, FILE_ACTION_SCHEMA, FILE_ACTION_TYPES, REMOVE_FIELDS,
                              STR_MAP, empty_file_actions)
+from .action_lines import action_kind
 from .column_mapping import partition_keys_of
 from .commit_reader import CommitBlobs, parse_json_lines
 from ..base.errors import CorruptLogError
@@ -231,8 +232,8 @@ def _parse_slow(blobs: list[tuple[int, bytes, str]], seq_start: int) -> ParsedLo
     seq = seq_start
     for version, data, path in blobs:
         for i, obj in enumerate(parse_json_lines(data, path), start=1):
-            kind = "add" if "add" in obj else "remove" if "remove" in obj else None
-            if kind is None:
+            kind = action_kind(obj)
+            if kind not in ("add", "remove"):
                 others.append((version, obj))
             else:
                 action = obj[kind]

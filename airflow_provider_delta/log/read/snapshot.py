@@ -35,8 +35,8 @@ from ..base.features import Operation, commits_are_coordinated, supported_featur
 from ..base.intervals import deleted_file_retention_ms, set_transaction_retention_ms
 from .listing import LogListing
 from .managed_state import validate_managed_state
-from .action_lines import action_lines
-from .protocol_metadata import load_protocol_metadata, may_spell_keys_escaped, \
+from .action_lines import action_kind, action_lines, may_spell_keys_escaped
+from .protocol_metadata import load_protocol_metadata, \
     newest_protocol_metadata, parse_protocol_metadata
 from .reader import read_rows
 from .replay import only_keys, parse_json_logs, reconcile, select_rows
@@ -84,16 +84,17 @@ class _State:
 
     def _overlay(self, others: list[tuple[int, dict[str, Any]]]) -> None:
         for v, obj in others:
-            if "txn" in obj:
+            kind = action_kind(obj)
+            if kind == "txn":
                 t = obj["txn"]
                 self.txns[t["appId"]] = (int(t["version"]), t.get("lastUpdated"))
-            elif "domainMetadata" in obj:
+            elif kind == "domainMetadata":
                 d = obj["domainMetadata"]
                 if d.get("removed"):
                     self.domains.pop(d["domain"], None)
                 else:
                     self.domains[d["domain"]] = d.get("configuration", "")
-            elif "commitInfo" in obj:
+            elif kind == "commitInfo":
                 self.commit_infos[v] = obj["commitInfo"]
 
 
