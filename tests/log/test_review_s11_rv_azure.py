@@ -1,0 +1,128 @@
+"""Review s11 (report-only) of the Azure option rule for files outside the table (data_paths.
+_options_for_other_place / _azure_options_for_account), Hadoop's schemes in locate(), and the credential-name
+rule (base/secret_names.py) as the connection log's redaction uses it.
+
+Each test is an open finding, a strict xfail: whoever fixes it removes the marker. No network is used: the
+tests look at the adlfs file system :func:`locate` builds for a file (its service client's URL, its
+credential), which is what every later request of that file system carries.
+"""
+from __future__ import annotations
+
+import pytest
+
+from airflow_provider_delta.hooks.config import redact_options
+from airflow_provider_delta.log.base.errors import StorageError
+from airflow_provider_delta.log.base.storage import Storage
+from airflow_provider_delta.log.read.data_paths import _options_for_other_place, locate, split_uri
+
+_AZURE_ENV = ("AZURE_STORAGE_ACCOUNT_NAME", "AZURE_STORAGE_ACCOUNT_KEY", "AZURE_STORAGE_CONNECTION_STRING",
+              "AZURE_STORAGE_SAS_TOKEN", "AZURE_STORAGE_CLIENT_ID", "AZURE_STORAGE_CLIENT_SECRET",
+              "AZURE_STORAGE_TENANT_ID", "AZURE_STORAGE_ANON")
+TABLE = "abfss://c@acct.dfs.core.windows.net/t"
+SAS = "sv=2024-01-01&sig=TABLESECRET"
+
+
+@pytest.fixture
+def no_azure_env(monkeypatch):
+    for name in _AZURE_ENV:
+        monkeypatch.delenv(name, raising=False)
+
+
+def _sends_credentials(fs) -> bool:
+    """Whether the adlfs file system authenticates its requests (a SAS in its URL, a key, a token credential,
+    a connection string)."""
+    return bool(fs.sas_token or fs.account_key or fs.credential or fs.connection_string
+                or "sig=" in fs.service_client.url)
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
+    "userinfo '@' trick: data_paths splits an Azure authority at the FIRST '@' (container 'c', host "
+    "'evil.com@other.dfs.core.windows.net', which _AZURE_HOST does not match), so the URI 'names no account' "
+    "and _options_for_other_place hands it ALL the table's options ('the table's own'); fsspec/adlfs take the "
+    "host after the LAST '@' (urlsplit) and connect to account 'other' with the table's SAS token in the "
+    "service URL (and its account key). Read (locate/open_path) and clone (table_root_of's exists probe) send "
+    "it there. Expected: such an authority is not the table's account - a typed StorageError, or no "
+    "credential of the table's account (as for any other account)"))
+@pytest.mark.parametrize("file_uri", [
+    "abfss://c@evil.com@other.dfs.core.windows.net/x.parquet",
+    "abfss://c@acct.dfs.core.windows.net:443@other.dfs.core.windows.net/x.parquet",
+    "wasbs://c@x@other.blob.core.windows.net/x.parquet",
+])
+@pytest.mark.parametrize("options", [{"sas_token": SAS}, {"sas_token": SAS, "account_key": "a2V5"}],
+                         ids=["sas", "sas+key"])
+def test_a_userinfo_at_sign_does_not_carry_the_tables_credentials_to_another_account(no_azure_env, file_uri, options):
+    table = Storage(TABLE, options)
+    assert table.files.fs.account_name == "acct"
+    try:
+        where = locate(table, file_uri)
+    except StorageError:
+        return                                      # refused: fine
+    fs = where.storage.files.fs
+    assert fs.account_name == "acct" or not _sends_credentials(fs), (
+        f"{file_uri} opened at {fs.account_url} with the table's credentials ({fs.service_client.url})")
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
+    "adlfs reads AZURE_STORAGE_SAS_TOKEN and AZURE_STORAGE_CLIENT_ID/_SECRET/_TENANT_ID from the environment "
+    "whenever an option is missing, and uses them even with anon=True (anon only stops its "
+    "DefaultAzureCredential); _azure_options_for_account drops the options but sets nothing that stops the "
+    "environment's. So a file on another cloud's host (abfss://c@x.dfs.core.evil.example - any domain "
+    "'core.<suffix>' counts as 'a cloud', so an attacker's) gets the environment's SAS token in its URL or a "
+    "bearer token of the principal. The guide says "
+    "such a file 'gets no credential at all and anon=True, so adlfs fetches no ambient token for it either' "
+    "(it also says adlfs 'still reads AZURE_STORAGE_* environment variables for every account it opens' - "
+    "but a host of ANY domain, not an Azure account, gets them). Expected: no credential reaches a host outside "
+    "the Azure clouds (a typed error, or a file system built without the environment's)"))
+@pytest.mark.parametrize("env", [
+    {"AZURE_STORAGE_SAS_TOKEN": SAS},
+    {"AZURE_STORAGE_CLIENT_ID": "app", "AZURE_STORAGE_CLIENT_SECRET": "s3cr3t", "AZURE_STORAGE_TENANT_ID": "t"},
+], ids=["env-sas", "env-principal"])
+@pytest.mark.parametrize("file_uri", ["abfss://c@x.dfs.core.evil.example/y.parquet",
+                                      "abfss://c@acct.dfs.core.windows.net.evil.example/y.parquet"],
+                         ids=["other-cloud", "lookalike-host"])
+def test_the_environments_credentials_do_not_go_to_a_host_outside_the_azure_clouds(
+        no_azure_env, monkeypatch, env, file_uri):
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    table = Storage(TABLE, {})
+    try:
+        where = locate(table, file_uri)
+    except StorageError:
+        return
+    fs = where.storage.files.fs
+    assert not _sends_credentials(fs), f"{file_uri}: {fs.account_url} gets the environment's credential"
+
+
+_CS_KEY = "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=a2V5;EndpointSuffix=core.windows.net"
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
+    "_connection_string_account reads the connection string's field names case-sensitively (AccountName, "
+    "BlobEndpoint); the Azure SDK (azure.storage.blob _parse_connection_str) upper-cases them, and knows "
+    "UseDevelopmentStorage=true (devstoreaccount1). For such a string the account is None, so a file of the "
+    "very account the string is for (another container, a Delta Spark clone's source) loses it: adlfs opens "
+    "it without the key and the data is unreadable. Expected: the string kept for its own account"))
+@pytest.mark.parametrize("connection_string, file_uri", [
+    (_CS_KEY.lower().replace("a2v5", "a2V5"), "abfss://c2@acct.dfs.core.windows.net/x.parquet"),
+    (_CS_KEY.upper().replace("ACCT", "acct").replace("A2V5", "a2V5"), "abfss://c2@acct.dfs.core.windows.net/x.parquet"),
+    ("blobendpoint=https://acct.blob.core.windows.net/;sharedaccesssignature=sv=1&sig=x",
+     "wasbs://c2@acct.blob.core.windows.net/x.parquet"),
+    ("UseDevelopmentStorage=true", "wasbs://c2@devstoreaccount1.blob.core.windows.net/x.parquet"),
+], ids=["lower", "upper", "sas-lower", "dev-storage"])
+def test_a_connection_string_in_any_key_case_goes_to_its_own_account(connection_string, file_uri):
+    from azure.storage.blob import BlobServiceClient
+    sdk_account = BlobServiceClient.from_connection_string(connection_string).account_name
+    assert sdk_account in file_uri                                 # the SDK reads the string as that account's
+    options = {"connection_string": connection_string}
+    assert _options_for_other_place(split_uri(file_uri), options, "az://c/t") == options
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
+    "log/base/secret_names.looks_like_secret (the one rule for the connection-log redaction and the "
+    "other-account option filter) matches 'connection_string'/'conn_str' only with the underscore: "
+    "'connectionString' / 'ConnectionString' (the Azure SDKs' and portal's spelling) and "
+    "'SharedAccessSignature' are shown in clear by redact_options (DeltaConnectionConfig.describe, task logs) "
+    "and an unknown option so named goes to every account. Expected: '***'"))
+@pytest.mark.parametrize("name", ["connectionString", "ConnectionString", "SharedAccessSignature"])
+def test_camel_case_connection_string_names_are_redacted(name):
+    assert redact_options({name: "AccountName=acct;AccountKey=a2V5"})[name] == "***"
