@@ -194,6 +194,23 @@ def match_substring_regex(data: ArrowData, pattern: str) -> ArrowData:
     return call("match_substring_regex", data, options=_kernels.MatchSubstringOptions(pattern))
 
 
+def starts_with(data: ArrowData, prefix: str) -> ArrowData:
+    return call("starts_with", data, options=_kernels.MatchSubstringOptions(prefix))
+
+
+def replace_substring(data: ArrowData, pattern: str, replacement: str) -> ArrowData:
+    return call("replace_substring", data, options=_kernels.ReplaceSubstringOptions(pattern, replacement))
+
+
+def replace_substring_regex(data: ArrowData, pattern: str, replacement: str) -> ArrowData:
+    return call("replace_substring_regex", data, options=_kernels.ReplaceSubstringOptions(pattern, replacement))
+
+
+def coalesce(*values: ArrowData) -> ArrowData:
+    """The first non-null value of each position."""
+    return call("coalesce", *values)
+
+
 def utf8_lower(data: ArrowData) -> ArrowData:
     return call("utf8_lower", data)
 

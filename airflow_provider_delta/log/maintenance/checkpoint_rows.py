@@ -28,10 +28,10 @@ from typing import Any, Iterator
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.json as pj
 
 from ..base import arrow_build as ab
+from ..base import arrow_kernels as ak
 from ..base.action_schemas import (ADD_BASE_FIELDS, DOMAIN_TYPE, DV_TYPE, METADATA_TYPE, PROTOCOL_TYPE, REMOVE_TYPE,
                              STR_MAP, TXN_TYPE)
 from ..base.path_spelling import LOG_PATH_COLUMN, encode_path
@@ -186,23 +186,23 @@ def log_paths(t: pa.Table) -> pa.Array:
     spelled = _column(t, LOG_PATH_COLUMN, pa.string())
     path = _column(t, "path", pa.string())
     # a scheme-less absolute path keeps its form (path_spelling.existing_spelling: its key is qualified)
-    scheme_less = pc.fill_null(pc.and_(pc.and_(pc.starts_with(path, "/"), pc.invert(pc.starts_with(path, "//"))),
-                                       pc.starts_with(spelled, "file:")), ab.scalar(False))
-    if pc.any(scheme_less).as_py():
-        spelled = pc.if_else(scheme_less, encode_paths(path), spelled)
+    scheme_less = ak.fill_null(ak.and_(ak.and_(ak.starts_with(path, "/"), ak.invert(ak.starts_with(path, "//"))),
+                                       ak.starts_with(spelled, "file:")), ab.scalar(False))
+    if ak.any_true(scheme_less):
+        spelled = ak.if_else(scheme_less, encode_paths(path), spelled)
     if spelled.null_count == 0:
         return spelled
-    return pc.coalesce(spelled, encode_paths(path))
+    return ak.coalesce(spelled, encode_paths(path))
 
 
 def encode_paths(paths: pa.Array) -> pa.Array:
     """URL-encode relative paths as the log stores them; only unusual paths go through Python."""
-    unsafe = pc.fill_null(pc.match_substring_regex(paths, _UNSAFE_PATH_CHARS), ab.scalar(False))
-    if not pc.any(unsafe).as_py():
+    unsafe = ak.fill_null(ak.match_substring_regex(paths, _UNSAFE_PATH_CHARS), ab.scalar(False))
+    if not ak.any_true(unsafe):
         return paths
     idx = np.flatnonzero(ab.to_numpy(unsafe))
-    encoded = [encode_path(p) for p in paths.take(ab.from_numpy(idx)).to_pylist()]
-    return pc.replace_with_mask(paths, unsafe, ab.array(encoded, pa.string()))
+    encoded = [encode_path(p) for p in ak.take(paths, ab.from_numpy(idx)).to_pylist()]
+    return ak.replace_with_mask(paths, unsafe, ab.array(encoded, pa.string()))
 
 
 def _stats_read_type(t: pa.DataType) -> pa.DataType:
@@ -216,9 +216,9 @@ def _stats_read_type(t: pa.DataType) -> pa.DataType:
 
 def _json_lines_buffer(texts: pa.Array) -> pa.Buffer:
     """One newline-separated buffer of JSON objects, '{}' for nulls, for Arrow's JSON reader."""
-    texts = pc.fill_null(texts, ab.scalar("{}", texts.type))
-    texts = pc.replace_substring(texts, "\n", " ")  # only whitespace can hold a raw newline
-    joined = pc.binary_join_element_wise(texts, ab.scalar("", texts.type), ab.scalar("\n", texts.type))
+    texts = ak.fill_null(texts, ab.scalar("{}", texts.type))
+    texts = ak.replace_substring(texts, "\n", " ")  # only whitespace can hold a raw newline
+    joined = ak.join_element_wise(texts, ab.scalar("", texts.type), separator=ab.scalar("\n", texts.type))
     if isinstance(joined, pa.ChunkedArray):
         joined = joined.combine_chunks()
     bufs = joined.buffers()
@@ -254,7 +254,7 @@ def parse_stats(texts: pa.Array, stats_type: pa.StructType) -> pa.StructArray:
         pass
     cleaned = texts
     for token in ('"NaN"', '"Infinity"', '"-Infinity"'):
-        cleaned = pc.replace_substring_regex(cleaned, r":\s*" + token, ":null")
+        cleaned = ak.replace_substring_regex(cleaned, r":\s*" + token, ":null")
     try:
         return _read_stats(cleaned, stats_type)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
@@ -266,7 +266,7 @@ def parse_stats(texts: pa.Array, stats_type: pa.StructType) -> pa.StructArray:
 def _partition_parsed(pv: pa.Array, layout: CheckpointLayout) -> pa.StructArray:
     children = []
     for key, f in zip(layout.partition_keys, layout.partition_type):
-        raw = pc.map_lookup(pv, ab.scalar(key), "first") if len(pv) else pa.nulls(0, pa.string())
+        raw = ak.map_lookup(pv, ab.scalar(key), "first") if len(pv) else pa.nulls(0, pa.string())
         children.append(partition_values_to_arrow(raw, f.type))
     return pa.StructArray.from_arrays(children, fields=list(layout.partition_type))
 
@@ -300,7 +300,7 @@ def add_column(files: pa.Table, layout: CheckpointLayout) -> pa.StructArray:
     if pv.null_count:
         empty = pa.MapArray.from_arrays(ab.from_numpy(np.zeros(n + 1, dtype=np.int32)),
                                         pa.nulls(0, pa.string()), pa.nulls(0, pa.string()))
-        arrays[1] = pc.if_else(pv.is_valid(), pv, empty.cast(STR_MAP))
+        arrays[1] = ak.if_else(ak.is_valid(pv), pv, ak.cast(empty, STR_MAP))
     return pa.StructArray.from_arrays(arrays, fields=list(layout.add_type))
 
 
@@ -365,8 +365,8 @@ def _live_tombstones(snapshot: Snapshot, now_ms: int) -> pa.Table:
     if t.num_rows == 0:
         return t
     retention = deleted_file_retention_ms(snapshot.metadata.configuration)
-    ts = pc.fill_null(_column(t, "deletion_timestamp", pa.int64()), ab.scalar(0))
-    return t.filter(pc.greater(ts, ab.scalar(now_ms - retention)))
+    ts = ak.fill_null(_column(t, "deletion_timestamp", pa.int64()), ab.scalar(0))
+    return ak.filter(t, ak.greater(ts, ab.scalar(now_ms - retention)))
 
 
 def _split_by_part(t: pa.Table, parts: int) -> Iterator[tuple[int, pa.Table]]:

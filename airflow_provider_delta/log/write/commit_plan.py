@@ -30,9 +30,9 @@ from dataclasses import dataclass, field, replace
 from typing import Callable
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ..base import arrow_build as ab
+from ..base import arrow_kernels as ak
 from ..base import ict
 from ..base.actions import Metadata, Protocol
 from ..base.commit_actions import AddFile, DomainMetadata, RemoveFile, Txn
@@ -353,7 +353,7 @@ def _live_rows_by_path(snap: Snapshot, paths: list[str]) -> dict[str, list[dict]
     """The read snapshot's live files among decoded ``paths``: each path's rows (one per
     logical file: a spelling and a deletion vector)."""
     files = snap.files()
-    live = files.filter(pc.is_in(files["path"], value_set=ab.array(paths, pa.string())))
+    live = ak.filter(files, ak.is_in(files["path"], ab.array(paths, pa.string())))
     out: dict[str, list[dict]] = {}
     for r in live.select([c for c in ("path", LOG_PATH_COLUMN, "partition_values", "size", "deletion_vector",
                                       "tags") if c in live.column_names]).to_pylist():
@@ -414,7 +414,7 @@ def _live_logical_files(snap: Snapshot | None, adds: list[AddFile]) -> set[FileK
     if not paths:
         return set()
     files = snap.files()
-    live = files.filter(pc.is_in(files["path"], value_set=ab.array(sorted(paths), pa.string())))
+    live = ak.filter(files, ak.is_in(files["path"], ab.array(sorted(paths), pa.string())))
     return {(r["path"], dv_unique_id(r["deletion_vector"]))
             for r in live.select(["path", "deletion_vector"]).to_pylist()}
 
@@ -444,11 +444,12 @@ def _live_files_spelled_otherwise(storage: Storage, snap: Snapshot | None,
     files = snap.files()
     wanted = set(placed.values()) | set(relative.values())
     # live rows spelled relatively, found by decoded path or by replay's key ('./p' is keyed 'p')
-    near = files.filter(pc.or_(pc.is_in(files["path"], value_set=ab.array(sorted(wanted), pa.string())),
-                               pc.is_in(files[LOG_PATH_COLUMN],
-                                        value_set=ab.array(sorted(wanted | {encode_path(w) for w in wanted}),
-                                                           pa.string())))) if placed else files.slice(0, 0)
-    absolute = files.filter(pc.fill_null(pc.match_substring_regex(files["path"], ABSOLUTE_PATH_REGEX), False)) \
+    near = ak.filter(files, ak.or_(ak.is_in(files["path"], ab.array(sorted(wanted), pa.string())),
+                                   ak.is_in(files[LOG_PATH_COLUMN],
+                                            ab.array(sorted(wanted | {encode_path(w) for w in wanted}),
+                                                     pa.string())))) if placed else files.slice(0, 0)
+    absolute = ak.filter(files, ak.fill_null(ak.match_substring_regex(files["path"], ABSOLUTE_PATH_REGEX),
+                                             ab.scalar(False))) \
         if relative else files.slice(0, 0)
     by_place: dict[str, list[dict]] = {}
     for r in pa.concat_tables([near, absolute]).select(["path", LOG_PATH_COLUMN, "deletion_vector"]).to_pylist():

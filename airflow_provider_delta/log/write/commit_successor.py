@@ -36,8 +36,9 @@ from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from ..base import arrow_build as ab
+from ..base import arrow_kernels as ak
 from ..base.path_spelling import LOG_PATH_COLUMN, canonical_log_path
 from ..base.errors import InvalidCommittedVersionError
 from ..base.intervals import deleted_file_retention_ms, log_retention_ms
@@ -208,7 +209,7 @@ def _named_in(actions: pa.Table | None, evidence: CommitEvidence) -> tuple[set[s
         by_key.setdefault(canonical_log_path(p), set()).add(p)
     # the column keys a file by its canonical path (Delta Spark's reconciliation key: 'd//x' is 'd/x'),
     # our paths are spelled as our commit wrote them: look for either spelling
-    rows = actions.filter(pc.is_in(actions.column(LOG_PATH_COLUMN), value_set=pa.array(sorted(by_key))))
+    rows = ak.filter(actions, ak.is_in(actions.column(LOG_PATH_COLUMN), ab.array(sorted(by_key), pa.string())))
     adds: set[str] = set()
     removes: dict[str, int | None] = {}
     for key, is_add, ts in zip(rows.column(LOG_PATH_COLUMN).to_pylist(), rows.column("is_add").to_pylist(),

@@ -20,9 +20,9 @@ import uuid
 from typing import Any, Callable, Iterable
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ..base import arrow_build as ab
+from ..base import arrow_kernels as ak
 from ..base import ict
 from ..base.actions import Metadata, Protocol
 from ..base.commit_actions import AddFile, DomainMetadata, RemoveFile, Txn
@@ -219,18 +219,18 @@ class Transaction:
             self._changes.read.partition_types.update(types)
             mask = None
             for key, allowed in predicate.items():
-                values = pc.map_lookup(files["partition_values"], ab.scalar(key, pa.string()), "first")
-                values = pc.if_else(pc.equal(values, ab.scalar("")), pa.nulls(1, pa.string())[0], values)
+                values = ak.map_lookup(files["partition_values"], ab.scalar(key, pa.string()), "first")
+                values = ak.if_else(ak.equal(values, ab.scalar("")), pa.nulls(1, pa.string())[0], values)
                 # compare canonical forms: other writers may spell the same value differently
-                raw = [u for u in pc.unique(values).to_pylist() if u is not None
+                raw = [u for u in ak.unique(values).to_pylist() if u is not None
                        and canonical_partition_value(u, types.get(key)) in allowed]
-                m = pc.is_in(values, value_set=ab.array(raw, pa.string()))
+                m = ak.is_in(values, ab.array(raw, pa.string()))
                 if None in allowed:
-                    m = pc.or_(m, pc.is_null(values))
-                m = pc.fill_null(m, ab.scalar(False))
-                mask = m if mask is None else pc.and_(mask, m)
+                    m = ak.or_(m, ak.is_null(values))
+                m = ak.fill_null(m, ab.scalar(False))
+                mask = m if mask is None else ak.and_(mask, m)
             if mask is not None:
-                files = files.filter(mask)
+                files = ak.filter(files, mask)
         self._changes.read.read_paths.update(files.column("path").to_pylist())
         return files
 

@@ -84,7 +84,7 @@ def _split_partitions(data: pa.Table, partition_by: tuple[str, ...]) -> list[tup
     out = []
     for row in np.sort(first_rows):
         key = {col: d[int(c[row])].as_py() for col, d, c in zip(partition_by, dictionaries, codes)}
-        out.append((key, data.filter(ab.from_numpy(combo == combo[row]))))
+        out.append((key, ak.filter(data, ab.from_numpy(combo == combo[row]))))
     return out
 
 
