@@ -131,3 +131,59 @@ def test_the_history_the_unknown_outcome_points_to_does_not_show_a_commit_in_a_h
     table = DeltaTable(t.uri)
     assert "delta.appendOnly" not in table.snapshot().metadata.configuration       # the change is not there
     assert [h["version"] for h in table.history() if h.get("operation") == "SET TBLPROPERTIES"] == []
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "A commit in a real hole is reported committed because an undecided one was left in place: writers X and "
+    "Y both read version 2; cleanup races X's put of 3 into a hole below checkpoint 5 (3 and 4 gone, log "
+    "retention 3 h and tombstone retention 1 h, values Delta Spark accepts, so nothing proves the hole) and X "
+    "gets CommitOutcomeUnknownError with its file left. Y lost version 3 to X, catches up past it and puts 4: "
+    "the pre-check and the post-put check each stat version 3 - X's file in the hole - and pass, so Y's "
+    "commit lands below checkpoint 5 where no reader sees it and Y is told it committed (its row is not in "
+    "the table). A commit file left in a suspected hole must not count as the log Y follows (Delta Spark "
+    "checks the snapshot after the commit ends at the attempted version: DELTA_INVALID_COMMITTED_VERSION)."))
+def test_an_undecided_hole_commit_left_in_place_does_not_let_the_next_writer_into_the_hole(tmp_path):
+    root = str(tmp_path / "t")
+    t = DeltaTable.create(root, SCHEMA, properties={"delta.logRetentionDuration": "interval 3 hours",
+                                                    "delta.deletedFileRetentionDuration": "interval 1 hour"})
+    t.auto_checkpoint = False
+    t.write(pa.table({"id": [1]}))
+    t.write(pa.table({"id": [2]}))
+    x = DeltaTable(root)
+    x.auto_checkpoint = False
+    x_txn = x.transaction()
+    x_txn.__enter__()                                          # X reads version 2
+    x_outcome: list[str] = []
+
+    class XRacesYsPut:
+        """Y's store: right before Y's first commit put (its pre-check at 3 passed), X commits into the hole."""
+
+        def __init__(self, inner):
+            self.inner, self.armed = inner, True
+
+        def put_if_absent(self, target: str, data: bytes) -> bool:
+            if self.armed and "_delta_log" in target and target.endswith(".json"):
+                self.armed = False
+                x.storage.files = HoleBeforeThePut(x.storage.files, root, [
+                    lambda other, n=n: other.write(pa.table({"id": [n]})) for n in (50, 60, 70)], keep_from=2)
+                x_txn.set_txn("x-job", 1)
+                try:
+                    x_txn.__exit__(None, None, None)
+                    x_outcome.append("committed")
+                except DeltaError as e:
+                    x_outcome.append(type(e).__name__)
+            return self.inner.put_if_absent(target, data)
+
+        def __getattr__(self, name):
+            return getattr(self.inner, name)
+    y = DeltaTable(root)
+    y.auto_checkpoint = False
+    y.storage.files = XRacesYsPut(y.storage.files)
+    try:
+        y.write(pa.table({"id": [8]}))                         # Y reads version 2
+        y_outcome = "committed"
+    except DeltaError as e:
+        y_outcome = type(e).__name__
+    assert x_outcome == ["CommitOutcomeUnknownError"]
+    assert _ids(root) == [1, 2, 50, 60, 70]                    # Y's row is not in the table
+    assert y_outcome != "committed"
