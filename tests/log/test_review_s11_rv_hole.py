@@ -17,6 +17,7 @@ from airflow_provider_delta.log import CommitOutcomeUnknownError, DeltaTable
 from airflow_provider_delta.log.base.commit_actions import AddFile
 from airflow_provider_delta.log.base.errors import DeltaError
 from built_on_store import BuiltOnAtOnce, HoleBeforeThePut, idle_table
+from test_hole_evidence import _table
 
 SCHEMA = pa.schema([("id", pa.int64())])
 
@@ -81,10 +82,7 @@ def test_a_commit_compacted_by_removes_without_deletion_timestamp_is_not_withdra
     "CommitOutcomeUnknownError (proofs that disagree are undecided, as the docstring of "
     "landed_below_newer_log says for checkpoints that disagree)."))
 def test_a_commit_in_a_hole_whose_added_path_another_writer_also_added_is_not_reported_committed(tmp_path):
-    t = DeltaTable.create(str(tmp_path / "t"), SCHEMA)
-    t.auto_checkpoint = False
-    t.write(pa.table({"id": [1]}))                            # v1
-    t.write(pa.table({"id": [2]}))                            # v2
+    t = _table(tmp_path)                                      # v1 (id 1), v2 (id 2)
     data = os.path.join(t.storage.root, "external", "x.parquet")
     os.makedirs(os.path.dirname(data))
     pq.write_table(pa.table({"id": [7]}, schema=SCHEMA), data)
@@ -119,10 +117,7 @@ def test_a_commit_in_a_hole_whose_added_path_another_writer_also_added_is_not_re
     "not redo it. Expected: history does not present a commit below the earliest readable version as part "
     "of the table (or the error names a check that tells), so the advice leads to the right answer."))
 def test_the_history_the_unknown_outcome_points_to_does_not_show_a_commit_in_a_hole_as_done(tmp_path):
-    t = DeltaTable.create(str(tmp_path / "t"), SCHEMA)
-    t.auto_checkpoint = False
-    t.write(pa.table({"id": [1]}))
-    t.write(pa.table({"id": [2]}))
+    t = _table(tmp_path)                                      # v1 (id 1), v2 (id 2)
     t.storage.files = HoleBeforeThePut(t.storage.files, t.uri, [lambda o: o.write(pa.table({"id": [50]})),
                                                                 lambda o: o.write(pa.table({"id": [60]}))])
     with pytest.raises(CommitOutcomeUnknownError):
