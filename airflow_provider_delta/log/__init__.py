@@ -21,7 +21,7 @@ from .base.errors import (
     CorruptLogError, DataFileNotFoundError, DeltaError,
     InvalidArgumentError, InvalidTableStateError, StorageError, TableAlreadyExistsError,
     TableNotFoundError, TimestampOutOfRangeError, UnsupportedFeatureError, CatalogRequiredError, UnexpectedVersionError, VersionNotFoundError,
-    PairUndoneByRestoreError,
+    PairUndoneByRestoreError, PositionUndoneByRestoreError,
 )
 from .read.managed_state import owner_of
 from .read.new_commits import CommitRecord, CommitsSince
@@ -56,6 +56,8 @@ __all__ = [
     "RestoreResult", "restore_table", "restored_version_of", "restore_target_of", "CloneResult", "clone_table", "cloned_source_version",
     # a writer's exactly-once pair whose commit a later RESTORE undid (what skips on a committed pair checks)
     "PairUndone", "pair_undone_by_restore", "check_pair_not_undone", "PairUndoneByRestoreError",
+    # the same for an incremental consumer's position (what takes a position checks)
+    "PositionUndone", "position_undone_by_restore", "check_position_not_undone", "PositionUndoneByRestoreError",
     # the change feed consumed incrementally, exactly once (position = the output's txn record)
     "ChangeRange", "IncrementalStep", "pending_changes", "process_changes",
     "DeltaError", "TableNotFoundError", "TableAlreadyExistsError",
@@ -103,7 +105,8 @@ def __getattr__(name: str):
     elif name in ("ChangeRange", "IncrementalStep", "pending_changes", "process_changes"):
         from . import incremental as module
         value = getattr(module, name)
-    elif name in ("PairUndone", "pair_undone_by_restore", "check_pair_not_undone"):
+    elif name in ("PairUndone", "pair_undone_by_restore", "check_pair_not_undone", "PositionUndone",
+                  "position_undone_by_restore", "check_position_not_undone"):
         from .write import pair_undone_by_restore as module
         value = getattr(module, name)
     elif name in ("RestoreResult", "restore_table", "restored_version_of", "restore_target_of"):

@@ -22,6 +22,12 @@ A consumer that changed its ``app_id`` (the Airflow operators' default id change
 names its former ids (``former_app_ids``): while the output holds no position under its
 ``app_id``, it continues from the furthest position recorded under a former one, and its
 next commit records the position under ``app_id``. A position under ``app_id`` always wins.
+
+A position whose commit a later RESTORE of the output undid is not taken: the output holds the
+restored version's data, not the changes up to the position, and a RESTORE keeps the ``txn``
+records. :func:`pending_changes` (so :func:`process_changes` and the Airflow operators) fails with
+:class:`~.base.errors.PositionUndoneByRestoreError`, which names the input version to start again
+from under another ``app_id`` (:mod:`.write.pair_undone_by_restore`).
 """
 from __future__ import annotations
 
@@ -33,6 +39,7 @@ import pyarrow as pa
 from .read.change_feed import read_changes
 from .base.errors import InvalidArgumentError, TableNotFoundError
 from .read.table_log import TableLog, version_arg
+from .write.pair_undone_by_restore import check_position_not_undone
 from .write.writer import write_table
 
 
@@ -96,7 +103,8 @@ def pending_changes(source: TableLog, output: TableLog, app_id: str, end_version
     """The range of source versions ``app_id`` has yet to process, up to ``end_version`` (default: latest).
 
     Without a position under ``app_id``, the furthest one under ``former_app_ids`` counts
-    (``resumed_from`` names it); commits record the position under ``app_id``."""
+    (``resumed_from`` names it); commits record the position under ``app_id``. A position whose commit a
+    later RESTORE of ``output`` undid raises :class:`~.base.errors.PositionUndoneByRestoreError`."""
     if not isinstance(app_id, str) or not app_id.strip():
         raise InvalidArgumentError("app_id must be a non-empty string: it names the consumer's position")
     if isinstance(former_app_ids, str) or not all(isinstance(f, str) and f.strip() for f in former_app_ids):
@@ -104,6 +112,8 @@ def pending_changes(source: TableLog, output: TableLog, app_id: str, end_version
     initial_version = version_arg(initial_version, "initial_version")
     end = source.latest_version() if end_version is None else version_arg(end_version, "end_version")
     processed, resumed_from = _position(output, app_id, former_app_ids)
+    if processed is not None:   # a position whose commit a later RESTORE of the output undid is not taken
+        check_position_not_undone(output, resumed_from or app_id, processed, initial_version)
     return ChangeRange(source.uri, app_id, processed, end, initial_version, resumed_from)
 
 

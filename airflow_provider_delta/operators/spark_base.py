@@ -26,7 +26,7 @@ from airflow.sdk.exceptions import AirflowNotFoundException
 
 from ..hooks.run_identity import former_task_keys, run_app_id, run_app_version, task_key
 from ..lineage import output_statistics
-from ..log import PairUndoneByRestoreError, check_pair_not_undone
+from ..log import PairUndoneByRestoreError, PositionUndoneByRestoreError, check_pair_not_undone
 from ..spark import exactly_once
 from ..spark.s3a import s3_bucket, s3a_bucket_conf
 from ..hooks.arguments import optional_int, optional_value
@@ -123,6 +123,13 @@ def refuse_undone_pair(table: "DeltaTable", app_id: str, app_version: int) -> No
                                             restored_version=e.restored_version) from None
 
 
+class DeltaPositionUndoneByRestoreError(PositionUndoneByRestoreError, AirflowFailException):
+    """An incremental run's position is recorded in its output, but a later RESTORE of the output undid the
+    commit that recorded it: the task fails without retrying (the position stays recorded); the message
+    names ``app_id`` and the ``initial_version`` to start again from. Also the log layer's
+    :class:`~airflow_provider_delta.log.PositionUndoneByRestoreError`."""
+
+
 def task_app_id(context: "Context", task: Any) -> str:
     """``<dag_id>:<task_id>``, plus ``[<map_index>]`` for a mapped task."""
     return task_key(context, task)  # type: ignore[return-value]
@@ -168,12 +175,18 @@ def incremental_range(task: Any, context: "Context", input_uri: str, pinned: int
     With the default id, a consumer that has no position under it yet continues from the one it
     recorded under its id of releases before 0.2.0 (``<dag_id>.<task_id>``,
     :func:`~..hooks.run_identity.former_task_keys`) instead of starting again at ``initial_version``;
-    it commits under the new id. An ``app_id`` given explicitly is used as it is.
+    it commits under the new id. An ``app_id`` given explicitly is used as it is. A position whose commit a
+    later RESTORE of the output undid fails the task (:class:`DeltaPositionUndoneByRestoreError`).
     """
     app_id, _ = resolve_incremental_app(task.app_id, pinned, context, task)
     former = _own_former_ids(task, context) if optional_value(task.app_id) is None else ()
-    rng = task.hook.pending_changes(input_uri, task.output_table_uri, app_id, pinned,
-                                    optional_int(task.initial_version, "initial_version") or 0, former)
+    try:
+        rng = task.hook.pending_changes(input_uri, task.output_table_uri, app_id, pinned,
+                                        optional_int(task.initial_version, "initial_version") or 0, former)
+    except PositionUndoneByRestoreError as e:    # a retry finds the same position: fail, no retry
+        raise DeltaPositionUndoneByRestoreError(
+            str(e), version=e.version, restore_version=e.restore_version, restored_version=e.restored_version,
+            app_id=e.app_id, position=e.position, restart_from=e.restart_from) from None
     if rng.resumed_from is not None:
         task.log.info("%s holds no position of %r yet: continuing from version %s recorded under %r (this "
                       "task's id before 0.2.0); the commit records the position under %r", task.output_table_uri,

@@ -99,3 +99,115 @@ def test_the_search_stops_at_the_pairs_commit_and_within_its_reach(tmp_path):
     assert pair_undone_by_restore(table, APP, 7) == PairUndone(3, 4, 2)
     assert pair_undone_by_restore(table, APP, 7, max_commits=1) is None
     assert pair_undone_by_restore(table, "another", 7) is None and pair_undone_by_restore(table, APP, 8) is None
+
+
+# ---------------------------------------------------------------- an incremental consumer's position
+CONSUMER = "dag:apply"
+
+
+def _consumer(tmp_path):
+    """Source (change feed on) versions 1..3, one row each; output version 1 holds the changes up to source
+    version 1 (position 1), version 2 up to 2 (position 2): process_changes, end pinned per step."""
+    from airflow_provider_delta.log import process_changes
+    source = DeltaTable.create(str(tmp_path / "src"), SCHEMA, properties={"delta.enableChangeDataFeed": "true"})
+    for i in (1, 2, 3):
+        source.write(pa.table({"id": pa.array([i], pa.int64())}))
+    out = DeltaTable.create(str(tmp_path / "out"), SCHEMA)
+    for end in (1, 2):
+        process_changes(source, out, CONSUMER, transform=lambda t: t.select(["id"]), end_version=end,
+                        initial_version=1)
+    assert out.snapshot().transaction_version(CONSUMER) == 2 and out.latest_version() == 2
+    return source, out
+
+
+def _ids(table) -> list[int]:
+    return sorted(table.snapshot().to_pyarrow().column("id").to_pylist())
+
+
+@pytest.mark.parametrize("target, held, restart", [(1, 1, 2), (0, None, 1)])
+def test_a_position_undone_by_a_restore_is_not_taken(tmp_path, target, held, restart):
+    """RESTORE to output version 1 (data up to source version 1) or 0 (none of the consumer's): the position 2 is
+    kept by the RESTORE but its commit is undone; pending_changes and process_changes fail typed, naming the input
+    version to start again from, and nothing is read or written; doing what the message says brings the rows back."""
+    from airflow_provider_delta.log import (PositionUndone, PositionUndoneByRestoreError, pending_changes,
+                                            position_undone_by_restore, process_changes)
+    source, out = _consumer(tmp_path)
+    out.restore(version=target)                                          # version 3
+    assert out.snapshot().transaction_version(CONSUMER) == 2            # the RESTORE kept the txn
+    assert position_undone_by_restore(out, CONSUMER, 2, initial_version=1) == PositionUndone(
+        2, 3, target, 2, held, restart)
+    log = sorted(os.listdir(os.path.join(out.storage.root, "_delta_log")))
+    for call in (lambda: pending_changes(source, out, CONSUMER, initial_version=1),
+                 lambda: process_changes(source, out, CONSUMER, initial_version=1)):
+        with pytest.raises(PositionUndoneByRestoreError) as raised:
+            call()
+        e = raised.value
+        assert isinstance(e, PairUndoneByRestoreError) and not e.retryable
+        assert (e.app_id, e.position, e.version, e.restore_version, e.restored_version, e.restart_from) == (
+            CONSUMER, 2, 2, 3, target, restart)
+        assert f"another app_id with initial_version={restart}" in str(e) and "initial_version=3" in str(e)
+    assert sorted(os.listdir(os.path.join(out.storage.root, "_delta_log"))) == log and out.latest_version() == 3
+    process_changes(source, out, CONSUMER + "#2", transform=lambda t: t.select(["id"]), initial_version=restart)
+    assert _ids(out) == [1, 2, 3]                                        # each source row once
+
+
+def test_the_position_the_restored_data_holds_follows_an_earlier_restore(tmp_path):
+    """Output version 4 holds position 2 (kept through the RESTORE at 3 to version 1, which undid its commit) and
+    the data of version 1 plus another writer's row: a RESTORE back to version 4 holds position 1, not 2."""
+    from airflow_provider_delta.log import position_undone_by_restore
+    _, out = _consumer(tmp_path)
+    out.restore(version=1)                                               # version 3: position 2 undone
+    out.write(pa.table({"id": pa.array([10], pa.int64())}))            # version 4: another writer
+    out.write(pa.table({"id": pa.array([11], pa.int64())}))            # version 5
+    out.restore(version=4)                                               # version 6
+    undone = position_undone_by_restore(out, CONSUMER, 2, initial_version=1)
+    assert (undone.version, undone.restore_version, undone.restored_version) == (2, 3, 1)
+    assert (undone.held, undone.restart_from) == (1, 2)
+
+
+def test_the_position_the_restored_data_holds_is_itself_asked(tmp_path):
+    """Output version 1 records position 1; the RESTORE at 2 to version 0 undid it; a writer that took the position
+    anyway (an older release, Delta Spark directly) recorded position 2 at version 3; the RESTORE at 4 to version 2
+    undid that: version 2 records position 1, but its data is version 0's: start again at initial_version."""
+    from airflow_provider_delta.log import position_undone_by_restore
+    out = DeltaTable.create(str(tmp_path / "out"), SCHEMA)
+    out.write(pa.table({"id": pa.array([1], pa.int64())}), app_id=CONSUMER, app_version=1)     # version 1
+    out.restore(version=0)                                                                       # version 2
+    out.write(pa.table({"id": pa.array([2], pa.int64())}), app_id=CONSUMER, app_version=2)     # version 3
+    out.restore(version=2)                                                                       # version 4
+    assert out.snapshot(version=2).transaction_version(CONSUMER) == 1
+    undone = position_undone_by_restore(out, CONSUMER, 2, initial_version=1)
+    assert (undone.version, undone.restore_version, undone.restored_version, undone.held, undone.restart_from) == (
+        3, 4, 2, None, 1)
+
+
+@pytest.mark.parametrize("after", ["nothing", "restore-to-the-position", "restore-after-it", "forward-again",
+                                   "overwrite"])
+def test_a_position_not_undone_is_taken(tmp_path, after):
+    """The opposite sides: the position counts, the next step processes only the changes after it."""
+    from airflow_provider_delta.log import pending_changes, process_changes
+    source, out = _consumer(tmp_path)
+    out.write(pa.table({"id": pa.array([10], pa.int64())}))            # version 3: another writer
+    if after == "restore-to-the-position":
+        out.restore(version=2)
+    elif after == "restore-after-it":
+        out.restore(version=3)
+    elif after == "forward-again":
+        out.restore(version=1)                                           # version 4: undone
+        out.restore(version=3)                                           # version 5: back again
+    elif after == "overwrite":
+        out.write(pa.table({"id": pa.array([1, 2], pa.int64())}), mode="overwrite")
+    rng = pending_changes(source, out, CONSUMER, initial_version=1)
+    assert (rng.processed, rng.start, rng.end) == (2, 3, 3)
+    step = process_changes(source, out, CONSUMER, transform=lambda t: t.select(["id"]), initial_version=1)
+    assert step.rows == 1 and out.snapshot().transaction_version(CONSUMER) == 3
+
+
+def test_a_former_ids_undone_position_is_not_taken_either(tmp_path):
+    """A position resumed from a former id (former_app_ids) is asked the same; the error names that id."""
+    from airflow_provider_delta.log import PositionUndoneByRestoreError, pending_changes
+    source, out = _consumer(tmp_path)
+    out.restore(version=1)
+    with pytest.raises(PositionUndoneByRestoreError) as raised:
+        pending_changes(source, out, "dag:apply-new", initial_version=1, former_app_ids=[CONSUMER])
+    assert raised.value.app_id == CONSUMER and raised.value.restart_from == 2

@@ -117,20 +117,27 @@ def test_a_pair_undone_by_a_restore_fails_typed_saying_what_to_do(tmp_path):
     assert not (tmp_path / "spark-submit-was-called").exists() and out.latest_version() == 3
 
 
+def _live_on(out, after: str, undo_to: int) -> None:
+    """After a table whose version 2 holds the pair (or position): version 3, another writer's rows, then
+    ``after``: nothing; a RESTORE to version 2 (version 4); a RESTORE to ``undo_to`` (before version 2: version 4,
+    undone) and one forward again to version 3 (version 5); an overwrite (version 4)."""
+    out.write(pa.table({"id": [3], "name": ["c"]}, schema=SCHEMA))                # version 3
+    if after == "restore-after-pair":
+        out.restore(version=2)                                                    # version 4
+    elif after == "restore-forward-again":
+        out.restore(version=undo_to)                                              # version 4: undone
+        out.restore(version=3)                                                    # version 5: back again
+    elif after == "overwrite":
+        out.write(pa.table({"id": [9], "name": ["z"]}, schema=SCHEMA), mode="overwrite")
+
+
 @pytest.mark.parametrize("after", ["nothing", "restore-after-pair", "restore-forward-again", "overwrite"])
 def test_a_pair_not_undone_still_skips(tmp_path, after):
     """The opposite sides: no RESTORE after the pair; a RESTORE to a version at or after the pair's commit; a
     RESTORE that undid it followed by one forward again to a version holding it; an ordinary overwrite after
     it (the table's life, not an undo): the task skips (nothing submitted) and reports the pair's commit."""
     out = _pair_table(tmp_path)
-    out.write(pa.table({"id": [3], "name": ["c"]}, schema=SCHEMA))                # version 3
-    if after == "restore-after-pair":
-        out.restore(version=2)                                                    # version 4
-    elif after == "restore-forward-again":
-        out.restore(version=0)                                                    # version 4: undone
-        out.restore(version=3)                                                    # version 5: back again
-    elif after == "overwrite":
-        out.write(pa.table({"id": [9], "name": ["z"]}, schema=SCHEMA), mode="overwrite")
+    _live_on(out, after, undo_to=0)
     version = _application_operator(tmp_path, out).execute(task_context(task_id="delta_job", try_number=2))
     assert version == 2 and not (tmp_path / "spark-submit-was-called").exists()
 
@@ -171,28 +178,78 @@ def test_the_submit_operator_commit_dataframe_and_the_hook_refuse_an_undone_pair
     assert (kept.latest_version(), undone.latest_version()) == (2, 3)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "open (s11-restore): an incremental consumer's position (txn(<dag>:<task>, input version)) whose commit a "
-    "later RESTORE undid still counts: the run finds nothing new and succeeds (and a later run goes on after "
-    "the recorded position), the restored-away changes are never processed again. The pair rule "
-    "(log/write/pair_undone_by_restore.py) is asked only for run pairs: a position needs its own way out "
-    "(another app_id or initial_version) and its own message"))
+def _incremental_tables(tmp_path):
+    """Source (change feed on) with versions 1 and 2; output: version 1 holds the changes up to source version
+    1 with the position txn("dag:apply", 1), version 2 those up to version 2 with txn("dag:apply", 2)."""
+    source = DeltaTable.create(str(tmp_path / "src"), SCHEMA, properties={"delta.enableChangeDataFeed": "true"})
+    source.write(pa.table({"id": [1], "name": ["a"]}, schema=SCHEMA))                   # source version 1
+    source.write(pa.table({"id": [2], "name": ["b"]}, schema=SCHEMA))                   # source version 2
+    out = DeltaTable.create(str(tmp_path / "out"), SCHEMA)
+    out.write(pa.table({"id": [1], "name": ["a"]}, schema=SCHEMA), app_id="dag:apply", app_version=1)
+    out.write(pa.table({"id": [2], "name": ["b"]}, schema=SCHEMA), app_id="dag:apply", app_version=2)
+    return source, out
+
+
+def _incremental_operator(tmp_path, source, out, which="application", **kwargs):
+    from airflow_provider_delta.operators import DeltaSparkApplicationOperator, DeltaSparkSubmitOperator
+    common = dict(task_id="apply", conn_id="spark_not_defined", input_table_uri=str(source.uri),
+                  input_changes=True, output_table_uri=str(out.uri), spark_binary=_recording_spark_submit(tmp_path))
+    if which == "application":
+        return DeltaSparkApplicationOperator(application="app.py", **{**common, **kwargs})
+    return DeltaSparkSubmitOperator(transform="identity", **{**common, **kwargs})
+
+
 def test_an_incremental_position_undone_by_a_restore_is_not_taken_as_processed(tmp_path):
-    from airflow_provider_delta.operators import DeltaSparkApplicationOperator
+    """#27 (decided): the consumer's position (txn("dag:apply", 1)) is recorded, but the RESTORE to version 0
+    undid its commit: the run does not take it (it found nothing new and succeeded, the restored-away changes
+    never processed again); it fails typed, no retry, nothing submitted, and names the way out."""
+    from airflow.providers.common.compat.sdk import AirflowFailException
+
+    from airflow_provider_delta.log import PositionUndoneByRestoreError
+    from airflow_provider_delta.operators.spark_base import DeltaPositionUndoneByRestoreError
     source = DeltaTable.create(str(tmp_path / "src"), SCHEMA, properties={"delta.enableChangeDataFeed": "true"})
     source.write(pa.table({"id": [1], "name": ["a"]}, schema=SCHEMA))                   # source version 1
     out = DeltaTable.create(str(tmp_path / "out"), SCHEMA)
     out.write(pa.table({"id": [1], "name": ["a"]}, schema=SCHEMA), app_id="dag:apply", app_version=1)
     out.restore(version=0)                                                               # the changes are gone
-    op = DeltaSparkApplicationOperator(task_id="apply", conn_id="spark_not_defined", application="app.py",
-                                       input_table_uri=str(source.uri), input_changes=True, initial_version=1,
-                                       output_table_uri=str(out.uri), spark_binary=_recording_spark_submit(tmp_path))
-    try:
+    op = _incremental_operator(tmp_path, source, out, initial_version=1)
+    with pytest.raises(DeltaPositionUndoneByRestoreError) as raised:
         op.execute(task_context(task_id="apply"))
-        result = "succeeded"
-    except Exception:
-        result = "failed"
-    assert result == "failed" or (tmp_path / "spark-submit-was-called").exists()
+    e = raised.value
+    assert isinstance(e, PositionUndoneByRestoreError) and isinstance(e, AirflowFailException)
+    assert (e.app_id, e.position, e.version, e.restore_version, e.restored_version, e.restart_from) == (
+        "dag:apply", 1, 1, 2, 0, 1)
+    assert "another app_id with initial_version=1" in str(e) and "none of this consumer's output" in str(e)
+    assert not (tmp_path / "spark-submit-was-called").exists() and out.latest_version() == 2
+
+
+@pytest.mark.parametrize("which", ["application", "submit"])
+def test_a_position_partly_undone_names_the_version_the_restored_data_holds(tmp_path, which):
+    """A RESTORE to output version 1 undid the commit of position 2: the restored data holds the changes up to
+    source version 1, so the way out starts again at 2 under another app_id; doing just that processes them."""
+    from airflow_provider_delta.operators.spark_base import DeltaPositionUndoneByRestoreError
+    source, out = _incremental_tables(tmp_path)
+    out.restore(version=1)                                                               # version 3
+    with pytest.raises(DeltaPositionUndoneByRestoreError) as raised:
+        _incremental_operator(tmp_path, source, out, which).execute(task_context(task_id="apply"))
+    assert (raised.value.position, raised.value.restart_from) == (2, 2)
+    assert "up to version 1 only" in str(raised.value) and "initial_version=2" in str(raised.value)
+    assert not (tmp_path / "spark-submit-was-called").exists() and out.latest_version() == 3
+    with pytest.raises(Exception):      # the message's way out is taken: submitted (the recording binary fails)
+        _incremental_operator(tmp_path, source, out, which, app_id="dag:apply#2",
+                              initial_version=2).execute(task_context(task_id="apply"))
+    assert (tmp_path / "spark-submit-was-called").exists()
+
+
+@pytest.mark.parametrize("after", ["nothing", "restore-after-pair", "restore-forward-again", "overwrite"])
+def test_a_position_not_undone_is_still_taken(tmp_path, after):
+    """The opposite sides: no RESTORE; a RESTORE to the position's version or later; one that undid it followed by
+    one forward again to a version holding it; an ordinary overwrite (the table's life): the position counts,
+    nothing new (source version 2 pinned) -> the run succeeds without submitting."""
+    source, out = _incremental_tables(tmp_path)
+    _live_on(out, after, undo_to=1)
+    assert _incremental_operator(tmp_path, source, out).execute(task_context(task_id="apply")) == 2
+    assert not (tmp_path / "spark-submit-was-called").exists()
 
 
 # ------------------------------------------------------------------ with Spark (the entry in this process)

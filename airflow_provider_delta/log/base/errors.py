@@ -156,6 +156,25 @@ class PairUndoneByRestoreError(CommitFailedError):
         self.restored_version = restored_version
 
 
+class PositionUndoneByRestoreError(PairUndoneByRestoreError):
+    """An incremental consumer's position (its output's ``txn(app_id, v)``) is recorded, but a later RESTORE
+    of the output undid the commit that recorded it: taking it would skip the restored-away changes for good.
+
+    Besides :class:`PairUndoneByRestoreError`'s attributes: ``app_id``, ``position`` (the recorded input
+    version) and ``restart_from`` (the input version to start again from under another ``app_id``, given as
+    ``initial_version``; None when it cannot be read). Not retryable: the position stays recorded.
+    """
+
+    def __init__(self, message: str, version: int | None = None, restore_version: int | None = None,
+                 restored_version: int | None = None, app_id: str | None = None, position: int | None = None,
+                 restart_from: int | None = None):
+        super().__init__(message, version=version, restore_version=restore_version,
+                         restored_version=restored_version)
+        self.app_id = app_id
+        self.position = position
+        self.restart_from = restart_from
+
+
 class CommitOwnerUnavailableError(CommitFailedError):
     """The commit owner's database cannot be reached; nothing was ratified, so retrying later is safe.
 
