@@ -1,4 +1,4 @@
-"""The exactly-once identity of a task's work: which ``txn(appId, version)`` marks one run's commit.
+r"""The exactly-once identity of a task's work: which ``txn(appId, version)`` marks one run's commit.
 
 Delta keeps one number per ``appId`` and skips a write whose ``version`` is not above
 it (``txn.version >= version`` means "already in"; Delta Spark's ``txnAppId`` /
