@@ -50,10 +50,6 @@ def _hook_error_on_an_undone_pair(tmp_path: Path):
     return raised
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "docs/log/errors.md line 89: 'The Airflow layer (and, for DeltaJobContextError, the Spark side) adds nine:' "
-    "but the list under it has ten entries since DeltaPairUndoneByRestoreError was added today (8c7ac88 had nine). "
-    "Expected: 'adds ten' (the count matching the list)"))
 def test_the_errors_page_counts_the_airflow_layer_errors_it_lists():
     text = (DOCS / "log" / "errors.md").read_text()
     m = re.search(r"adds (\w+):\n\n((?:- .*\n(?:  .*\n)*)+)", text)
@@ -63,11 +59,6 @@ def test_the_errors_page_counts_the_airflow_layer_errors_it_lists():
     assert NUMBERS.get(m.group(1)) == len(listed), (m.group(1), listed)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "docs/writer-rules.md row V5 (test column) names "
-    "log/test_break_vacuum_symlinks.py::test_underscore_partition_directories_are_vacuumed, which does not exist "
-    "there: the test is tests/log/test_vacuum.py::test_underscore_partition_directories_are_vacuumed. Expected: "
-    "every test the register names exists in the file named"))
 def test_every_test_the_register_names_exists():
     missing, checked = [], 0
     for row, cells in _register_rows():
@@ -88,10 +79,6 @@ def test_every_test_the_register_names_exists():
     assert not missing, missing
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "docs/writer-rules.md row C12e (module column, changed today) names `snapshot.py` (`_State._overlay`): "
-    "there is no airflow_provider_delta/log/snapshot.py; _State._overlay is in log/read/snapshot.py, which every "
-    "other row spells `read/snapshot.py`. Expected: `read/snapshot.py` (`_State._overlay`)"))
 def test_every_module_the_register_names_exists():
     missing, checked = [], 0
     for row, cells in _register_rows():
@@ -117,12 +104,6 @@ def test_the_hook_fails_an_undone_pair_without_retry_as_the_changelog_says(tmp_p
     assert isinstance(raised.value, AirflowFailException)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "docs/architecture.md 'says where each protocol rule lives' (development.md), but the rule of register row "
-    "C6b, new today in write/pair_undone_by_restore.py, is neither in its 'Where each protocol rule lives' table "
-    "nor in the write/ tier of its module tree (nor is C7c's write/restored_version.py). Expected: a table row "
-    "'a writer skips a recorded txn pair only while its commit is live (RESTORE keeps txn)' -> "
-    "write/pair_undone_by_restore.py, and both modules in the write/ tier"))
 def test_every_module_the_register_names_is_on_the_architecture_page():
     page = (DOCS / "architecture.md").read_text()
     absent, checked = set(), 0
