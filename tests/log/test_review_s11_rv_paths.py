@@ -8,6 +8,10 @@ JSON reader with an add and a remove column) takes BOTH: the remove cancels a fi
 live (rows lost on read), the file becomes a tombstone and vacuum deletes a file Delta Spark still reads.
 Checked against Delta Spark 4.4 on the jars (standalone pyspark, conf from scripts/delta_spark.py):
 such a line keeps the removed file live there.
+
+Scheme-less paths with an empty authority ('///t/x', '////t/x'): Delta Spark 4.4 keys them 'file:///t/x' like
+'/t/x' (checked on the jars for the keys, and by reading each table below with Delta Spark: the removes
+cancel the live file - 0 rows - and the adds are the same logical file - rows 1, 2, 3 once).
 """
 from __future__ import annotations
 
