@@ -135,6 +135,43 @@ def test_a_parent_renamed_while_the_driver_lives_keeps_the_folder_on_doubt(tmp_p
         assert os.path.isdir(moved)
 
 
+_WORKER = """
+import logging, os, subprocess, sys, tempfile, time
+tempfile.tempdir = sys.argv[1]
+from airflow_provider_delta.operators.spark_secrets import DriverSecrets
+secrets = DriverSecrets(logging.getLogger("worker"))
+env = secrets._files(None, {"DELTA_SPARK_JOB_SECRETS": "S3cret"}, ship=False)
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], env={**os.environ, **env})
+print("FOLDER=" + secrets._dir + " CHILD=" + str(child.pid), flush=True)
+time.sleep(600)
+"""
+
+
+def test_the_ordinary_sigkill_case_is_kept_while_its_child_runs_then_swept(tmp_path):
+    """The common case end to end: a worker (the operators' own DriverSecrets) starts a spark-submit
+    stand-in with NAME_FILE in its environment and is SIGKILLed; the child outlives it (kept), then ends
+    (swept by the next sweep)."""
+    tmp = str(tmp_path)
+    worker = subprocess.Popen([sys.executable, "-c", _WORKER, tmp], stdout=subprocess.PIPE, text=True,
+                              env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    line = next(x for x in worker.stdout if x.startswith("FOLDER="))       # type: ignore[union-attr]
+    folder, child = line.split()[0][len("FOLDER="):], psutil.Process(int(line.split()[1][len("CHILD="):]))
+    try:
+        worker.kill()
+        worker.wait(30)
+        assert child.is_running() and os.path.isdir(folder)
+        assert sweep_orphaned_secrets(directory=tmp) == []
+        child.kill()
+        child.wait(30)
+        assert sweep_orphaned_secrets(directory=tmp) == [folder]
+    finally:
+        for proc in (worker, child):
+            try:
+                proc.kill()
+            except (psutil.Error, OSError):
+                pass
+
+
 # ------------------------------------------------------------------------------------ findings
 @pytest.mark.xfail(strict=True, reason=(
     "A live process names the folder in a JSON value with escaped slashes (\\/, as PHP's json_encode and some "
