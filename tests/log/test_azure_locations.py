@@ -123,11 +123,12 @@ def test_a_connection_string_goes_to_its_own_account_only(connection_string):
 
 
 def test_a_connection_string_of_another_account_than_the_tables_goes_only_to_its_own():
-    """An account_name naming one account and a connection string another (adlfs uses the string): each
-    credential goes only where it was given for."""
+    """An account_name naming one account and a connection string another (adlfs uses the string): the
+    table's account is in doubt, so the key goes nowhere (s11 review: it was sent to account_name's account);
+    the string, which names its account, only to that account."""
     options = {"account_name": "acct", "account_key": "a2V5",
                "connection_string": CS_KEY.replace("AccountName=acct", "AccountName=other")}
-    assert _options_for_other_place(split_uri(SAME), options, "az://c/t") == {"account_key": "a2V5"}
+    assert _options_for_other_place(split_uri(SAME), options, "az://c/t") == {}
     assert _options_for_other_place(split_uri(OTHER), options, "az://c/t") == {
         "connection_string": options["connection_string"]}
 

@@ -13,7 +13,7 @@ import pytest
 from airflow_provider_delta.hooks.config import redact_options
 from airflow_provider_delta.log.base.errors import StorageError
 from airflow_provider_delta.log.base.storage import Storage
-from airflow_provider_delta.log.read.data_paths import _options_for_other_place, locate, split_uri
+from airflow_provider_delta.log.read.data_paths import Undecided, _options_for_other_place, locate, split_uri, table_relative
 
 _AZURE_ENV = ("AZURE_STORAGE_ACCOUNT_NAME", "AZURE_STORAGE_ACCOUNT_KEY", "AZURE_STORAGE_CONNECTION_STRING",
               "AZURE_STORAGE_SAS_TOKEN", "AZURE_STORAGE_CLIENT_ID", "AZURE_STORAGE_CLIENT_SECRET",
@@ -126,3 +126,16 @@ def test_a_connection_string_in_any_key_case_goes_to_its_own_account(connection_
 @pytest.mark.parametrize("name", ["connectionString", "ConnectionString", "SharedAccessSignature"])
 def test_camel_case_connection_string_names_are_redacted(name):
     assert redact_options({name: "AccountName=acct;AccountKey=a2V5"})[name] == "***"
+
+
+@pytest.mark.parametrize("options", [{}, {"account_key": "a2V5"}], ids=["no-options", "key"])
+def test_an_environment_connection_string_for_another_account_puts_the_table_in_doubt(no_azure_env, monkeypatch, options):
+    """adlfs connects with AZURE_STORAGE_CONNECTION_STRING when the options hold none: the table is then in the
+    string's account, not the URI's: a path in the other account is Undecided for vacuum (kept), never outside;
+    one spelled as the root is the table's wherever adlfs reaches it."""
+    monkeypatch.setenv("AZURE_STORAGE_CONNECTION_STRING", _CS_KEY.replace("acct", "other"))
+    table = Storage(TABLE, options)
+    assert isinstance(table_relative(table, "abfss://c@other.dfs.core.windows.net/t/x.parquet"), Undecided)
+    assert table_relative(table, "abfss://c@acct.dfs.core.windows.net/t/x.parquet") == "x.parquet"
+    monkeypatch.delenv("AZURE_STORAGE_CONNECTION_STRING")
+    assert table_relative(table, "abfss://c@other.dfs.core.windows.net/t/x.parquet") is None

@@ -53,13 +53,6 @@ def test_a_table_whose_root_is_spelled_with_hadoops_scheme_is_read_or_a_typed_er
     assert rows == [5]
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "data_paths takes the table's account from account_name first (_azure_account), but adlfs connects with "
-    "the connection_string when both are given (AzureBlobFileSystem.do_connect; likewise over account_host and the root URI's host): the table lives in the "
-    "string's account. A live add spelled with that (true) account - Delta Spark's fully qualified path, "
-    "abfss://<c>@devstoreaccount1.dfs.../t/x.parquet - is then 'certainly elsewhere' (within: another "
-    "account), so vacuum deletes the table's own live file x.parquet as unreferenced and the table is broken. "
-    "Two accounts named by the options is doubt: expected Undecided (kept), as for an account nobody names"))
 @pytest.mark.parametrize("named_by", ["account_name", "account_host", "root-uri"])
 def test_vacuum_keeps_a_live_file_when_account_name_and_connection_string_disagree(object_stores, named_by):
     store = object_stores("azure")

@@ -134,17 +134,53 @@ def _connection_string_account(connection_string: str) -> str | None:
     return f"{name}.{fields.get('EndpointSuffix') or _AZURE_CLOUD}".lower() if name else None
 
 
+def _host_account(host: str) -> str | None:
+    """``account.cloud`` of an Azure account's DFS or Blob host (``acct.dfs.core.windows.net``); None for
+    any other host (a custom domain, a private endpoint, an emulator's address)."""
+    match = _AZURE_HOST.fullmatch(host)
+    return f"{match['account']}.{match['cloud']}".lower() if match else None
+
+
+def _accounts_named(storage_options: dict) -> set[str | None]:
+    """Every ``account.cloud`` that Azure storage options name, None for one that cannot be known. adlfs
+    connects with the connection string - the option's, else ``AZURE_STORAGE_CONNECTION_STRING`` from
+    the environment, which adlfs reads - whatever else is given; without one, with ``account_host`` (its
+    ``account_name`` the same account's name), else with ``account_name`` in the public cloud."""
+    named: set[str | None] = set()
+    name = storage_options.get("account_name")
+    host = storage_options.get("account_host")
+    if host:
+        account = _host_account(str(host).split("://")[-1].strip("/"))
+        named.add(account)
+        if name and (account is None or account.partition(".")[0] != str(name).lower()):
+            named.add(f"{name}.?".lower())                      # a second account's name: doubt
+    elif name:
+        named.add(f"{name}.{_AZURE_CLOUD}".lower())
+    connection_string = storage_options.get("connection_string") or os.environ.get("AZURE_STORAGE_CONNECTION_STRING")
+    if connection_string:
+        named.add(_connection_string_account(connection_string))
+    return named
+
+
 def _azure_account(storage_options: dict) -> str | None:
     """``account.cloud`` the storage options name for a URI without one (adlfs's ``account_host``,
-    ``account_name`` or a connection string's account); None if they name none."""
-    host = storage_options.get("account_host")
-    match = _AZURE_HOST.fullmatch(str(host).split("://")[-1].strip("/")) if host else None
-    if match:
-        return f"{match['account']}.{match['cloud']}".lower()
-    name = storage_options.get("account_name")
-    if not name and storage_options.get("connection_string"):
-        return _connection_string_account(storage_options["connection_string"])
-    return f"{name}.{_AZURE_CLOUD}".lower() if name else None
+    ``account_name`` or a connection string's account); None if they name none, or more than one: adlfs
+    connects to one of them, and a caller that deletes must not guess which."""
+    named = _accounts_named(storage_options)
+    return named.pop() if len(named) == 1 else None
+
+
+def table_location(parts: SplitUri, storage_options: dict | None = None) -> Location:
+    """The place of a table root (an absolute URI, split) that is opened with ``storage_options``: as
+    :func:`location_of`, except that an Azure root is in an account only when the URI and the options (and
+    adlfs's environment) agree on it. adlfs connects with a connection string, or an ``account_host``, over
+    the URI's host: two accounts named are doubt (None), so a vacuum keeps every file a path may name."""
+    location = location_of(parts, storage_options)
+    if location.store != "azure" or location.authority is None:
+        return location
+    container, _, account = location.authority.partition("@")
+    named = _accounts_named(storage_options or {}) | {account}
+    return location if len(named) == 1 else location._replace(authority=None)
 
 
 def _azure_authority(scheme: str, authority: str, storage_options: dict) -> tuple[str, str | None]:
@@ -154,8 +190,7 @@ def _azure_authority(scheme: str, authority: str, storage_options: dict) -> tupl
     if not at and scheme in ("wasb", "wasbs") and "." in authority:
         container, host = "$root", authority            # wasb://acct.blob.core.windows.net/: the root container
     if host:
-        match = _AZURE_HOST.fullmatch(host)
-        account = f"{match['account']}.{match['cloud']}".lower() if match else None
+        account = _host_account(host)
         return f"{container}@{host.lower()}", (f"{container}@{account}" if account else None)
     account = _azure_account(storage_options)
     return (f"{container}@{account}" if account else container), (f"{container}@{account}" if account else None)
@@ -265,7 +300,7 @@ def table_relative_to(storage: Storage) -> Callable[[str], str | Undecided | Non
             else:
                 split = split_uri(storage.root)
                 assert split is not None, "a non-local table root is a URL"
-                root_cache.append((None, split, location_of(split, storage.storage_options)))
+                root_cache.append((None, split, table_location(split, storage.storage_options)))
         return root_cache[0]
 
     def relative(path: str) -> str | Undecided | None:
@@ -287,8 +322,10 @@ def table_relative_to(storage: Storage) -> Callable[[str], str | Undecided | Non
         _, split, location = root()
         if parts.scheme == "":                                    # absolute on the table's own store
             parts = SplitUri(split.scheme, split.authority, parts.path)
-        # the reader opens the path with the table's options
-        where = within(location_of(parts, storage.storage_options), location)
+        # the reader opens the path with the table's options; spelled with the root's own authority, it is
+        # wherever the root is (adlfs reaches both alike, even where the account is in doubt)
+        place = table_location if parts.authority.lower() == split.authority.lower() else location_of
+        where = within(place(parts, storage.storage_options), location)
         return None if where == "" else where                     # the root itself is no file
     return relative
 
@@ -471,7 +508,8 @@ def _options_for_other_place(parts: SplitUri, storage_options: dict, table_root:
     file_account = _azure_account_of(parts, {}) if store == "azure" else None
     if file_account is None:        # not Azure, or no account in the URI: the table's own
         return storage_options
-    table_account = _azure_account_of(root, storage_options) if root is not None and root.scheme else None
+    table_identity = table_location(root, storage_options).authority if root is not None and root.scheme else None
+    table_account = (table_identity.partition("@")[2] or None) if table_identity else None
     return _azure_options_for_account(file_account, storage_options, table_account)
 
 
