@@ -35,14 +35,6 @@ def _sends_credentials(fs) -> bool:
                 or "sig=" in fs.service_client.url)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "userinfo '@' trick: data_paths splits an Azure authority at the FIRST '@' (container 'c', host "
-    "'evil.com@other.dfs.core.windows.net', which _AZURE_HOST does not match), so the URI 'names no account' "
-    "and _options_for_other_place hands it ALL the table's options ('the table's own'); fsspec/adlfs take the "
-    "host after the LAST '@' (urlsplit) and connect to account 'other' with the table's SAS token in the "
-    "service URL (and its account key). Read (locate/open_path) and clone (table_root_of's exists probe) send "
-    "it there. Expected: such an authority is not the table's account - a typed StorageError, or no "
-    "credential of the table's account (as for any other account)"))
 @pytest.mark.parametrize("file_uri", [
     "abfss://c@evil.com@other.dfs.core.windows.net/x.parquet",
     "abfss://c@acct.dfs.core.windows.net:443@other.dfs.core.windows.net/x.parquet",
@@ -60,6 +52,18 @@ def test_a_userinfo_at_sign_does_not_carry_the_tables_credentials_to_another_acc
     fs = where.storage.files.fs
     assert fs.account_name == "acct" or not _sends_credentials(fs), (
         f"{file_uri} opened at {fs.account_url} with the table's credentials ({fs.service_client.url})")
+
+
+@pytest.mark.parametrize("file_uri", ["abfss://c@evil.com@acct.dfs.core.windows.net/t/x.parquet",
+                                      "abfss://c@acct.dfs.core.windows.net@acct.dfs.core.windows.net/t/x.parquet"])
+def test_a_path_with_two_at_signs_is_refused_for_reads_and_kept_by_vacuum(no_azure_env, file_uri):
+    """s11 review: an authority with two '@' is opened nowhere (StorageError) and is Undecided for vacuum, which
+    then keeps the file it may name, as for any path whose account cannot be known."""
+    table = Storage(TABLE, {"sas_token": SAS})
+    with pytest.raises(StorageError, match="more than one '@'"):
+        locate(table, file_uri)
+    assert isinstance(table_relative(table, file_uri), Undecided)
+    assert _options_for_other_place(split_uri(file_uri), {"sas_token": SAS}, TABLE) == {}
 
 
 @pytest.mark.xfail(strict=True, raises=AssertionError, reason=(

@@ -183,9 +183,19 @@ def table_location(parts: SplitUri, storage_options: dict | None = None) -> Loca
     return location if len(named) == 1 else location._replace(authority=None)
 
 
+def _two_at_signs(authority: str) -> bool:
+    """Whether an Azure authority has an ``@`` besides the container's (``c@evil.com@other.dfs...``): fsspec
+    and adlfs (``urlsplit``) take the host after the last ``@``, this module the container before the first,
+    so the two would disagree on the account. Such a place is never the table's and is not opened."""
+    return authority.count("@") > 1
+
+
 def _azure_authority(scheme: str, authority: str, storage_options: dict) -> tuple[str, str | None]:
     """(written, identity) of an Azure URI's authority: ``container@account.cloud``, the account from
-    the host (DFS or Blob endpoint) or, when the URI has none, from the storage options."""
+    the host (DFS or Blob endpoint) or, when the URI has none, from the storage options; no identity for
+    an authority with two ``@`` (:func:`_two_at_signs`)."""
+    if _two_at_signs(authority):
+        return authority.lower(), None
     container, at, host = authority.partition("@")
     if not at and scheme in ("wasb", "wasbs") and "." in authority:
         container, host = "$root", authority            # wasb://acct.blob.core.windows.net/: the root container
@@ -421,6 +431,9 @@ def _fsspec_place(parts: SplitUri) -> str:
     without port or final dot, the account in lower case as adlfs expects it)."""
     protocol = _FSSPEC_PROTOCOL.get(parts.scheme, parts.scheme)
     if store_of_scheme(parts.scheme) == "azure":
+        if _two_at_signs(parts.authority):
+            raise StorageError(f"refusing to open {parts.scheme}://{parts.authority}{parts.path}: its authority has "
+                               "more than one '@', so adlfs would reach the account after the last one")
         identity = location_of(parts).authority                   # container@account.cloud, from the URI
         if identity is not None:
             container, _, account = identity.partition("@")
@@ -505,6 +518,8 @@ def _options_for_other_place(parts: SplitUri, storage_options: dict, table_root:
     store = store_of_scheme(parts.scheme)
     if root is not None and root.scheme and store != store_of_scheme(root.scheme):
         return {}
+    if store == "azure" and _two_at_signs(parts.authority):
+        return {}                   # an account adlfs would read from after the last '@': none of the table's
     file_account = _azure_account_of(parts, {}) if store == "azure" else None
     if file_account is None:        # not Azure, or no account in the URI: the table's own
         return storage_options
