@@ -66,17 +66,6 @@ def test_a_path_with_two_at_signs_is_refused_for_reads_and_kept_by_vacuum(no_azu
     assert _options_for_other_place(split_uri(file_uri), {"sas_token": SAS}, TABLE) == {}
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "adlfs reads AZURE_STORAGE_SAS_TOKEN and AZURE_STORAGE_CLIENT_ID/_SECRET/_TENANT_ID from the environment "
-    "whenever an option is missing, and uses them even with anon=True (anon only stops its "
-    "DefaultAzureCredential); _azure_options_for_account drops the options but sets nothing that stops the "
-    "environment's. So a file on another cloud's host (abfss://c@x.dfs.core.evil.example - any domain "
-    "'core.<suffix>' counts as 'a cloud', so an attacker's) gets the environment's SAS token in its URL or a "
-    "bearer token of the principal. The guide says "
-    "such a file 'gets no credential at all and anon=True, so adlfs fetches no ambient token for it either' "
-    "(it also says adlfs 'still reads AZURE_STORAGE_* environment variables for every account it opens' - "
-    "but a host of ANY domain, not an Azure account, gets them). Expected: no credential reaches a host outside "
-    "the Azure clouds (a typed error, or a file system built without the environment's)"))
 @pytest.mark.parametrize("env", [
     {"AZURE_STORAGE_SAS_TOKEN": SAS},
     {"AZURE_STORAGE_CLIENT_ID": "app", "AZURE_STORAGE_CLIENT_SECRET": "s3cr3t", "AZURE_STORAGE_TENANT_ID": "t"},

@@ -109,6 +109,11 @@ _AZURE_HOST = re.compile(r"(?P<account>[a-z0-9]+)\.(?:dfs|blob)\.(?P<cloud>core\
                          re.IGNORECASE)
 #: The public cloud's endpoint suffix, adlfs's default for a bare ``account_name``
 _AZURE_CLOUD = "core.windows.net"
+#: The Azure clouds' storage endpoint suffixes (public, China, US Government, the retired Germany cloud): an
+#: account's host in any other ``core.<suffix>`` (``x.dfs.core.evil.example``, the lookalike
+#: ``acct.dfs.core.windows.net.evil.example``) is nobody's Azure account, and adlfs would send it the
+#: ``AZURE_STORAGE_*`` credentials of the environment, which no option can withhold
+_AZURE_CLOUDS = frozenset({_AZURE_CLOUD, "core.chinacloudapi.cn", "core.usgovcloudapi.net", "core.cloudapi.de"})
 
 
 class Location(NamedTuple):
@@ -478,10 +483,15 @@ def _azure_options_for_account(file_account: str, storage_options: dict, table_a
     :data:`_AZURE_IDENTITY_CREDENTIALS`), the file's account by name (and, outside the public cloud, by
     host: adlfs finds only a public cloud's account in a URI), other settings as the table has them (an
     unknown one whose name looks like a secret's only to the same account). An account the table's
-    options do not name counts as another one; its cloud as adlfs's default."""
+    options do not name counts as another one; its cloud as adlfs's default. A file in neither one of the
+    Azure clouds (:data:`_AZURE_CLOUDS`) nor the table's is refused (StorageError)."""
     name, _, cloud = file_account.partition(".")
     same_account = table_account == file_account
     same_cloud = cloud == (table_account or f".{_AZURE_CLOUD}").partition(".")[2]
+    if not same_cloud and cloud not in _AZURE_CLOUDS:
+        raise StorageError(f"refusing to open a file at {name}.blob.{cloud}: {cloud!r} is none of the Azure clouds "
+                           f"({', '.join(sorted(_AZURE_CLOUDS))}) nor the table's, and adlfs would send it the "
+                           "AZURE_STORAGE_* credentials of the environment")
     options = {}
     for key, value in storage_options.items():
         if key in _AZURE_ACCOUNT_OPTIONS:
