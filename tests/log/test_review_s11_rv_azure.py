@@ -9,6 +9,7 @@ credential), which is what every later request of that file system carries.
 from __future__ import annotations
 
 import pytest
+from azure.storage.blob import BlobServiceClient
 
 from airflow_provider_delta.hooks.config import redact_options
 from airflow_provider_delta.log.base.errors import StorageError
@@ -89,12 +90,6 @@ def test_the_environments_credentials_do_not_go_to_a_host_outside_the_azure_clou
 _CS_KEY = "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=a2V5;EndpointSuffix=core.windows.net"
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "_connection_string_account reads the connection string's field names case-sensitively (AccountName, "
-    "BlobEndpoint); the Azure SDK (azure.storage.blob _parse_connection_str) upper-cases them, and knows "
-    "UseDevelopmentStorage=true (devstoreaccount1). For such a string the account is None, so a file of the "
-    "very account the string is for (another container, a Delta Spark clone's source) loses it: adlfs opens "
-    "it without the key and the data is unreadable. Expected: the string kept for its own account"))
 @pytest.mark.parametrize("connection_string, file_uri", [
     (_CS_KEY.lower().replace("a2v5", "a2V5"), "abfss://c2@acct.dfs.core.windows.net/x.parquet"),
     (_CS_KEY.upper().replace("ACCT", "acct").replace("A2V5", "a2V5"), "abfss://c2@acct.dfs.core.windows.net/x.parquet"),
@@ -103,7 +98,6 @@ _CS_KEY = "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=a2V5;Endpo
     ("UseDevelopmentStorage=true", "wasbs://c2@devstoreaccount1.blob.core.windows.net/x.parquet"),
 ], ids=["lower", "upper", "sas-lower", "dev-storage"])
 def test_a_connection_string_in_any_key_case_goes_to_its_own_account(connection_string, file_uri):
-    from azure.storage.blob import BlobServiceClient
     sdk_account = BlobServiceClient.from_connection_string(connection_string).account_name
     assert sdk_account in file_uri                                 # the SDK reads the string as that account's
     options = {"connection_string": connection_string}

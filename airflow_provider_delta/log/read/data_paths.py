@@ -126,17 +126,25 @@ class Location(NamedTuple):
     path: str            # absolute, lexically resolved
 
 
+#: The storage emulator's account, which ``UseDevelopmentStorage=true`` names (the SDK: ``127.0.0.1:10000``)
+_DEVELOPMENT_ACCOUNT = "devstoreaccount1"
+
+
 def _connection_string_account(connection_string: str) -> str | None:
-    """``account.cloud`` an Azure connection string reaches: its ``BlobEndpoint`` when that is an account's
-    endpoint (the SDK sends every request there, whatever ``AccountName`` says), else its ``AccountName``
-    in its ``EndpointSuffix``'s cloud (an emulator's ``BlobEndpoint=http://127.0.0.1:10000/acct``); None if
-    it names none (a SAS connection string for a custom domain)."""
-    fields = dict(part.split("=", 1) for part in str(connection_string).split(";") if "=" in part)
-    endpoint = _AZURE_HOST.fullmatch(fields.get("BlobEndpoint", "").split("://")[-1].split("/")[0])
+    """``account.cloud`` an Azure connection string reaches, read as the SDK reads it (field names in any
+    case; ``UseDevelopmentStorage=true``: the emulator's ``devstoreaccount1``): its ``BlobEndpoint`` when that is
+    an account's endpoint (the SDK sends every request there, whatever ``AccountName`` says), else its
+    ``AccountName`` in its ``EndpointSuffix``'s cloud (an emulator's ``BlobEndpoint=http://127.0.0.1:10000/acct``);
+    None if it names none (a SAS connection string for a custom domain)."""
+    fields = {key.strip().upper(): value for key, _, value in
+              (part.partition("=") for part in str(connection_string).split(";") if "=" in part)}
+    if fields.get("USEDEVELOPMENTSTORAGE") == "true":
+        return f"{_DEVELOPMENT_ACCOUNT}.{_AZURE_CLOUD}"
+    endpoint = _AZURE_HOST.fullmatch(fields.get("BLOBENDPOINT", "").split("://")[-1].split("/")[0])
     if endpoint:
         return f"{endpoint['account']}.{endpoint['cloud']}".lower()
-    name = fields.get("AccountName")
-    return f"{name}.{fields.get('EndpointSuffix') or _AZURE_CLOUD}".lower() if name else None
+    name = fields.get("ACCOUNTNAME")
+    return f"{name}.{fields.get('ENDPOINTSUFFIX') or _AZURE_CLOUD}".lower() if name else None
 
 
 def _host_account(host: str) -> str | None:
