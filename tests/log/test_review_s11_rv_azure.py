@@ -104,12 +104,6 @@ def test_a_connection_string_in_any_key_case_goes_to_its_own_account(connection_
     assert _options_for_other_place(split_uri(file_uri), options, "az://c/t") == options
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "log/base/secret_names.looks_like_secret (the one rule for the connection-log redaction and the "
-    "other-account option filter) matches 'connection_string'/'conn_str' only with the underscore: "
-    "'connectionString' / 'ConnectionString' (the Azure SDKs' and portal's spelling) and "
-    "'SharedAccessSignature' are shown in clear by redact_options (DeltaConnectionConfig.describe, task logs) "
-    "and an unknown option so named goes to every account. Expected: '***'"))
 @pytest.mark.parametrize("name", ["connectionString", "ConnectionString", "SharedAccessSignature"])
 def test_camel_case_connection_string_names_are_redacted(name):
     assert redact_options({name: "AccountName=acct;AccountKey=a2V5"})[name] == "***"
