@@ -27,13 +27,6 @@ def _add(t, path: str, data: bytes) -> None:
         txn.add_file(AddFile(path, len(data), {}, 1, True, json.dumps({"numRecords": 1})))
 
 
-@pytest.mark.xfail(strict=True, raises=ValueError, reason=(
-    "a table whose own root is spelled with Hadoop's scheme (s3n://, wasbs:// - Delta Spark's spellings) fails "
-    "in Storage/FsspecFiles with a raw ValueError 'Protocol not known' from fsspec. The guide says a root "
-    "'must still be spelled with an fsspec protocol' and that 'a path whose scheme no installed fsspec driver "
-    "serves fails with StorageError naming it'; s11 made that true for files outside a table (locate), not "
-    "for the root. Expected: a typed StorageError naming the URI (or the table read, as locate maps these "
-    "schemes for files)"))
 @pytest.mark.parametrize("kind", ["s3", "azure"])
 def test_a_table_whose_root_is_spelled_with_hadoops_scheme_is_read_or_a_typed_error(object_stores, kind):
     store = object_stores(kind)

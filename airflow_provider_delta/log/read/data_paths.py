@@ -426,7 +426,7 @@ def locate(storage: Storage, path: str) -> FileLocation:
     options = _options_for_other_place(parts, storage.storage_options, storage.root)
     try:
         other = Storage(uri, options)                             # rooted at the file
-    except (ValueError, ImportError) as e:     # fsspec: no such protocol, its driver missing or refusing
+    except (ValueError, ImportError, StorageError) as e:    # fsspec: no such protocol, its driver missing or refusing
         raise StorageError(f"cannot open {path!r}, a file outside the table, through fsspec ({uri!r}): {e}") from e
     return FileLocation(other, other.path())
 
