@@ -455,6 +455,16 @@ def _fsspec_place(parts: SplitUri) -> str:
     return f"{protocol}://{parts.authority}"
 
 
+def fsspec_uri(path: str) -> str:
+    """The URI under which fsspec opens an absolute (decoded) log path of an object store: its place as
+    :func:`_fsspec_place` names it (``s3n://b/x`` is ``s3://b/x``), the path resolved lexically. A local or
+    scheme-less path is returned as it is."""
+    parts = split_uri(path)
+    if parts is None or parts.scheme in ("", "file"):
+        return path
+    return _fsspec_place(parts) + _lexical(parts.path)
+
+
 #: Azure storage options that say which account the table is in (:func:`_azure_account`): a file whose URI
 #: names its account is reached there. ``account_host`` (a private endpoint's, another cloud's) goes along
 #: only to a file of the table's own account; ``account_name`` never (adlfs takes the account from the

@@ -48,7 +48,7 @@ from ..base.catalog_store.identity import CATALOG_ID_PROPERTY
 from ..base.features import (COMMIT_COORDINATION_FEATURES, COMMIT_COORDINATOR_PROPERTIES,
                              MANAGED_OWNER_CONF_PROPERTY, MULTI_TABLE_TRANSACTION_FEATURES, Operation)
 from ..base.storage import Storage
-from ..read.data_paths import Undecided, file_uri, split_uri, table_location, table_root_of, within
+from ..read.data_paths import Undecided, file_uri, fsspec_uri, split_uri, table_location, table_root_of, within
 from ..read.deletion_vectors import dv_file_path
 from ..read.snapshot import Snapshot
 from ..read.table_log import TableLog
@@ -142,7 +142,8 @@ def referenced_roots(source: TableLog, adds: Iterable[AddFile]) -> list[Storage]
         for p in paths:
             if split_uri(p) is None:
                 continue                                  # relative: under the source's own root
-            folder = Storage(absolute_uri(source.storage, p).rsplit("/", 1)[0], source.storage.storage_options)
+            folder_uri = fsspec_uri(absolute_uri(source.storage, p)).rsplit("/", 1)[0]   # s3n:// as s3://
+            folder = Storage(folder_uri, source.storage.storage_options)
             if not any(_inside(folder, r, undecided=False) for r in roots):   # when unsure, look it up
                 roots.append(table_root_of(source.storage, p))
     return roots
