@@ -120,3 +120,14 @@ def test_an_environment_connection_string_for_another_account_puts_the_table_in_
     assert table_relative(table, "abfss://c@acct.dfs.core.windows.net/t/x.parquet") == "x.parquet"
     monkeypatch.delenv("AZURE_STORAGE_CONNECTION_STRING")
     assert table_relative(table, "abfss://c@other.dfs.core.windows.net/t/x.parquet") is None
+
+
+def test_a_file_of_another_account_read_through_the_environments_connection_string_is_kept(no_azure_env, monkeypatch):
+    """adlfs opens a file of another account (which gets none of the table's account credentials) with
+    AZURE_STORAGE_CONNECTION_STRING, so it reads the string's account - here the table's own: the path may name
+    a table file, and vacuum keeps it (Undecided), never 'certainly elsewhere'."""
+    monkeypatch.setenv("AZURE_STORAGE_CONNECTION_STRING", _CS_KEY)          # acct, the table's account
+    table = Storage(TABLE, {})
+    assert isinstance(table_relative(table, "abfss://c@other.dfs.core.windows.net/t/x.parquet"), Undecided)
+    monkeypatch.delenv("AZURE_STORAGE_CONNECTION_STRING")
+    assert table_relative(table, "abfss://c@other.dfs.core.windows.net/t/x.parquet") is None

@@ -184,8 +184,8 @@ def _azure_account(storage_options: dict) -> str | None:
 
 
 def table_location(parts: SplitUri, storage_options: dict | None = None) -> Location:
-    """The place of a table root (an absolute URI, split) that is opened with ``storage_options``: as
-    :func:`location_of`, except that an Azure root is in an account only when the URI and the options (and
+    """The place of a table root (or any place: an absolute URI, split) that is opened with ``storage_options``:
+    as :func:`location_of`, except that an Azure root is in an account only when the URI and the options (and
     adlfs's environment) agree on it. adlfs connects with a connection string, or an ``account_host``, over
     the URI's host: two accounts named are doubt (None), so a vacuum keeps every file a path may name."""
     location = location_of(parts, storage_options)
@@ -347,10 +347,25 @@ def table_relative_to(storage: Storage) -> Callable[[str], str | Undecided | Non
             parts = SplitUri(split.scheme, split.authority, parts.path)
         # the reader opens the path with the table's options; spelled with the root's own authority, it is
         # wherever the root is (adlfs reaches both alike, even where the account is in doubt)
-        place = table_location if parts.authority.lower() == split.authority.lower() else location_of
-        where = within(place(parts, storage.storage_options), location)
+        if parts.authority.lower() == split.authority.lower():
+            place = table_location(parts, storage.storage_options)
+        else:
+            place = _outside_location(parts, storage)
+        where = within(place, location)
         return None if where == "" else where                     # the root itself is no file
     return relative
+
+def _outside_location(parts: SplitUri, storage: Storage) -> Location:
+    """Where the reader reaches a file the URI ``parts`` names outside the table's own spelling: the place
+    adlfs connects to with the options :func:`locate` opens it with (and adlfs's environment: a file of
+    another account that ``AZURE_STORAGE_CONNECTION_STRING`` contradicts is in doubt, as adlfs reads it from
+    the string's account). A file :func:`locate` refuses to open is where its URI says."""
+    try:
+        options = _options_for_other_place(parts, storage.storage_options, storage.root)
+    except StorageError:
+        return location_of(parts, storage.storage_options)
+    return table_location(parts, options)
+
 
 def file_uri(table_root: str, path: str, local_prefix: str = "file://") -> str:
     """The absolute URI of the file at (decoded log path) ``path`` of the table at ``table_root`` (a URI or
