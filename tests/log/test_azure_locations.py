@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from airflow_provider_delta.log.base.errors import StorageError
 from airflow_provider_delta.log.base.storage import Storage
 from airflow_provider_delta.log.read.data_paths import Undecided, _options_for_other_place, split_uri, table_relative
 from airflow_provider_delta.log.write.clone import _inside
@@ -123,11 +124,12 @@ def test_a_connection_string_goes_to_its_own_account_only(connection_string):
 
 
 def test_a_connection_string_of_another_account_than_the_tables_goes_only_to_its_own():
-    """An account_name naming one account and a connection string another (adlfs uses the string): each
-    credential goes only where it was given for."""
+    """An account_name naming one account and a connection string another (adlfs uses the string): the
+    table's account is in doubt, so the key goes nowhere (s11 review: it was sent to account_name's account);
+    the string, which names its account, only to that account."""
     options = {"account_name": "acct", "account_key": "a2V5",
                "connection_string": CS_KEY.replace("AccountName=acct", "AccountName=other")}
-    assert _options_for_other_place(split_uri(SAME), options, "az://c/t") == {"account_key": "a2V5"}
+    assert _options_for_other_place(split_uri(SAME), options, "az://c/t") == {}
     assert _options_for_other_place(split_uri(OTHER), options, "az://c/t") == {
         "connection_string": options["connection_string"]}
 
@@ -145,14 +147,17 @@ def test_a_credential_option_goes_by_what_it_is():
 
 
 def test_a_file_in_another_cloud_gets_no_identity_and_no_ambient_one():
-    """A host of another cloud (any ``*.blob.core.<suffix>``, whoever runs it) gets neither the table's
-    principal nor adlfs's ambient DefaultAzureCredential token: ``anon``. Within the table's own
-    (non-public) cloud the principal goes along, with the account's host, which adlfs cannot take
-    from such a URI."""
+    """A host of another Azure cloud gets neither the table's principal nor adlfs's ambient
+    DefaultAzureCredential token: ``anon``. A host outside the Azure clouds (any other ``*.blob.core.<suffix>``,
+    whoever runs it) is refused: adlfs would send it the environment's AZURE_STORAGE_* credentials (s11
+    review). Within the table's own (non-public) cloud the principal goes along, with the account's host,
+    which adlfs cannot take from such a URI."""
     principal = {"account_name": "acct", "client_id": "app", "tenant_id": "t", "client_secret": "s"}
-    evil = "abfss://c@x.dfs.core.example.com/y.parquet"
-    assert _options_for_other_place(split_uri(evil), principal, "az://c/t") == {
-        "account_name": "x", "account_host": "x.blob.core.example.com", "anon": True}
+    gov = "abfss://c@x.dfs.core.usgovcloudapi.net/y.parquet"
+    assert _options_for_other_place(split_uri(gov), principal, "az://c/t") == {
+        "account_name": "x", "account_host": "x.blob.core.usgovcloudapi.net", "anon": True}
+    with pytest.raises(StorageError, match="none of the Azure clouds"):
+        _options_for_other_place(split_uri("abfss://c@x.dfs.core.example.com/y.parquet"), principal, "az://c/t")
     china = {**principal, "account_host": "acct.blob.core.chinacloudapi.cn"}
     got = _options_for_other_place(split_uri("abfss://c@b.dfs.core.chinacloudapi.cn/y.parquet"), china, "az://c/t")
     assert got == {"client_id": "app", "tenant_id": "t", "client_secret": "s", "account_name": "b",

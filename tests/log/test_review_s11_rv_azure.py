@@ -2,18 +2,19 @@
 _options_for_other_place / _azure_options_for_account), Hadoop's schemes in locate(), and the credential-name
 rule (base/secret_names.py) as the connection log's redaction uses it.
 
-Each test is an open finding, a strict xfail: whoever fixes it removes the marker. No network is used: the
+Each finding was a strict xfail; all are fixed (s11-azure2) and the tests are plain. No network is used: the
 tests look at the adlfs file system :func:`locate` builds for a file (its service client's URL, its
 credential), which is what every later request of that file system carries.
 """
 from __future__ import annotations
 
 import pytest
+from azure.storage.blob import BlobServiceClient
 
 from airflow_provider_delta.hooks.config import redact_options
 from airflow_provider_delta.log.base.errors import StorageError
 from airflow_provider_delta.log.base.storage import Storage
-from airflow_provider_delta.log.read.data_paths import _options_for_other_place, locate, split_uri
+from airflow_provider_delta.log.read.data_paths import Undecided, _options_for_other_place, locate, split_uri, table_relative
 
 _AZURE_ENV = ("AZURE_STORAGE_ACCOUNT_NAME", "AZURE_STORAGE_ACCOUNT_KEY", "AZURE_STORAGE_CONNECTION_STRING",
               "AZURE_STORAGE_SAS_TOKEN", "AZURE_STORAGE_CLIENT_ID", "AZURE_STORAGE_CLIENT_SECRET",
@@ -35,14 +36,6 @@ def _sends_credentials(fs) -> bool:
                 or "sig=" in fs.service_client.url)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "userinfo '@' trick: data_paths splits an Azure authority at the FIRST '@' (container 'c', host "
-    "'evil.com@other.dfs.core.windows.net', which _AZURE_HOST does not match), so the URI 'names no account' "
-    "and _options_for_other_place hands it ALL the table's options ('the table's own'); fsspec/adlfs take the "
-    "host after the LAST '@' (urlsplit) and connect to account 'other' with the table's SAS token in the "
-    "service URL (and its account key). Read (locate/open_path) and clone (table_root_of's exists probe) send "
-    "it there. Expected: such an authority is not the table's account - a typed StorageError, or no "
-    "credential of the table's account (as for any other account)"))
 @pytest.mark.parametrize("file_uri", [
     "abfss://c@evil.com@other.dfs.core.windows.net/x.parquet",
     "abfss://c@acct.dfs.core.windows.net:443@other.dfs.core.windows.net/x.parquet",
@@ -62,17 +55,18 @@ def test_a_userinfo_at_sign_does_not_carry_the_tables_credentials_to_another_acc
         f"{file_uri} opened at {fs.account_url} with the table's credentials ({fs.service_client.url})")
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "adlfs reads AZURE_STORAGE_SAS_TOKEN and AZURE_STORAGE_CLIENT_ID/_SECRET/_TENANT_ID from the environment "
-    "whenever an option is missing, and uses them even with anon=True (anon only stops its "
-    "DefaultAzureCredential); _azure_options_for_account drops the options but sets nothing that stops the "
-    "environment's. So a file on another cloud's host (abfss://c@x.dfs.core.evil.example - any domain "
-    "'core.<suffix>' counts as 'a cloud', so an attacker's) gets the environment's SAS token in its URL or a "
-    "bearer token of the principal. The guide says "
-    "such a file 'gets no credential at all and anon=True, so adlfs fetches no ambient token for it either' "
-    "(it also says adlfs 'still reads AZURE_STORAGE_* environment variables for every account it opens' - "
-    "but a host of ANY domain, not an Azure account, gets them). Expected: no credential reaches a host outside "
-    "the Azure clouds (a typed error, or a file system built without the environment's)"))
+@pytest.mark.parametrize("file_uri", ["abfss://c@evil.com@acct.dfs.core.windows.net/t/x.parquet",
+                                      "abfss://c@acct.dfs.core.windows.net@acct.dfs.core.windows.net/t/x.parquet"])
+def test_a_path_with_two_at_signs_is_refused_for_reads_and_kept_by_vacuum(no_azure_env, file_uri):
+    """s11 review: an authority with two '@' is opened nowhere (StorageError) and is Undecided for vacuum, which
+    then keeps the file it may name, as for any path whose account cannot be known."""
+    table = Storage(TABLE, {"sas_token": SAS})
+    with pytest.raises(StorageError, match="more than one '@'"):
+        locate(table, file_uri)
+    assert isinstance(table_relative(table, file_uri), Undecided)
+    assert _options_for_other_place(split_uri(file_uri), {"sas_token": SAS}, TABLE) == {}
+
+
 @pytest.mark.parametrize("env", [
     {"AZURE_STORAGE_SAS_TOKEN": SAS},
     {"AZURE_STORAGE_CLIENT_ID": "app", "AZURE_STORAGE_CLIENT_SECRET": "s3cr3t", "AZURE_STORAGE_TENANT_ID": "t"},
@@ -96,12 +90,6 @@ def test_the_environments_credentials_do_not_go_to_a_host_outside_the_azure_clou
 _CS_KEY = "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=a2V5;EndpointSuffix=core.windows.net"
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "_connection_string_account reads the connection string's field names case-sensitively (AccountName, "
-    "BlobEndpoint); the Azure SDK (azure.storage.blob _parse_connection_str) upper-cases them, and knows "
-    "UseDevelopmentStorage=true (devstoreaccount1). For such a string the account is None, so a file of the "
-    "very account the string is for (another container, a Delta Spark clone's source) loses it: adlfs opens "
-    "it without the key and the data is unreadable. Expected: the string kept for its own account"))
 @pytest.mark.parametrize("connection_string, file_uri", [
     (_CS_KEY.lower().replace("a2v5", "a2V5"), "abfss://c2@acct.dfs.core.windows.net/x.parquet"),
     (_CS_KEY.upper().replace("ACCT", "acct").replace("A2V5", "a2V5"), "abfss://c2@acct.dfs.core.windows.net/x.parquet"),
@@ -110,19 +98,36 @@ _CS_KEY = "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=a2V5;Endpo
     ("UseDevelopmentStorage=true", "wasbs://c2@devstoreaccount1.blob.core.windows.net/x.parquet"),
 ], ids=["lower", "upper", "sas-lower", "dev-storage"])
 def test_a_connection_string_in_any_key_case_goes_to_its_own_account(connection_string, file_uri):
-    from azure.storage.blob import BlobServiceClient
     sdk_account = BlobServiceClient.from_connection_string(connection_string).account_name
     assert sdk_account in file_uri                                 # the SDK reads the string as that account's
     options = {"connection_string": connection_string}
     assert _options_for_other_place(split_uri(file_uri), options, "az://c/t") == options
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "log/base/secret_names.looks_like_secret (the one rule for the connection-log redaction and the "
-    "other-account option filter) matches 'connection_string'/'conn_str' only with the underscore: "
-    "'connectionString' / 'ConnectionString' (the Azure SDKs' and portal's spelling) and "
-    "'SharedAccessSignature' are shown in clear by redact_options (DeltaConnectionConfig.describe, task logs) "
-    "and an unknown option so named goes to every account. Expected: '***'"))
 @pytest.mark.parametrize("name", ["connectionString", "ConnectionString", "SharedAccessSignature"])
 def test_camel_case_connection_string_names_are_redacted(name):
     assert redact_options({name: "AccountName=acct;AccountKey=a2V5"})[name] == "***"
+
+
+@pytest.mark.parametrize("options", [{}, {"account_key": "a2V5"}], ids=["no-options", "key"])
+def test_an_environment_connection_string_for_another_account_puts_the_table_in_doubt(no_azure_env, monkeypatch, options):
+    """adlfs connects with AZURE_STORAGE_CONNECTION_STRING when the options hold none: the table is then in the
+    string's account, not the URI's: a path in the other account is Undecided for vacuum (kept), never outside;
+    one spelled as the root is the table's wherever adlfs reaches it."""
+    monkeypatch.setenv("AZURE_STORAGE_CONNECTION_STRING", _CS_KEY.replace("acct", "other"))
+    table = Storage(TABLE, options)
+    assert isinstance(table_relative(table, "abfss://c@other.dfs.core.windows.net/t/x.parquet"), Undecided)
+    assert table_relative(table, "abfss://c@acct.dfs.core.windows.net/t/x.parquet") == "x.parquet"
+    monkeypatch.delenv("AZURE_STORAGE_CONNECTION_STRING")
+    assert table_relative(table, "abfss://c@other.dfs.core.windows.net/t/x.parquet") is None
+
+
+def test_a_file_of_another_account_read_through_the_environments_connection_string_is_kept(no_azure_env, monkeypatch):
+    """adlfs opens a file of another account (which gets none of the table's account credentials) with
+    AZURE_STORAGE_CONNECTION_STRING, so it reads the string's account - here the table's own: the path may name
+    a table file, and vacuum keeps it (Undecided), never 'certainly elsewhere'."""
+    monkeypatch.setenv("AZURE_STORAGE_CONNECTION_STRING", _CS_KEY)          # acct, the table's account
+    table = Storage(TABLE, {})
+    assert isinstance(table_relative(table, "abfss://c@other.dfs.core.windows.net/t/x.parquet"), Undecided)
+    monkeypatch.delenv("AZURE_STORAGE_CONNECTION_STRING")
+    assert table_relative(table, "abfss://c@other.dfs.core.windows.net/t/x.parquet") is None

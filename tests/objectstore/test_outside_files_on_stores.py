@@ -75,19 +75,20 @@ def test_a_file_outside_the_table_under_hadoops_s3_schemes_is_read(object_stores
     assert Storage(f"s3://{BUCKET}/{key}", store.options).files.fs.exists(f"{BUCKET}/{key}")
 
 
-@pytest.mark.xfail(strict=True, raises=ValueError, reason=(
-    "clone.referenced_roots builds Storage(<absolute_uri(...)'s folder>) with the scheme as written before it "
-    "asks table_root_of (which maps it, data_paths._fsspec_place): a source listing an s3n:// (or wasb://, "
-    "wasbs://) file fails the clone with a raw ValueError 'Protocol not known' (nothing written). clone.py and "
-    "absolute_uri are outside s11-azure's functions. Expected: the clone made, listing the file"))
 def test_a_clone_of_a_source_listing_an_s3n_file_is_made(object_stores):
     store = object_stores("s3")
     key = f"src-{uuid.uuid4().hex[:8]}/x.parquet"
     source = _table_listing(store, f"s3n://{BUCKET}/{key}", f"s3://{BUCKET}/{key}", _parquet(9))
-    target = store.uri("clone")
-    try:
-        clone = source.clone(target, **store.table_kwargs)
-    except ValueError:
-        assert not Storage(target, store.options).walk_files("")         # nothing written
-        raise
+    clone = source.clone(store.uri("clone"), **store.table_kwargs)
     assert clone.snapshot().to_pyarrow().column("id").to_pylist() == [9]
+
+
+@pytest.mark.parametrize("spelling", ["wasbs", "wasb"])
+def test_a_clone_of_a_source_listing_a_wasbs_file_is_made(other_container, spelling):
+    """s11: clone.referenced_roots built a Storage with the scheme as written (fsspec knows no wasb/wasbs)."""
+    store, container = other_container
+    key = f"src-{uuid.uuid4().hex[:8]}/x.parquet"
+    file_uri = f"{spelling}://{container}@{AZURE_ACCOUNT}.blob.core.windows.net/{key}"
+    source = _table_listing(store, file_uri, f"abfs://{container}/{key}", _parquet(4))
+    clone = source.clone(store.uri("clone"), **store.table_kwargs)
+    assert clone.snapshot().to_pyarrow().column("id").to_pylist() == [4]

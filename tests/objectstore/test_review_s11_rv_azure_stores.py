@@ -1,5 +1,5 @@
 """Review s11 (report-only) of the Azure option rule and Hadoop's schemes, on Azurite and moto: open findings
-as strict xfails (whoever fixes one removes its marker)."""
+were strict xfails; both are fixed (s11-azure2)."""
 from __future__ import annotations
 
 import json
@@ -27,13 +27,6 @@ def _add(t, path: str, data: bytes) -> None:
         txn.add_file(AddFile(path, len(data), {}, 1, True, json.dumps({"numRecords": 1})))
 
 
-@pytest.mark.xfail(strict=True, raises=ValueError, reason=(
-    "a table whose own root is spelled with Hadoop's scheme (s3n://, wasbs:// - Delta Spark's spellings) fails "
-    "in Storage/FsspecFiles with a raw ValueError 'Protocol not known' from fsspec. The guide says a root "
-    "'must still be spelled with an fsspec protocol' and that 'a path whose scheme no installed fsspec driver "
-    "serves fails with StorageError naming it'; s11 made that true for files outside a table (locate), not "
-    "for the root. Expected: a typed StorageError naming the URI (or the table read, as locate maps these "
-    "schemes for files)"))
 @pytest.mark.parametrize("kind", ["s3", "azure"])
 def test_a_table_whose_root_is_spelled_with_hadoops_scheme_is_read_or_a_typed_error(object_stores, kind):
     store = object_stores(kind)
@@ -53,13 +46,6 @@ def test_a_table_whose_root_is_spelled_with_hadoops_scheme_is_read_or_a_typed_er
     assert rows == [5]
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "data_paths takes the table's account from account_name first (_azure_account), but adlfs connects with "
-    "the connection_string when both are given (AzureBlobFileSystem.do_connect; likewise over account_host and the root URI's host): the table lives in the "
-    "string's account. A live add spelled with that (true) account - Delta Spark's fully qualified path, "
-    "abfss://<c>@devstoreaccount1.dfs.../t/x.parquet - is then 'certainly elsewhere' (within: another "
-    "account), so vacuum deletes the table's own live file x.parquet as unreferenced and the table is broken. "
-    "Two accounts named by the options is doubt: expected Undecided (kept), as for an account nobody names"))
 @pytest.mark.parametrize("named_by", ["account_name", "account_host", "root-uri"])
 def test_vacuum_keeps_a_live_file_when_account_name_and_connection_string_disagree(object_stores, named_by):
     store = object_stores("azure")

@@ -42,6 +42,11 @@ class FsspecFiles:
     def __init__(self, protocol: str, root: str, storage_options: dict[str, Any],
                  single_writer: bool, conditional_put: bool):
         self.protocol = protocol
+        if protocol not in fsspec.available_protocols():
+            raise StorageError(
+                f"cannot open {root!r}: no fsspec driver serves {protocol}:// (a table root is spelled with an fsspec "
+                "protocol: Delta Spark's s3n://b/t is s3://b/t here, wasbs://c@acct.blob.core.windows.net/t is "
+                "abfs://c@acct.blob.core.windows.net/t)")
         self.fs, _ = fsspec.core.url_to_fs(root, **storage_options)
         self.root = self.fs._strip_protocol(root)
         self.single_writer = single_writer

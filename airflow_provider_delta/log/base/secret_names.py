@@ -3,14 +3,15 @@
 Used where a value must not travel or be shown: a commit owner's configuration (stored in the table's
 metadata, readable by all), options sent to another storage account, and connection options written
 to task logs. Broad on purpose: a false positive costs a renamed key or a ``***`` in a log line, a false
-negative leaks a secret. Azure connection strings hold the account key, so they count too.
+negative leaks a secret. Azure connection strings hold the account key, so they count too, also in the SDKs'
+camelCase (``connectionString``, ``SharedAccessSignature``).
 """
 from __future__ import annotations
 
 import re
 from typing import Any, Iterable
 
-_SECRET_NAME = re.compile(r"passw|pwd|secret|token|credential|key|sas|session|conn_str|connection_string",
+_SECRET_NAME = re.compile(r"passw|pwd|secret|token|credential|key|sas|session|signature|conn_?str|connection_?string",
                           re.IGNORECASE)
 
 

@@ -109,6 +109,11 @@ _AZURE_HOST = re.compile(r"(?P<account>[a-z0-9]+)\.(?:dfs|blob)\.(?P<cloud>core\
                          re.IGNORECASE)
 #: The public cloud's endpoint suffix, adlfs's default for a bare ``account_name``
 _AZURE_CLOUD = "core.windows.net"
+#: The Azure clouds' storage endpoint suffixes (public, China, US Government, the retired Germany cloud): an
+#: account's host in any other ``core.<suffix>`` (``x.dfs.core.evil.example``, the lookalike
+#: ``acct.dfs.core.windows.net.evil.example``) is nobody's Azure account, and adlfs would send it the
+#: ``AZURE_STORAGE_*`` credentials of the environment, which no option can withhold
+_AZURE_CLOUDS = frozenset({_AZURE_CLOUD, "core.chinacloudapi.cn", "core.usgovcloudapi.net", "core.cloudapi.de"})
 
 
 class Location(NamedTuple):
@@ -121,41 +126,94 @@ class Location(NamedTuple):
     path: str            # absolute, lexically resolved
 
 
+#: The storage emulator's account, which ``UseDevelopmentStorage=true`` names (the SDK: ``127.0.0.1:10000``)
+_DEVELOPMENT_ACCOUNT = "devstoreaccount1"
+
+
 def _connection_string_account(connection_string: str) -> str | None:
-    """``account.cloud`` an Azure connection string reaches: its ``BlobEndpoint`` when that is an account's
-    endpoint (the SDK sends every request there, whatever ``AccountName`` says), else its ``AccountName``
-    in its ``EndpointSuffix``'s cloud (an emulator's ``BlobEndpoint=http://127.0.0.1:10000/acct``); None if
-    it names none (a SAS connection string for a custom domain)."""
-    fields = dict(part.split("=", 1) for part in str(connection_string).split(";") if "=" in part)
-    endpoint = _AZURE_HOST.fullmatch(fields.get("BlobEndpoint", "").split("://")[-1].split("/")[0])
+    """``account.cloud`` an Azure connection string reaches, read as the SDK reads it (field names in any
+    case; ``UseDevelopmentStorage=true``: the emulator's ``devstoreaccount1``): its ``BlobEndpoint`` when that is
+    an account's endpoint (the SDK sends every request there, whatever ``AccountName`` says), else its
+    ``AccountName`` in its ``EndpointSuffix``'s cloud (an emulator's ``BlobEndpoint=http://127.0.0.1:10000/acct``);
+    None if it names none (a SAS connection string for a custom domain)."""
+    fields = {key.strip().upper(): value for key, _, value in
+              (part.partition("=") for part in str(connection_string).split(";") if "=" in part)}
+    if fields.get("USEDEVELOPMENTSTORAGE") == "true":
+        return f"{_DEVELOPMENT_ACCOUNT}.{_AZURE_CLOUD}"
+    endpoint = _AZURE_HOST.fullmatch(fields.get("BLOBENDPOINT", "").split("://")[-1].split("/")[0])
     if endpoint:
         return f"{endpoint['account']}.{endpoint['cloud']}".lower()
-    name = fields.get("AccountName")
-    return f"{name}.{fields.get('EndpointSuffix') or _AZURE_CLOUD}".lower() if name else None
+    name = fields.get("ACCOUNTNAME")
+    return f"{name}.{fields.get('ENDPOINTSUFFIX') or _AZURE_CLOUD}".lower() if name else None
+
+
+def _host_account(host: str) -> str | None:
+    """``account.cloud`` of an Azure account's DFS or Blob host (``acct.dfs.core.windows.net``); None for
+    any other host (a custom domain, a private endpoint, an emulator's address)."""
+    match = _AZURE_HOST.fullmatch(host)
+    return f"{match['account']}.{match['cloud']}".lower() if match else None
+
+
+def _accounts_named(storage_options: dict) -> set[str | None]:
+    """Every ``account.cloud`` that Azure storage options name, None for one that cannot be known. adlfs
+    connects with the connection string - the option's, else ``AZURE_STORAGE_CONNECTION_STRING`` from
+    the environment, which adlfs reads - whatever else is given; without one, with ``account_host`` (its
+    ``account_name`` the same account's name), else with ``account_name`` in the public cloud."""
+    named: set[str | None] = set()
+    name = storage_options.get("account_name")
+    host = storage_options.get("account_host")
+    if host:
+        account = _host_account(str(host).split("://")[-1].strip("/"))
+        named.add(account)
+        if name and (account is None or account.partition(".")[0] != str(name).lower()):
+            named.add(f"{name}.?".lower())                      # a second account's name: doubt
+    elif name:
+        named.add(f"{name}.{_AZURE_CLOUD}".lower())
+    connection_string = storage_options.get("connection_string") or os.environ.get("AZURE_STORAGE_CONNECTION_STRING")
+    if connection_string:
+        named.add(_connection_string_account(connection_string))
+    return named
 
 
 def _azure_account(storage_options: dict) -> str | None:
     """``account.cloud`` the storage options name for a URI without one (adlfs's ``account_host``,
-    ``account_name`` or a connection string's account); None if they name none."""
-    host = storage_options.get("account_host")
-    match = _AZURE_HOST.fullmatch(str(host).split("://")[-1].strip("/")) if host else None
-    if match:
-        return f"{match['account']}.{match['cloud']}".lower()
-    name = storage_options.get("account_name")
-    if not name and storage_options.get("connection_string"):
-        return _connection_string_account(storage_options["connection_string"])
-    return f"{name}.{_AZURE_CLOUD}".lower() if name else None
+    ``account_name`` or a connection string's account); None if they name none, or more than one: adlfs
+    connects to one of them, and a caller that deletes must not guess which."""
+    named = _accounts_named(storage_options)
+    return named.pop() if len(named) == 1 else None
+
+
+def table_location(parts: SplitUri, storage_options: dict | None = None) -> Location:
+    """The place of a table root (or any place: an absolute URI, split) that is opened with ``storage_options``:
+    as :func:`location_of`, except that an Azure root is in an account only when the URI and the options (and
+    adlfs's environment) agree on it. adlfs connects with a connection string, or an ``account_host``, over
+    the URI's host: two accounts named are doubt (None), so a vacuum keeps every file a path may name."""
+    location = location_of(parts, storage_options)
+    if location.store != "azure" or location.authority is None:
+        return location
+    container, _, account = location.authority.partition("@")
+    named = _accounts_named(storage_options or {}) | {account}
+    return location if len(named) == 1 else location._replace(authority=None)
+
+
+def _two_at_signs(authority: str) -> bool:
+    """Whether an Azure authority has an ``@`` besides the container's (``c@evil.com@other.dfs...``): fsspec
+    and adlfs (``urlsplit``) take the host after the last ``@``, this module the container before the first,
+    so the two would disagree on the account. Such a place is never the table's and is not opened."""
+    return authority.count("@") > 1
 
 
 def _azure_authority(scheme: str, authority: str, storage_options: dict) -> tuple[str, str | None]:
     """(written, identity) of an Azure URI's authority: ``container@account.cloud``, the account from
-    the host (DFS or Blob endpoint) or, when the URI has none, from the storage options."""
+    the host (DFS or Blob endpoint) or, when the URI has none, from the storage options; no identity for
+    an authority with two ``@`` (:func:`_two_at_signs`)."""
+    if _two_at_signs(authority):
+        return authority.lower(), None
     container, at, host = authority.partition("@")
     if not at and scheme in ("wasb", "wasbs") and "." in authority:
         container, host = "$root", authority            # wasb://acct.blob.core.windows.net/: the root container
     if host:
-        match = _AZURE_HOST.fullmatch(host)
-        account = f"{match['account']}.{match['cloud']}".lower() if match else None
+        account = _host_account(host)
         return f"{container}@{host.lower()}", (f"{container}@{account}" if account else None)
     account = _azure_account(storage_options)
     return (f"{container}@{account}" if account else container), (f"{container}@{account}" if account else None)
@@ -265,7 +323,7 @@ def table_relative_to(storage: Storage) -> Callable[[str], str | Undecided | Non
             else:
                 split = split_uri(storage.root)
                 assert split is not None, "a non-local table root is a URL"
-                root_cache.append((None, split, location_of(split, storage.storage_options)))
+                root_cache.append((None, split, table_location(split, storage.storage_options)))
         return root_cache[0]
 
     def relative(path: str) -> str | Undecided | None:
@@ -287,10 +345,27 @@ def table_relative_to(storage: Storage) -> Callable[[str], str | Undecided | Non
         _, split, location = root()
         if parts.scheme == "":                                    # absolute on the table's own store
             parts = SplitUri(split.scheme, split.authority, parts.path)
-        # the reader opens the path with the table's options
-        where = within(location_of(parts, storage.storage_options), location)
+        # the reader opens the path with the table's options; spelled with the root's own authority, it is
+        # wherever the root is (adlfs reaches both alike, even where the account is in doubt)
+        if parts.authority.lower() == split.authority.lower():
+            place = table_location(parts, storage.storage_options)
+        else:
+            place = _outside_location(parts, storage)
+        where = within(place, location)
         return None if where == "" else where                     # the root itself is no file
     return relative
+
+def _outside_location(parts: SplitUri, storage: Storage) -> Location:
+    """Where the reader reaches a file the URI ``parts`` names outside the table's own spelling: the place
+    adlfs connects to with the options :func:`locate` opens it with (and adlfs's environment: a file of
+    another account that ``AZURE_STORAGE_CONNECTION_STRING`` contradicts is in doubt, as adlfs reads it from
+    the string's account). A file :func:`locate` refuses to open is where its URI says."""
+    try:
+        options = _options_for_other_place(parts, storage.storage_options, storage.root)
+    except StorageError:
+        return location_of(parts, storage.storage_options)
+    return table_location(parts, options)
+
 
 def file_uri(table_root: str, path: str, local_prefix: str = "file://") -> str:
     """The absolute URI of the file at (decoded log path) ``path`` of the table at ``table_root`` (a URI or
@@ -366,7 +441,7 @@ def locate(storage: Storage, path: str) -> FileLocation:
     options = _options_for_other_place(parts, storage.storage_options, storage.root)
     try:
         other = Storage(uri, options)                             # rooted at the file
-    except (ValueError, ImportError) as e:     # fsspec: no such protocol, its driver missing or refusing
+    except (ValueError, ImportError, StorageError) as e:    # fsspec: no such protocol, its driver missing or refusing
         raise StorageError(f"cannot open {path!r}, a file outside the table, through fsspec ({uri!r}): {e}") from e
     return FileLocation(other, other.path())
 
@@ -384,12 +459,25 @@ def _fsspec_place(parts: SplitUri) -> str:
     without port or final dot, the account in lower case as adlfs expects it)."""
     protocol = _FSSPEC_PROTOCOL.get(parts.scheme, parts.scheme)
     if store_of_scheme(parts.scheme) == "azure":
+        if _two_at_signs(parts.authority):
+            raise StorageError(f"refusing to open {parts.scheme}://{parts.authority}{parts.path}: its authority has "
+                               "more than one '@', so adlfs would reach the account after the last one")
         identity = location_of(parts).authority                   # container@account.cloud, from the URI
         if identity is not None:
             container, _, account = identity.partition("@")
             name, _, cloud = account.partition(".")
             return f"{protocol}://{container}@{name}.blob.{cloud}"
     return f"{protocol}://{parts.authority}"
+
+
+def fsspec_uri(path: str) -> str:
+    """The URI under which fsspec opens an absolute (decoded) log path of an object store: its place as
+    :func:`_fsspec_place` names it (``s3n://b/x`` is ``s3://b/x``), the path resolved lexically. A local or
+    scheme-less path is returned as it is."""
+    parts = split_uri(path)
+    if parts is None or parts.scheme in ("", "file"):
+        return path
+    return _fsspec_place(parts) + _lexical(parts.path)
 
 
 #: Azure storage options that say which account the table is in (:func:`_azure_account`): a file whose URI
@@ -428,10 +516,15 @@ def _azure_options_for_account(file_account: str, storage_options: dict, table_a
     :data:`_AZURE_IDENTITY_CREDENTIALS`), the file's account by name (and, outside the public cloud, by
     host: adlfs finds only a public cloud's account in a URI), other settings as the table has them (an
     unknown one whose name looks like a secret's only to the same account). An account the table's
-    options do not name counts as another one; its cloud as adlfs's default."""
+    options do not name counts as another one; its cloud as adlfs's default. A file in neither one of the
+    Azure clouds (:data:`_AZURE_CLOUDS`) nor the table's is refused (StorageError)."""
     name, _, cloud = file_account.partition(".")
     same_account = table_account == file_account
     same_cloud = cloud == (table_account or f".{_AZURE_CLOUD}").partition(".")[2]
+    if not same_cloud and cloud not in _AZURE_CLOUDS:
+        raise StorageError(f"refusing to open a file at {name}.blob.{cloud}: {cloud!r} is none of the Azure clouds "
+                           f"({', '.join(sorted(_AZURE_CLOUDS))}) nor the table's, and adlfs would send it the "
+                           "AZURE_STORAGE_* credentials of the environment")
     options = {}
     for key, value in storage_options.items():
         if key in _AZURE_ACCOUNT_OPTIONS:
@@ -468,10 +561,13 @@ def _options_for_other_place(parts: SplitUri, storage_options: dict, table_root:
     store = store_of_scheme(parts.scheme)
     if root is not None and root.scheme and store != store_of_scheme(root.scheme):
         return {}
+    if store == "azure" and _two_at_signs(parts.authority):
+        return {}                   # an account adlfs would read from after the last '@': none of the table's
     file_account = _azure_account_of(parts, {}) if store == "azure" else None
     if file_account is None:        # not Azure, or no account in the URI: the table's own
         return storage_options
-    table_account = _azure_account_of(root, storage_options) if root is not None and root.scheme else None
+    table_identity = table_location(root, storage_options).authority if root is not None and root.scheme else None
+    table_account = (table_identity.partition("@")[2] or None) if table_identity else None
     return _azure_options_for_account(file_account, storage_options, table_account)
 
 

@@ -48,7 +48,7 @@ from ..base.catalog_store.identity import CATALOG_ID_PROPERTY
 from ..base.features import (COMMIT_COORDINATION_FEATURES, COMMIT_COORDINATOR_PROPERTIES,
                              MANAGED_OWNER_CONF_PROPERTY, MULTI_TABLE_TRANSACTION_FEATURES, Operation)
 from ..base.storage import Storage
-from ..read.data_paths import Undecided, file_uri, location_of, split_uri, table_root_of, within
+from ..read.data_paths import Undecided, file_uri, fsspec_uri, split_uri, table_location, table_root_of, within
 from ..read.deletion_vectors import dv_file_path
 from ..read.snapshot import Snapshot
 from ..read.table_log import TableLog
@@ -114,7 +114,7 @@ def cloned_metadata(source: Metadata, extra_properties: dict[str, str]) -> Metad
 
 def _inside(a: Storage, b: Storage, undecided: bool) -> bool:
     """Whether location ``a`` is ``b`` or below it (local locations compared with symlinks resolved;
-    remote ones by :func:`~..read.data_paths.location_of`, whatever their spelling: ``s3a://b/t/x`` lies
+    remote ones by :func:`~..read.data_paths.table_location`, whatever their spelling: ``s3a://b/t/x`` lies
     inside ``s3://b/t``, ``az://c/t/x`` with the account in the options inside
     ``abfss://c@acct.dfs.core.windows.net/t``). ``undecided`` answers where that cannot be known."""
     if a.is_local != b.is_local:
@@ -124,7 +124,7 @@ def _inside(a: Storage, b: Storage, undecided: bool) -> bool:
         return root_a.startswith(root_b)
     parts_a, parts_b = split_uri(a.root), split_uri(b.root)
     assert parts_a is not None and parts_b is not None, "a non-local table root is a URL"
-    where = within(location_of(parts_a, a.storage_options), location_of(parts_b, b.storage_options))
+    where = within(table_location(parts_a, a.storage_options), table_location(parts_b, b.storage_options))
     return undecided if isinstance(where, Undecided) else where is not None
 
 
@@ -142,7 +142,8 @@ def referenced_roots(source: TableLog, adds: Iterable[AddFile]) -> list[Storage]
         for p in paths:
             if split_uri(p) is None:
                 continue                                  # relative: under the source's own root
-            folder = Storage(absolute_uri(source.storage, p).rsplit("/", 1)[0], source.storage.storage_options)
+            folder_uri = fsspec_uri(absolute_uri(source.storage, p)).rsplit("/", 1)[0]   # s3n:// as s3://
+            folder = Storage(folder_uri, source.storage.storage_options)
             if not any(_inside(folder, r, undecided=False) for r in roots):   # when unsure, look it up
                 roots.append(table_root_of(source.storage, p))
     return roots
