@@ -131,12 +131,6 @@ def test_the_hooks_undone_pair_message_names_the_hooks_own_parameter(tmp_path):
     assert "txn_version" in str(raised.value), str(raised.value)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "docs/writer-rules.md row V2b (changed today; 'enforces') names objectstore/test_outside_files_on_stores.py "
-    "(all) as its test, but that file holds an open strict xfail, "
-    "test_a_clone_of_a_source_listing_an_s3n_file_is_made (clone of a source listing an s3n:// / wasb:// file "
-    "fails with a raw ValueError 'Protocol not known'). A whole file named as a rule's test should pass; "
-    "expected: the row naming the passing tests, or saying what is open (clone of such a source)"))
 def test_a_test_file_the_register_names_whole_holds_no_open_xfail():
     open_ones, checked = [], 0
     for row, cells in _register_rows():
