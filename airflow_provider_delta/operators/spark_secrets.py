@@ -48,8 +48,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import socket
+import string
 import tempfile
 import uuid
 from typing import Any
@@ -238,14 +240,22 @@ def _named_by_processes(folders: list[str]) -> set[str] | None:
     have outlived the SIGKILLed task that made the folder (children are not killed with it) and reads the
     file when the application asks. None when the processes cannot be listed at all.
 
-    A process names a folder when it spells a path to it, in whatever spelling: the folder's name in a
-    path that resolves to the same folder (device and inode), such as one through a symbolic link (the task
-    that made it had ``TMPDIR=/tmp/link``, a link to the sweeper's ``/tmp``). Doubt keeps the folder: a
-    path ending in the folder's name that resolves to nothing (a removed link, a directory this process
-    cannot search, a relative path in an unreadable working directory) names it, and a process of this
-    user whose command line or environment cannot be read names every folder made before it started.
-    (Found by the s10 reviews: such folders were removed under a running driver; then under one that
-    spelled its temporary directory through a link, or whose environment was unreadable.)"""
+    A process names a folder when it spells a path to it: the folder's name in a path that resolves to the
+    same folder (device and inode), such as one through a symbolic link (the task that made it had
+    ``TMPDIR=/tmp/link``, a link to the sweeper's ``/tmp``), or an absolute path that leads to or into the
+    folder, all links followed (a link to the folder itself under another name; :func:`_reached`). Doubt
+    keeps the folder: any occurrence of its name not inside a longer file name (:data:`_NAME_CHARS`) whose
+    spellings all resolve to nothing (a removed link, a directory this process cannot search, a relative
+    path in an unreadable working directory, a JSON ``\\/`` escape) names it; a process of this user whose
+    command line or environment cannot be read names every folder made before it started, and so does a
+    zombie to psutil whose threads still run (its main thread exited; :func:`_threads_run`).
+
+    Not seen (the limit of what is cheap to prove): a link to the folder under another name spelled by a
+    relative path, or only in an escaped form (``\\/``); a process holding the folder only as an open file
+    descriptor or its working directory. (Found by the s10 and s11 reviews: such folders were removed under a
+    running driver; under one that spelled its temporary directory through a link, or whose environment was
+    unreadable; then under a zombie-main-thread process, escaped or newline-followed names, and a link to the
+    folder itself.)"""
     try:
         processes = list(psutil.process_iter())
     except psutil.Error:
@@ -262,23 +272,69 @@ def _named_by_processes(folders: list[str]) -> set[str] | None:
         identity[folder] = (st.st_dev, st.st_ino)
         made[folder] = st.st_mtime - 60                           # the files are written right after mkdtemp
     named = set(folders) - set(identity)                          # what cannot be looked at is kept
+    real = {f: os.path.realpath(f) for f in identity}
+    resolved: dict[str, str] = {}                                 # path -> its real path, for all processes
     uid = os.getuid()
     for process in processes:
         try:
-            tokens, unread = _process_texts(process)
+            try:
+                tokens, unread = _process_texts(process)
+            except psutil.ZombieProcess:
+                if not _threads_run(process.pid):                 # a zombie indeed: gone, names nothing
+                    continue
+                tokens, unread = [], True                         # its leader exited, its threads run: doubt
             if unread and process.uids().real == uid:             # ours, unreadable: keep what it may name
                 started = process.create_time()
                 named.update(f for f in identity if started >= made[f])
             named.update(f for f, ident in identity.items() if _names(process, tokens, f, ident))
-        except psutil.NoSuchProcess:                              # (and zombies) gone meanwhile: names nothing
+            named.update(_reached(tokens, real, resolved))
+        except psutil.ZombieProcess:                              # became one meanwhile
+            if _threads_run(process.pid):
+                named.update(folders)
+        except psutil.NoSuchProcess:                              # gone meanwhile: names nothing
             continue
         except psutil.Error:                                      # cannot tell whose it is: keep everything
             named.update(folders)
     return named
 
 
-#: characters that end a path where a command line or environment spells one (``NAME=path``, lists, URIs)
-_PATH_DELIMITERS = frozenset("=,:; \"'")
+def _threads_run(pid: int) -> bool:
+    """Whether process ``pid``, a zombie to psutil, still has running threads (its main thread exited, the
+    others go on: Linux lists them in ``/proc/<pid>/task``); True when that cannot be told."""
+    try:
+        return len(os.listdir(f"/proc/{pid}/task")) > 1
+    except FileNotFoundError:
+        return not os.path.isdir("/proc")                         # no /proc (not Linux): cannot tell
+    except OSError:
+        return True
+
+
+#: an absolute path as a command line or environment spells one (up to a character no path of ours holds)
+_ABSOLUTE_PATH = re.compile(r"/[^\s=,:;\"'\\()\[\]{}<>?#&|]*")
+
+
+def _reached(tokens: list[str], real: dict[str, str], resolved: dict[str, str]) -> list[str]:
+    """The folders of ``real`` (folder -> its real path) that an absolute path in ``tokens`` leads to or into,
+    all links followed: a link to the folder itself, under another name (``resolved`` caches real paths)."""
+    out = []
+    for token in tokens:
+        for path in _ABSOLUTE_PATH.findall(token):
+            if path not in resolved:
+                try:
+                    resolved[path] = os.path.realpath(path)
+                except (OSError, ValueError):
+                    resolved[path] = ""
+            target = resolved[path]
+            out.extend(f for f, r in real.items() if target == r or target.startswith(r + os.sep))
+    return out
+
+
+#: characters of a file name next to the folder's: with one before or after it, an occurrence of the
+#: folder's name is part of another name (``delta-spark-secrets-ab12cd34.bak``). Any other character
+#: (a delimiter, a quote, a JSON ``\/`` escape, a newline, a bracket, ``?#&|``) may end a path to it.
+_NAME_CHARS = frozenset(string.ascii_letters + string.digits + "_-.")
+#: characters a path to the folder is spelled with: a path starts after any other (or at the token's start)
+_PATH_CHARS = _NAME_CHARS | {os.sep, "~", "+", "@", "%"}
 
 
 def _process_texts(process: Any) -> tuple[list[str], bool]:
@@ -303,9 +359,9 @@ def _names(process: Any, tokens: list[str], folder: str, identity: tuple[int, in
         while at >= 0:
             end = at + len(name)
             before, after = token[at - 1:at], token[end:end + 1]
-            if before in ("", os.sep, *_PATH_DELIMITERS) and after in ("", os.sep, *_PATH_DELIMITERS):
-                if before == os.sep:                              # a path to it: starts at a delimiter
-                    spelled = [token[s:end] for s in range(at) if s == 0 or token[s - 1] in _PATH_DELIMITERS]
+            if before not in _NAME_CHARS and after not in _NAME_CHARS:   # not part of a longer name
+                if before == os.sep:                              # a path to it: starts after a delimiter
+                    spelled = [token[s:end] for s in range(at) if s == 0 or token[s - 1] not in _PATH_CHARS]
                 else:
                     spelled = [name]
                 found = [_identity_of(process, path) for path in spelled]

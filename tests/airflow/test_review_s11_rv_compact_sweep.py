@@ -173,32 +173,18 @@ def test_the_ordinary_sigkill_case_is_kept_while_its_child_runs_then_swept(tmp_p
 
 
 # ------------------------------------------------------------------------------------ findings
-@pytest.mark.xfail(strict=True, reason=(
-    "A live process names the folder in a JSON value with escaped slashes (\\/, as PHP's json_encode and some "
-    "Java encoders write them): _names skips an occurrence of the folder's name followed by a character "
-    "outside _PATH_DELIMITERS ('\\\\' here; also a newline, tab, ')', ']', '}', '?', '#', '&', '|'), so the "
-    "folder is removed under the driver. Keep-on-doubt expects such an occurrence to keep the folder"))
 def test_a_json_value_with_escaped_slashes_keeps_the_folder(tmp_path):
     path, secret = _folder(tmp_path)
     with _Driver({"DELTA_CONF_JSON": json.dumps({"file": secret}).replace("/", "\\/")}):
         _kept(tmp_path, path, secret)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "A path list separated by newlines (a multi-line environment value) naming the folder itself: the name "
-    "is followed by '\\n', not in _PATH_DELIMITERS, so the occurrence is not looked at and the folder is "
-    "removed under the live process (keep-on-doubt expects it kept)"))
 def test_the_folder_followed_by_a_newline_in_a_value_keeps_the_folder(tmp_path):
     path, secret = _folder(tmp_path)
     with _Driver({"SPARK_LOCAL_DIRS_LIST": f"{path}\n/var/tmp"}):
         _kept(tmp_path, path, secret)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "A live process names the folder through a symbolic link to the folder itself (another name): its "
-    "path leads to the folder (same device and inode) but _names only looks at paths containing the "
-    "folder's own name, so the folder is removed under the driver; the docstring promises 'in whatever "
-    "spelling'"))
 def test_a_path_through_a_link_to_the_folder_itself_keeps_the_folder(tmp_path):
     (tmp_path / "sweep").mkdir()
     path, secret = _folder(tmp_path / "sweep")
@@ -216,12 +202,6 @@ ctypes.CDLL(None).pthread_exit(None)                       # the main thread end
 """
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "A live process whose main (leader) thread has exited while its other threads run shows as a zombie: "
-    "psutil raises ZombieProcess (a NoSuchProcess) for its command line and environment, which "
-    "_named_by_processes takes as 'gone meanwhile: names nothing', so the folder it names is removed "
-    "while its threads still use it. Keep-on-doubt expects an unreadable live process of this user to keep "
-    "the folders made before it started"))
 def test_a_process_whose_main_thread_exited_keeps_its_folder(tmp_path):
     path, secret = _folder(tmp_path)
     proc = subprocess.Popen([sys.executable, "-c", _LEADER_GONE], env={**os.environ, f"{SECRETS_ENV}_FILE": secret})

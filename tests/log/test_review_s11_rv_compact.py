@@ -36,11 +36,6 @@ def _values(case: str, i: np.ndarray) -> np.ndarray:
     return (i // 500) * 50 + (i * 7) % 50      # appended in batches of 500 rows, 50 values each: 20,000 in all
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "OPTIMIZE's stratified dictionary probe (probe_positions) sees nearly one new value per stratum in "
-    "clustered data (sorted by the column, or batches with values of their own), so a column of 10k-40k "
-    "distinct values (< DICTIONARY_MAX_DISTINCT) gets no dictionary: files 16-22% larger than with "
-    "session 10's random probe, which _few_distinct's estimate assumes"))
 @pytest.mark.parametrize("case", ["sorted", "batches"])
 def test_clustered_values_below_the_dictionary_limit_keep_their_dictionary(tmp_path, case):
     uri = str(tmp_path / case)
