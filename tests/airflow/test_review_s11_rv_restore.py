@@ -50,17 +50,14 @@ def _try(make_context, task_id: str, try_number: int) -> dict:
     return ctx
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "the bad reload stays: load >> rollback, the load a @task writing with DeltaTableHook.write_table (a user's "
-    "Python load; under dag.test its commits carry no commitInfo.job). The run is cleared from the load down "
-    "(rollback try 2): the load commits the bad rows again; the rollback's retry search skips that commit (it "
-    "names no run, so 'does not count'), finds try 1's RESTORE and reports it: the task is green, 666 is live. "
-    "The restore-operator page says an upstream task's commit after the RESTORE makes it restore again; the hook "
-    "called inside a task could record the running task (get_current_context), or the page should say which "
-    "loads count"))
-def test_a_run_cleared_from_a_hook_load_down_rolls_the_reload_back(make_table, make_context):
+@pytest.mark.parametrize("committer, restores_again", [("load", True), ("after", False)])
+def test_a_run_cleared_from_a_hook_load_down_rolls_the_reload_back(make_table, make_context, committer,
+                                                                   restores_again):
+    """A @task's DeltaTableHook write records its running task: the upstream load's reload makes the retried
+    rollback restore again; a downstream task's write (built on the RESTORE) does not: restoring would undo it."""
     from airflow.providers.standard.operators.empty import EmptyOperator
     from airflow.sdk import DAG
+    from airflow.sdk.execution_time.context import set_current_context
 
     from airflow_provider_delta.hooks import DeltaTableHook
     from airflow_provider_delta.operators import DeltaRestoreOperator
@@ -68,9 +65,24 @@ def test_a_run_cleared_from_a_hook_load_down_rolls_the_reload_back(make_table, m
     uri = table.storage.root
     with DAG("test_dag", schedule=None):
         rollback = DeltaRestoreOperator(task_id="rollback", table_uri=uri, version=1)
-        EmptyOperator(task_id="load") >> rollback
+        EmptyOperator(task_id="load") >> rollback >> EmptyOperator(task_id="after")
     rollback.execute(_try(make_context, "rollback", 1))                                # version 4
-    # the run cleared from the load down: the load's @task body runs again (as a user writes it)
-    DeltaTableHook().write_table(uri, pa.table({"id": [666], "day": ["2026-01-09"]}))   # version 5
+    # the run cleared from the load down: the load's @task body runs again (as a user writes it), inside its
+    # running task (the task runner sets its context, as here); or a downstream @task writes after the rollback
+    with set_current_context(_try(make_context, committer, 2)):
+        DeltaTableHook().write_table(uri, pa.table({"id": [666], "day": ["2026-01-09"]}))   # version 5
+    assert DeltaTable(uri).history(limit=1)[0]["job"]["task_id"] == committer
     out = rollback.execute(_try(make_context, "rollback", 2))
-    assert out["committed"] and out["version"] == 6 and 666 not in _ids(uri)
+    if restores_again:
+        assert out["committed"] and out["version"] == 6 and 666 not in _ids(uri)
+    else:
+        assert out["version"] == 4 and DeltaTable(uri).latest_version() == 5 and 666 in _ids(uri)
+
+
+def test_the_hook_outside_a_task_records_no_job(tmp_path):
+    """Called from a script (no running task): the write works and names no run."""
+    from airflow_provider_delta.hooks import DeltaTableHook
+    uri = str(tmp_path / "t")
+    DeltaTable.create(uri, SCHEMA)
+    DeltaTableHook().write_table(uri, pa.table({"id": pa.array([5], pa.int64())}))
+    assert DeltaTable(uri).history(limit=1)[0].get("job") is None and 5 in _ids(uri)
