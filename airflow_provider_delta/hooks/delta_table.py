@@ -349,7 +349,7 @@ class DeltaTableHook(BaseHook):
                 recorded = txn.transaction_version(app_id) if version is not None else None
                 if recorded is not None and recorded >= version:     # a retry: this commit is in already
                     txn.abort()
-                    check_pair_not_undone(table, app_id, version)     # unless a later RESTORE undid it
+                    check_pair_not_undone(table, app_id, version, recorded=recorded)  # unless a RESTORE undid it
                     now = txn.snapshot.version if txn.snapshot is not None else -1
                     self.log.info("%s records %s at version %d (asked: %d): committing nothing, version %d",
                                   table.uri, app_id, recorded, version, now)

@@ -16,14 +16,6 @@ def _ids(uri: str) -> list[int]:
     return sorted(DeltaTable(uri).snapshot().to_pyarrow().column("id").to_pylist())
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "data loss by following the message: the table records txn(orders_load, 2000) (a later run), the run with "
-    "app_version 1000 finds its commit undone by a RESTORE; PairUndoneByRestoreError says 're-run with a higher "
-    "app_version (more than 1000: a version up to the recorded one counts as committed)' without naming the "
-    "recorded 2000. Re-run with 1001 as told: 2000 >= 1001 counts as committed, no commit holds exactly 1001, so "
-    "the undone check finds nothing and commit_files returns as done: nothing written, no error. The message "
-    "should name the recorded version (more than 2000), and a skip justified only by an undone commit of a "
-    "higher version should fail too"))
 def test_the_hook_with_a_users_app_id_following_the_message_writes(tmp_path):
     from airflow_provider_delta.hooks import DeltaTableHook
     uri = str(tmp_path / "t")
@@ -79,10 +71,47 @@ def test_a_run_cleared_from_a_hook_load_down_rolls_the_reload_back(make_table, m
         assert out["version"] == 4 and DeltaTable(uri).latest_version() == 5 and 666 in _ids(uri)
 
 
+# ---------------------------------------------------------------- the other side of the fixes above
+
+def _two_runs(tmp_path) -> str:
+    """Version 1: orders_load 1000 (id 1); 2: orders_load 2000 (id 2)."""
+    uri = str(tmp_path / "t")
+    table = DeltaTable.create(uri, SCHEMA)
+    table.write(pa.table({"id": pa.array([1], pa.int64())}), app_id="orders_load", app_version=1000)
+    table.write(pa.table({"id": pa.array([2], pa.int64())}), app_id="orders_load", app_version=2000)
+    return uri
+
+
+def test_the_hook_skips_when_the_commit_it_rests_on_is_live(tmp_path):
+    """No RESTORE, or one that undid only the later run: a lower version's skip stands (nothing written, no
+    error); one that no commit holds rests on the recorded 2000, live: skipped too."""
+    from airflow_provider_delta.hooks import DeltaTableHook
+    uri = _two_runs(tmp_path)
+    hook = DeltaTableHook()
+    assert hook.commit_files(uri, app_id="orders_load", txn_version=1500) == 2
+    DeltaTable(uri).restore(version=1)                                  # 3: undoes 2000 only
+    assert hook.commit_files(uri, app_id="orders_load", txn_version=1000) == 3    # its own commit is live
+    assert DeltaTable(uri).latest_version() == 3 and _ids(uri) == [1]
+
+
+def test_the_hook_refuses_a_skip_resting_on_an_undone_higher_version(tmp_path):
+    """A version no commit holds, below the recorded 2000 whose commit a RESTORE undid: typed error naming 2000,
+    nothing written."""
+    from airflow_provider_delta.hooks import DeltaTableHook
+    uri = _two_runs(tmp_path)
+    DeltaTable(uri).restore(version=1)                                  # 3: undoes 2000
+    with pytest.raises(PairUndoneByRestoreError) as raised:
+        DeltaTableHook().commit_files(uri, app_id="orders_load", txn_version=1500)
+    text = str(raised.value)
+    assert "more than 2000" in text and "no commit holds txnVersion=1500" in text and raised.value.version == 2
+    assert DeltaTable(uri).latest_version() == 3 and _ids(uri) == [1]
+    assert DeltaTableHook().commit_files(uri, app_id="orders_load", txn_version=2001) == 4   # as the message says
+
+
 def test_the_hook_outside_a_task_records_no_job(tmp_path):
     """Called from a script (no running task): the write works and names no run."""
     from airflow_provider_delta.hooks import DeltaTableHook
-    uri = str(tmp_path / "t")
-    DeltaTable.create(uri, SCHEMA)
+    uri = _two_runs(tmp_path)
     DeltaTableHook().write_table(uri, pa.table({"id": pa.array([5], pa.int64())}))
     assert DeltaTable(uri).history(limit=1)[0].get("job") is None and 5 in _ids(uri)
+
