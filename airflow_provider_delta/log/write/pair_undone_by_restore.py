@@ -171,11 +171,11 @@ def check_pair_not_undone(table: TableLog, app_id: str, app_version: int,
             version=undone.version, restore_version=undone.restore_version, restored_version=None)
     target = ("a version before it: the RESTORE removed the files it added" if undone.restored_version is None
               else f"version {undone.restored_version}")
+    whose = "the run's commit" if undone.app_version == app_version else f"the commit of txnVersion={top}"
     raise PairUndoneByRestoreError(
         f"{table.uri} records txnAppId={app_id!r} txnVersion={top}, so this write (txnVersion={app_version}) would "
-        f"be skipped{rests}, but the commit at version {undone.version} holding txnVersion={undone.app_version} "
-        f"was undone by the RESTORE at version {undone.restore_version} (to {target}): the table holds none of its "
-        "rows. A RESTORE keeps the table's txn records, so Delta Spark would skip a write with the same pair too. "
+        f"be skipped{rests}, but {whose} at version {undone.version} was undone by the RESTORE at version "
+        f"{undone.restore_version} (to {target}): the table holds none of its rows. A RESTORE keeps the table's txn records, so Delta Spark would skip a write with the same pair too. "
         f"Nothing was written. To write the data again, re-run with a higher app_version (more than {top}: a "
         "version up to the recorded one counts as committed); if the rollback was meant to drop this run's data, "
         "mark the task successful instead",
