@@ -4,6 +4,7 @@ Real tables: the pair committed with its rows, then RESTOREs (by version and by 
 """
 from __future__ import annotations
 
+import json
 import os
 
 import pyarrow as pa
@@ -268,3 +269,26 @@ def test_a_pair_commit_without_files(tmp_path):
     assert pair_undone_by_restore(table, APP, 7) is None
     table.restore(version=1)                                              # version 6: to before it
     assert pair_undone_by_restore(table, APP, 7) == PairUndone(2, 6, 1)
+
+
+def test_a_timestamp_restore_taking_a_deletion_vector_off_the_pairs_file_keeps_it(tmp_path):
+    """A DELETE put a DV on the pair's file; a timestamp RESTORE to before that DELETE (after the pair) removes the
+    file with its DV and adds the same path back without: the pair is kept, not undone (its rows are there)."""
+    from airflow_provider_delta.log.base.commit_actions import AddFile
+    from tests.dv_encoding import bitmap_array, z85_encode
+    table = DeltaTable.create(str(tmp_path / "t"), SCHEMA, properties={"delta.enableDeletionVectors": "true"})
+    table.write(pa.table({"id": pa.array([1], pa.int64())}))                                    # version 1
+    table.write(pa.table({"id": pa.array([2, 3], pa.int64())}), app_id=APP, app_version=7)     # version 2
+    before = {r["path"] for r in table.snapshot(version=1).files().to_pylist()}
+    row = next(r for r in table.snapshot().files().to_pylist() if r["path"] not in before)
+    bitmap = bitmap_array([0])
+    dv = {"storageType": "i", "pathOrInlineDv": z85_encode(bitmap), "sizeInBytes": len(bitmap), "cardinality": 1}
+    with table.transaction(operation="DELETE") as txn:                                         # version 3
+        txn.remove_file(row["path"])
+        stats = json.dumps({**json.loads(row["stats"]), "tightBounds": False})
+        txn.add_file(AddFile(row["path"], row["size"], {}, row["modification_time"], True, stats, deletion_vector=dv))
+    assert sorted(table.snapshot().to_pyarrow().column("id").to_pylist()) == [1, 3]
+    table.restore(timestamp=table.snapshot(version=2).timestamp)                                # version 4
+    assert sorted(table.snapshot().to_pyarrow().column("id").to_pylist()) == [1, 2, 3]
+    assert pair_undone_by_restore(table, APP, 7) is None
+    check_pair_not_undone(table, APP, 7)

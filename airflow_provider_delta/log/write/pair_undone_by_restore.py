@@ -20,10 +20,10 @@ error says. Whether the commit's files are live after the RESTOREs that followed
 - a RESTORE that records no version (Delta Spark's ``RESTORE ... TO TIMESTAMP AS OF`` records only
   ``java.sql.Timestamp.toString()``: the JVM's local wall-clock time, no zone, so no instant can be read
   from it) is judged by what it did to the pair commit's added files (Delta Spark's canonical keys):
-  it removed one (a ``dataChange`` remove), so it went back before the commit: undone; it added one
-  back: live again; it touched none while one of them is live after it: its target holds the commit,
-  live; it touched none while none is live (a DELETE or OPTIMIZE rewrote them first, a commit that
-  added no files) and the commit was live before it: it cannot be told, and
+  it added one (back), or touched none while one of them is live after it: its target holds the commit
+  (no version before the commit has its files), live; else it removed one (a ``dataChange`` remove), so it
+  went back before the commit: undone; it touched none while none is live (a DELETE or OPTIMIZE rewrote
+  them first, a commit that added no files) and the commit was live before it: it cannot be told, and
   :class:`~..base.errors.PairRestoreUndecidedError` says so and what to check (skipping could report
   rows that are gone, writing again could duplicate them);
 - a RESTORE that records neither (unreadable parameters) is judged the same way.
@@ -321,10 +321,10 @@ def _undone(table: TableLog, version: int, added: frozenset[str], restores: list
         live: bool | None
         if restore.target is not None:
             live = False if restore.target < version else state_at(restore.target)
-        elif added & restore.removed:
-            live = False                                  # it went back before the commit
         elif added & restore.added:
-            live = True                                   # it brought the commit's files back
+            live = True                                   # a file of the commit added (back): its target holds
+        elif added & restore.removed:                     # it (checked first: a file's DV change re-adds its path)
+            live = False                                  # it went back before the commit
         elif before is False:
             live = False                                  # touched nothing of an undone commit: still undone
         elif added and _live_at(table, restore.version, added):
