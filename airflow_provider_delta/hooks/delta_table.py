@@ -45,7 +45,7 @@ from .arguments import flag, optional_hours, optional_int
 from .config import DeltaConnectionConfig, commit_owner_conn_id, is_absolute_uri, storage_conn_id, uri_protocol
 from .env_connections import env_variable, unparsable_env_connection
 from .manifest import build_manifest, default_manifest_uri, resolve_manifest_uri, write_json
-from .run_identity import current_task_key
+from .run_identity import current_job, current_task_key
 
 def _not_writable(error: BaseException | None) -> bool:
     """Whether a write failed for want of permission (or on a read-only file system), not for a fault."""
@@ -336,17 +336,20 @@ class DeltaTableHook(BaseHook):
         files; ``app_id`` + ``txn_version`` record a ``txn`` action so the commit is done
         exactly once: when the table already records ``app_id`` at ``txn_version`` or later,
         nothing is committed and the table's current version is returned (Delta Spark's
-        txnAppId/txnVersion rule); ``job`` lands in commitInfo; other keywords go to the transaction
-        (``operation_parameters``, ``user_metadata``, ``read_version``, ...).
+        txnAppId/txnVersion rule); ``job`` lands in commitInfo (default: inside a running Airflow task,
+        that task instance, :func:`~.run_identity.current_job`, so a rollback's retry counts the commit as
+        its run's); other keywords go to the transaction (``operation_parameters``, ``user_metadata``,
+        ``read_version``, ...).
         """
         table = self.get_table(table_uri)
+        job = job if job is not None else current_job()
         with table.transaction(operation=operation, job=job, **kwargs) as txn:
             if app_id is not None:
                 version = optional_int(txn_version, "txn_version")    # 2.9 or True is no txn version
                 recorded = txn.transaction_version(app_id) if version is not None else None
                 if recorded is not None and recorded >= version:     # a retry: this commit is in already
                     txn.abort()
-                    check_pair_not_undone(table, app_id, version)     # unless a later RESTORE undid it
+                    check_pair_not_undone(table, app_id, version, recorded=recorded)  # unless a RESTORE undid it
                     now = txn.snapshot.version if txn.snapshot is not None else -1
                     self.log.info("%s records %s at version %d (asked: %d): committing nothing, version %d",
                                   table.uri, app_id, recorded, version, now)
@@ -360,10 +363,12 @@ class DeltaTableHook(BaseHook):
                     **kwargs: Any) -> int:
         """Write a (small) Arrow table as parquet files and commit it; returns the new version.
 
-        ``job`` lands in commitInfo; other keywords go to the log's writer
-        (``partition_by``, ``properties``, ``user_metadata``, ...).
+        ``job`` lands in commitInfo (default: inside a running Airflow task, that task instance, as
+        :meth:`commit_files`); other keywords go to the log's writer (``partition_by``, ``properties``,
+        ``user_metadata``, ...).
         """
         table = self.get_table(table_uri)
+        job = job if job is not None else current_job()
         version = table.write(data, mode=mode, job=job, **kwargs)
         self._hook_lineage(table.uri, output=True)
         return version

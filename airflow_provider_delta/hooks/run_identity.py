@@ -163,3 +163,30 @@ def current_task_key() -> str | None:
         return task_key(get_current_context())
     except Exception:  # noqa: BLE001 - no task is running here (a script, a test): no writer key
         return None
+
+
+def job_info(context: Mapping[str, Any]) -> dict[str, Any]:
+    """commitInfo ``job`` of a commit made by this task: which DAG run and try made it."""
+    ti = context.get("ti") or context.get("task_instance")
+    dag_run = context.get("dag_run")
+    job = {
+        "dag_id": getattr(ti, "dag_id", None) or getattr(dag_run, "dag_id", None),
+        "task_id": getattr(ti, "task_id", None),
+        "run_id": getattr(ti, "run_id", None) or context.get("run_id"),
+        "try_number": getattr(ti, "try_number", None),
+    }
+    map_index = getattr(ti, "map_index", -1)
+    if isinstance(map_index, int) and not isinstance(map_index, bool) and map_index >= 0:
+        job["map_index"] = map_index        # mapped instances share dag, task and run: this tells them apart
+    return job
+
+
+def current_job() -> dict[str, Any] | None:
+    """:func:`job_info` of the task instance running in this process (Airflow's task runner sets its
+    context), or None outside one (a script, a notebook, a test calling a hook directly)."""
+    try:
+        context = get_current_context()
+    except Exception:  # noqa: BLE001 - no task is running here: no identity to record
+        return None
+    job = job_info(context)
+    return job if job.get("dag_id") and job.get("task_id") and job.get("run_id") else None

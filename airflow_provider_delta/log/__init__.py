@@ -21,7 +21,7 @@ from .base.errors import (
     CorruptLogError, DataFileNotFoundError, DeltaError,
     InvalidArgumentError, InvalidTableStateError, StorageError, TableAlreadyExistsError,
     TableNotFoundError, TimestampOutOfRangeError, UnsupportedFeatureError, CatalogRequiredError, UnexpectedVersionError, VersionNotFoundError,
-    PairUndoneByRestoreError, PositionUndoneByRestoreError,
+    PairUndoneByRestoreError, PairRestoreUndecidedError, PositionUndoneByRestoreError,
 )
 from .read.managed_state import owner_of
 from .read.new_commits import CommitRecord, CommitsSince
@@ -55,7 +55,7 @@ __all__ = [
     # restore and shallow clone with what they did (DeltaTable.restore / .clone return less)
     "RestoreResult", "restore_table", "restored_version_of", "restore_target_of", "CloneResult", "clone_table", "cloned_source_version",
     # a writer's exactly-once pair whose commit a later RESTORE undid (what skips on a committed pair checks)
-    "PairUndone", "pair_undone_by_restore", "check_pair_not_undone", "PairUndoneByRestoreError",
+    "PairUndone", "pair_undone_by_restore", "check_pair_not_undone", "PairUndoneByRestoreError", "PairRestoreUndecidedError",
     # the same for an incremental consumer's position (what takes a position checks)
     "PositionUndone", "position_undone_by_restore", "check_position_not_undone", "PositionUndoneByRestoreError",
     # the change feed consumed incrementally, exactly once (position = the output's txn record)

@@ -15,26 +15,11 @@ from ..hooks.delta_table import DeltaTableHook
 from ..lineage import operator_lineage
 from ..log import DeltaError, to_epoch_ms
 from ..hooks.arguments import optional_int, optional_value
+from ..hooks.run_identity import job_info
 from ..spark.exactly_once import commit_info_at
 
 if TYPE_CHECKING:  # pragma: no cover
     from airflow.sdk import Context
-
-
-def job_info(context: "Context") -> dict[str, Any]:
-    """commitInfo ``job`` of a commit made by this task: which DAG run and try made it."""
-    ti = context.get("ti") or context.get("task_instance")
-    dag_run = context.get("dag_run")
-    job = {
-        "dag_id": getattr(ti, "dag_id", None) or getattr(dag_run, "dag_id", None),
-        "task_id": getattr(ti, "task_id", None),
-        "run_id": getattr(ti, "run_id", None) or context.get("run_id"),
-        "try_number": getattr(ti, "try_number", None),
-    }
-    map_index = getattr(ti, "map_index", -1)
-    if isinstance(map_index, int) and not isinstance(map_index, bool) and map_index >= 0:
-        job["map_index"] = map_index        # mapped instances share dag, task and run: this tells them apart
-    return job
 
 
 def same_task_run(origin: dict[str, Any] | None, context: "Context") -> bool:

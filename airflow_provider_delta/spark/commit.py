@@ -128,7 +128,7 @@ def commit_dataframe(df: "DataFrame", table_uri: "str | DeltaTable", mode: str =
     if app_id is not None and snap is not None:
         current = snap.transaction_version(app_id)
         if current is not None and current >= app_version:  # type: ignore[operator]
-            check_pair_not_undone(table, app_id, app_version)  # type: ignore[arg-type]
+            check_pair_not_undone(table, app_id, app_version, recorded=current)  # type: ignore[arg-type]
             log.info("%s already holds version %s of app %r (asked for %s): nothing to write",
                      table.uri, current, app_id, app_version)
             return None

@@ -16,14 +16,6 @@ def _ids(uri: str) -> list[int]:
     return sorted(DeltaTable(uri).snapshot().to_pyarrow().column("id").to_pylist())
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "data loss by following the message: the table records txn(orders_load, 2000) (a later run), the run with "
-    "app_version 1000 finds its commit undone by a RESTORE; PairUndoneByRestoreError says 're-run with a higher "
-    "app_version (more than 1000: a version up to the recorded one counts as committed)' without naming the "
-    "recorded 2000. Re-run with 1001 as told: 2000 >= 1001 counts as committed, no commit holds exactly 1001, so "
-    "the undone check finds nothing and commit_files returns as done: nothing written, no error. The message "
-    "should name the recorded version (more than 2000), and a skip justified only by an undone commit of a "
-    "higher version should fail too"))
 def test_the_hook_with_a_users_app_id_following_the_message_writes(tmp_path):
     from airflow_provider_delta.hooks import DeltaTableHook
     uri = str(tmp_path / "t")
@@ -50,17 +42,14 @@ def _try(make_context, task_id: str, try_number: int) -> dict:
     return ctx
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "the bad reload stays: load >> rollback, the load a @task writing with DeltaTableHook.write_table (a user's "
-    "Python load; under dag.test its commits carry no commitInfo.job). The run is cleared from the load down "
-    "(rollback try 2): the load commits the bad rows again; the rollback's retry search skips that commit (it "
-    "names no run, so 'does not count'), finds try 1's RESTORE and reports it: the task is green, 666 is live. "
-    "The restore-operator page says an upstream task's commit after the RESTORE makes it restore again; the hook "
-    "called inside a task could record the running task (get_current_context), or the page should say which "
-    "loads count"))
-def test_a_run_cleared_from_a_hook_load_down_rolls_the_reload_back(make_table, make_context):
+@pytest.mark.parametrize("committer, restores_again", [("load", True), ("after", False)])
+def test_a_run_cleared_from_a_hook_load_down_rolls_the_reload_back(make_table, make_context, committer,
+                                                                   restores_again):
+    """A @task's DeltaTableHook write records its running task: the upstream load's reload makes the retried
+    rollback restore again; a downstream task's write (built on the RESTORE) does not: restoring would undo it."""
     from airflow.providers.standard.operators.empty import EmptyOperator
     from airflow.sdk import DAG
+    from airflow.sdk.execution_time.context import set_current_context
 
     from airflow_provider_delta.hooks import DeltaTableHook
     from airflow_provider_delta.operators import DeltaRestoreOperator
@@ -68,9 +57,61 @@ def test_a_run_cleared_from_a_hook_load_down_rolls_the_reload_back(make_table, m
     uri = table.storage.root
     with DAG("test_dag", schedule=None):
         rollback = DeltaRestoreOperator(task_id="rollback", table_uri=uri, version=1)
-        EmptyOperator(task_id="load") >> rollback
+        EmptyOperator(task_id="load") >> rollback >> EmptyOperator(task_id="after")
     rollback.execute(_try(make_context, "rollback", 1))                                # version 4
-    # the run cleared from the load down: the load's @task body runs again (as a user writes it)
-    DeltaTableHook().write_table(uri, pa.table({"id": [666], "day": ["2026-01-09"]}))   # version 5
+    # the run cleared from the load down: the load's @task body runs again (as a user writes it), inside its
+    # running task (the task runner sets its context, as here); or a downstream @task writes after the rollback
+    with set_current_context(_try(make_context, committer, 2)):
+        DeltaTableHook().write_table(uri, pa.table({"id": [666], "day": ["2026-01-09"]}))   # version 5
+    assert DeltaTable(uri).history(limit=1)[0]["job"]["task_id"] == committer
     out = rollback.execute(_try(make_context, "rollback", 2))
-    assert out["committed"] and out["version"] == 6 and 666 not in _ids(uri)
+    if restores_again:
+        assert out["committed"] and out["version"] == 6 and 666 not in _ids(uri)
+    else:
+        assert out["version"] == 4 and DeltaTable(uri).latest_version() == 5 and 666 in _ids(uri)
+
+
+# ---------------------------------------------------------------- the other side of the fixes above
+
+def _two_runs(tmp_path) -> str:
+    """Version 1: orders_load 1000 (id 1); 2: orders_load 2000 (id 2)."""
+    uri = str(tmp_path / "t")
+    table = DeltaTable.create(uri, SCHEMA)
+    table.write(pa.table({"id": pa.array([1], pa.int64())}), app_id="orders_load", app_version=1000)
+    table.write(pa.table({"id": pa.array([2], pa.int64())}), app_id="orders_load", app_version=2000)
+    return uri
+
+
+def test_the_hook_skips_when_the_commit_it_rests_on_is_live(tmp_path):
+    """No RESTORE, or one that undid only the later run: a lower version's skip stands (nothing written, no
+    error); one that no commit holds rests on the recorded 2000, live: skipped too."""
+    from airflow_provider_delta.hooks import DeltaTableHook
+    uri = _two_runs(tmp_path)
+    hook = DeltaTableHook()
+    assert hook.commit_files(uri, app_id="orders_load", txn_version=1500) == 2
+    DeltaTable(uri).restore(version=1)                                  # 3: undoes 2000 only
+    assert hook.commit_files(uri, app_id="orders_load", txn_version=1000) == 3    # its own commit is live
+    assert DeltaTable(uri).latest_version() == 3 and _ids(uri) == [1]
+
+
+def test_the_hook_refuses_a_skip_resting_on_an_undone_higher_version(tmp_path):
+    """A version no commit holds, below the recorded 2000 whose commit a RESTORE undid: typed error naming 2000,
+    nothing written."""
+    from airflow_provider_delta.hooks import DeltaTableHook
+    uri = _two_runs(tmp_path)
+    DeltaTable(uri).restore(version=1)                                  # 3: undoes 2000
+    with pytest.raises(PairUndoneByRestoreError) as raised:
+        DeltaTableHook().commit_files(uri, app_id="orders_load", txn_version=1500)
+    text = str(raised.value)
+    assert "more than 2000" in text and "no commit holds txnVersion=1500" in text and raised.value.version == 2
+    assert DeltaTable(uri).latest_version() == 3 and _ids(uri) == [1]
+    assert DeltaTableHook().commit_files(uri, app_id="orders_load", txn_version=2001) == 4   # as the message says
+
+
+def test_the_hook_outside_a_task_records_no_job(tmp_path):
+    """Called from a script (no running task): the write works and names no run."""
+    from airflow_provider_delta.hooks import DeltaTableHook
+    uri = _two_runs(tmp_path)
+    DeltaTableHook().write_table(uri, pa.table({"id": pa.array([5], pa.int64())}))
+    assert DeltaTable(uri).history(limit=1)[0].get("job") is None and 5 in _ids(uri)
+

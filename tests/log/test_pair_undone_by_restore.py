@@ -4,12 +4,14 @@ Real tables: the pair committed with its rows, then RESTOREs (by version and by 
 """
 from __future__ import annotations
 
+import json
 import os
 
 import pyarrow as pa
 import pytest
 
-from airflow_provider_delta.log import (DeltaTable, PairUndone, PairUndoneByRestoreError, check_pair_not_undone,
+from airflow_provider_delta.log import (DeltaTable, PairRestoreUndecidedError, PairUndone, PairUndoneByRestoreError,
+                                        check_pair_not_undone,
                                         pair_undone_by_restore)
 
 APP = "dag:task@20260102T000000Z"
@@ -71,11 +73,13 @@ def test_a_restore_forward_to_a_version_where_it_was_undone_keeps_it_undone(tmp_
     assert pair_undone_by_restore(table, APP, 7) == PairUndone(2, 4, 1)
 
 
-def test_timestamp_restores_are_resolved(tmp_path):
+def test_timestamp_restores_are_judged_by_their_files(tmp_path):
+    """A RESTORE that records only a timestamp (its zone is not known: Delta Spark writes the JVM's local
+    time) is judged by what it did to the pair's files; its target is not named (None)."""
     table = _table(tmp_path)
     t1, t3 = (table.snapshot(version=v).timestamp for v in (1, 3))
     table.restore(timestamp=t1)                                          # version 4: to version 1
-    assert pair_undone_by_restore(table, APP, 7) == PairUndone(2, 4, 1)
+    assert pair_undone_by_restore(table, APP, 7) == PairUndone(2, 4, None)
     table.restore(timestamp=t3)                                          # version 5: to version 3
     assert pair_undone_by_restore(table, APP, 7) is None
 
@@ -211,3 +215,80 @@ def test_a_former_ids_undone_position_is_not_taken_either(tmp_path):
     with pytest.raises(PositionUndoneByRestoreError) as raised:
         pending_changes(source, out, "dag:apply-new", initial_version=1, former_app_ids=[CONSUMER])
     assert raised.value.app_id == CONSUMER and raised.value.restart_from == 2
+
+
+# ---------------------------------------------------------------- a RESTORE that records no version (review s11)
+
+def _undecided(table: DeltaTable) -> None:
+    """Whether the pair's commit is live cannot be told: a typed error saying so and what to check, not
+    'the rows are gone'; nothing written."""
+    before = sorted(os.listdir(os.path.join(table.storage.root, "_delta_log")))
+    assert pair_undone_by_restore(table, APP, 7).undecided
+    with pytest.raises(PairRestoreUndecidedError) as raised:
+        check_pair_not_undone(table, APP, 7)
+    text = str(raised.value)
+    assert "does not tell" in text and "Check" in text and "holds none of its rows" not in text
+    assert isinstance(raised.value, PairUndoneByRestoreError) and raised.value.restored_version is None
+    assert sorted(os.listdir(os.path.join(table.storage.root, "_delta_log"))) == before
+
+
+def test_a_timestamp_restore_is_judged_by_the_files_not_by_its_text(tmp_path):
+    """The recorded text (a zone-less local time for Delta Spark) is not read: a RESTORE recording a timestamp
+    that names another version than the one it restored is judged by what it did to the pair's files."""
+    table = _table(tmp_path)
+    t3 = table.snapshot(version=3).timestamp
+    wrong = {"version": None, "timestamp": "1999-01-01 00:00:00.0"}       # before the table: would read as undone
+    table.write(pa.table({"id": pa.array([4], pa.int64())}))              # version 4
+    table.restore(timestamp=t3, operation_parameters=wrong)               # version 5: to 3, the pair kept
+    assert pair_undone_by_restore(table, APP, 7) is None
+    table.restore(version=1, operation_parameters={"version": None, "timestamp": "2999-01-01 00:00:00.0"})
+    assert pair_undone_by_restore(table, APP, 7) == PairUndone(2, 6, None)   # removed its file: undone
+
+
+def test_a_timestamp_restore_after_the_pairs_files_were_rewritten_cannot_be_told(tmp_path):
+    """OPTIMIZE compacted the pair's file away; a timestamp RESTORE then neither removes nor adds it and it is not
+    live: whether the RESTORE went back before the pair cannot be read from it."""
+    table = _table(tmp_path)
+    table.optimize()                                                      # version 4: the files compacted
+    t1 = table.snapshot(version=1).timestamp
+    table.restore(timestamp=t1)                                           # version 5: removes the compacted file
+    assert DeltaTable(table.storage.root).snapshot().to_pyarrow().column("id").to_pylist() == [1]
+    _undecided(table)
+
+
+def test_a_pair_commit_without_files(tmp_path):
+    """A pair committed with no files: a timestamp RESTORE cannot be told; a version RESTORE by its number."""
+    table = DeltaTable.create(str(tmp_path / "t"), SCHEMA)
+    table.write(pa.table({"id": pa.array([1], pa.int64())}))              # version 1
+    with table.transaction(operation="WRITE") as txn:                     # version 2: the pair, no files
+        txn.set_txn(APP, 7)
+    table.write(pa.table({"id": pa.array([3], pa.int64())}))              # version 3
+    table.restore(timestamp=table.snapshot(version=2).timestamp)          # version 4
+    _undecided(table)
+    table.restore(version=3)                                              # version 5: to after the pair
+    assert pair_undone_by_restore(table, APP, 7) is None
+    table.restore(version=1)                                              # version 6: to before it
+    assert pair_undone_by_restore(table, APP, 7) == PairUndone(2, 6, 1)
+
+
+def test_a_timestamp_restore_taking_a_deletion_vector_off_the_pairs_file_keeps_it(tmp_path):
+    """A DELETE put a DV on the pair's file; a timestamp RESTORE to before that DELETE (after the pair) removes the
+    file with its DV and adds the same path back without: the pair is kept, not undone (its rows are there)."""
+    from airflow_provider_delta.log.base.commit_actions import AddFile
+    from tests.dv_encoding import bitmap_array, z85_encode
+    table = DeltaTable.create(str(tmp_path / "t"), SCHEMA, properties={"delta.enableDeletionVectors": "true"})
+    table.write(pa.table({"id": pa.array([1], pa.int64())}))                                    # version 1
+    table.write(pa.table({"id": pa.array([2, 3], pa.int64())}), app_id=APP, app_version=7)     # version 2
+    before = {r["path"] for r in table.snapshot(version=1).files().to_pylist()}
+    row = next(r for r in table.snapshot().files().to_pylist() if r["path"] not in before)
+    bitmap = bitmap_array([0])
+    dv = {"storageType": "i", "pathOrInlineDv": z85_encode(bitmap), "sizeInBytes": len(bitmap), "cardinality": 1}
+    with table.transaction(operation="DELETE") as txn:                                         # version 3
+        txn.remove_file(row["path"])
+        stats = json.dumps({**json.loads(row["stats"]), "tightBounds": False})
+        txn.add_file(AddFile(row["path"], row["size"], {}, row["modification_time"], True, stats, deletion_vector=dv))
+    assert sorted(table.snapshot().to_pyarrow().column("id").to_pylist()) == [1, 3]
+    table.restore(timestamp=table.snapshot(version=2).timestamp)                                # version 4
+    assert sorted(table.snapshot().to_pyarrow().column("id").to_pylist()) == [1, 2, 3]
+    assert pair_undone_by_restore(table, APP, 7) is None
+    check_pair_not_undone(table, APP, 7)

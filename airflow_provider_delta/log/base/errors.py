@@ -156,6 +156,16 @@ class PairUndoneByRestoreError(CommitFailedError):
         self.restored_version = restored_version
 
 
+class PairRestoreUndecidedError(PairUndoneByRestoreError):
+    """A writer's exactly-once pair is recorded, so its write would be skipped, but a later RESTORE that
+    records no version may have undone its commit, and what that RESTORE did does not tell: neither
+    skipping (rows perhaps gone) nor writing again (rows perhaps there twice) is known to be right.
+
+    Not a claim that the rows are gone: the message says what to check. ``restored_version`` is None.
+    Not retryable: a retry finds the same log.
+    """
+
+
 class PositionUndoneByRestoreError(PairUndoneByRestoreError):
     """An incremental consumer's position (its output's ``txn(app_id, v)``) is recorded, but a later RESTORE
     of the output undid the commit that recorded it: taking it would skip the restored-away changes for good.

@@ -103,12 +103,6 @@ def test_delta_spark_records_a_local_time_without_zone(berlin_tables):
     assert out["undone"]["ids"] == [0] and out["kept"]["ids"] == [0, 10, 11, 20]    # what Spark restored
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "data loss: Delta Spark in a Europe/Berlin JVM RESTOREd TO TIMESTAMP to version 0 (before the pair's commit "
-    "at version 1: the pair's rows are gone, Spark shows only id 0), recording the timestamp as local wall-clock "
-    "time without a zone; restore_target_of reads it as UTC (an hour later), resolves version 1, counts the "
-    "pair's commit live, and the retried/cleared task skips as done: success reported for rows not in the "
-    "table. The RESTORE's target should be resolved as Delta Spark did (or read from what the RESTORE removed)"))
 def test_a_spark_timestamp_restore_in_berlin_that_undid_the_pair_is_seen(berlin_tables):
     base, _ = berlin_tables
     table = DeltaTable(str(base / "undone"))
@@ -117,12 +111,6 @@ def test_a_spark_timestamp_restore_in_berlin_that_undid_the_pair_is_seen(berlin_
         check_pair_not_undone(table, APP, APP_VERSION)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "duplicates: Delta Spark in a Europe/Berlin JVM RESTOREd TO TIMESTAMP to version 2 (after the pair's commit "
-    "at version 1, before version 3: its rows 10, 11 are in the table); the zone-less local time read as UTC lies after the "
-    "latest commit, restore_target_of gives None ('cannot be resolved': counted as undoing), and the task "
-    "fails with PairUndoneByRestoreError saying 'the table holds none of its rows... re-run with a higher "
-    "app_version': doing so writes rows 10, 11 a second time"))
 def test_a_spark_timestamp_restore_in_berlin_that_kept_the_pair_is_not_an_undo(berlin_tables):
     base, _ = berlin_tables
     table = DeltaTable(str(base / "kept"))
