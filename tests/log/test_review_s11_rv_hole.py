@@ -50,15 +50,6 @@ def _compact_with_removes_without_deletion_timestamp(other: DeltaTable) -> None:
         fh.write("".join(json.dumps(line) + "\n" for line in lines))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "A live commit is withdrawn and reported 'failed, redo it': another writer built on our append at once "
-    "by compacting our new file with removes that carry no deletionTimestamp (optional in PROTOCOL); the "
-    "checkpoint drops such tombstones (Delta Spark and we treat a missing deletionTimestamp as 0, expired), "
-    "so it names none of our new files, and with the default tombstone retention _judge takes 'names none' "
-    "as proof of a hole. Our rows are live in the compacted file; InvalidCommittedVersionError tells the user "
-    "to redo the write, which doubles them. A checkpoint naming none of our files proves nothing when a "
-    "commit between ours and it (still there) removes files: expected committed or CommitOutcomeUnknownError, "
-    "the commit file kept."))
 def test_a_commit_compacted_by_removes_without_deletion_timestamp_is_not_withdrawn(tmp_path):
     t = idle_table(str(tmp_path / "t"))                       # v0..v2 idle for 40 days, checkpoint 2
     t.storage.files = BuiltOnAtOnce(t.storage.files, t.uri, build_on=_compact_with_removes_without_deletion_timestamp)
@@ -72,15 +63,6 @@ def test_a_commit_compacted_by_removes_without_deletion_timestamp_is_not_withdra
     assert os.path.exists(os.path.join(_log_dir(t), f"{3:020d}.json"))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "A commit in a real hole is reported committed: our transaction adds a hand-made file (not fresh) and "
-    "removes a live file; cleanup raced the put, and the other writer's commits in the hole had added the "
-    "same path. _judge returns True ('built on') at the first match of an add unknown to our read snapshot, "
-    "without weighing our remove, which the same checkpoint proves absent (the removed file is live there and "
-    "no commit after ours adds it back: the very evidence _judge otherwise takes for a hole). The remove is "
-    "lost while the user is told it committed. Expected: InvalidCommittedVersionError or "
-    "CommitOutcomeUnknownError (proofs that disagree are undecided, as the docstring of "
-    "landed_below_newer_log says for checkpoints that disagree)."))
 def test_a_commit_in_a_hole_whose_added_path_another_writer_also_added_is_not_reported_committed(tmp_path):
     t = _table(tmp_path)                                      # v1 (id 1), v2 (id 2)
     data = os.path.join(t.storage.root, "external", "x.parquet")

@@ -173,27 +173,34 @@ def _judge(storage: Storage, listing: LogListing, version: int, own_ms: int, che
     if keeps_new_commits and not all_there:
         return False
     adds, removes = _named_in(content.file_actions, evidence)
-    if (adds | set(removes)) & evidence.added:
-        return True
     ours = {p: ts for p, ts in evidence.removed.items() if abs(ts - own_ms) <= CLOCK_MARGIN_MS}
     later_adds = later_removes = None
-    if ours and all_there:
+    if (ours or evidence.added) and all_there:
         try:
             later_adds, later_removes = _paths_in_commits(storage, between)
         except Exception:       # noqa: BLE001 - a commit that cannot be read (gone, torn): no evidence from it
             pass
+    # weigh both sides: one add that another writer's commit in the hole may have added too does not
+    # outweigh our remove that the same checkpoint shows undone (proofs that disagree prove nothing)
+    built_on = bool((adds | set(removes)) & evidence.added)
+    if later_removes is not None and evidence.added & later_removes:
+        built_on = True     # a commit after ours removes a file new to the table that we added
     if later_removes is not None and keeps_new_commits:
         if any(removes.get(p) == ts and p not in adds and p not in later_removes for p, ts in ours.items()):
-            return True
-    if not keeps_tombstones:
-        return None
-    if evidence.added:
-        return False        # names none of our new files: a checkpoint built on our commit would
-    for p in ours:
-        if p not in adds and p not in removes:
-            return False    # neither add nor remove: one built on our commit would hold our tombstone
-        if p in adds and p not in removes and later_adds is not None and p not in later_adds:
-            return False    # live, and no commit after ours added it back: the add is from before our remove
+            built_on = True
+    hole = False
+    if keeps_tombstones:
+        if evidence.added and not built_on and later_removes is not None:
+            # names none of our new files, and no commit between ours and it (all read) removes one - a
+            # remove without deletionTimestamp is an expired tombstone at once and leaves no trace in it
+            hole = True
+        for p in ours:
+            if p not in adds and p not in removes:
+                hole = True     # neither add nor remove: one built on our commit would hold our tombstone
+            elif p in adds and p not in removes and later_adds is not None and p not in later_adds:
+                hole = True     # live, and no commit after ours added it back: the add is from before our remove
+    if built_on != hole:
+        return built_on
     return None
 
 
