@@ -110,15 +110,6 @@ def test_the_history_the_unknown_outcome_points_to_does_not_show_a_commit_in_a_h
     assert [h["version"] for h in table.history() if h.get("operation") == "SET TBLPROPERTIES"] == []
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "A commit in a real hole is reported committed because an undecided one was left in place: writers X and "
-    "Y both read version 2; cleanup races X's put of 3 into a hole below checkpoint 5 (3 and 4 gone, log "
-    "retention 3 h and tombstone retention 1 h, values Delta Spark accepts, so nothing proves the hole) and X "
-    "gets CommitOutcomeUnknownError with its file left. Y lost version 3 to X, catches up past it and puts 4: "
-    "the pre-check and the post-put check each stat version 3 - X's file in the hole - and pass, so Y's "
-    "commit lands below checkpoint 5 where no reader sees it and Y is told it committed (its row is not in "
-    "the table). A commit file left in a suspected hole must not count as the log Y follows (Delta Spark "
-    "checks the snapshot after the commit ends at the attempted version: DELTA_INVALID_COMMITTED_VERSION)."))
 def test_an_undecided_hole_commit_left_in_place_does_not_let_the_next_writer_into_the_hole(tmp_path):
     root = str(tmp_path / "t")
     t = DeltaTable.create(root, SCHEMA, properties={"delta.logRetentionDuration": "interval 3 hours",

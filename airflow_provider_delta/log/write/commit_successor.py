@@ -48,6 +48,24 @@ from ..read.checkpoint_reader import read_checkpoint
 from ..read.listing import LogListing, list_backfilled, sorted_listing
 
 
+def check_caught_up_log(storage: Storage, version: int) -> None:
+    """Raise :class:`InvalidCommittedVersionError` if ``version`` lies in a hole, for a writer whose ``v - 1`` is a
+    commit it read by name after losing a race - not the version its read snapshot found at the top of a
+    listing. That commit may be another writer's left in a hole (an undecided post-put check keeps its file),
+    so its presence proves nothing: the log from ``v`` is listed, and a checkpoint at ``v`` or above while
+    ``v``'s commit is gone means ``v`` was committed and cleaned up (nobody built on our commit: it is not
+    written yet). One listing, only after a lost race; :func:`check_commit_follows_log` runs as well.
+    """
+    above = _listing_from(storage, version)
+    if version not in above.commits and any(c >= version for c in above.checkpoints):
+        raise InvalidCommittedVersionError(
+            f"cannot commit version {version} of {storage.uri}: checkpoint {max(above.checkpoints)} is above it "
+            f"while its commit is gone, so version {version - 1}, which this transaction caught up to, lies in a "
+            "hole below that checkpoint (a commit that landed after metadata cleanup); a commit there would fall "
+            "where no reader sees it. Read the table again and redo the operation",
+            version=version, current_version=above.latest)
+
+
 def check_commit_follows_log(storage: Storage, version: int) -> None:
     """Raise :class:`InvalidCommittedVersionError` unless ``version`` would directly follow the log.
 
@@ -98,8 +116,8 @@ CLOCK_MARGIN_MS = 3_600_000
 
 
 def landed_below_newer_log(storage: Storage, version: int,
-                           evidence: frozenset[str] | CommitEvidence | Callable[[], CommitEvidence] = frozenset()
-                           ) -> NewerCheckpoint | None:
+                           evidence: frozenset[str] | CommitEvidence | Callable[[], CommitEvidence] = frozenset(),
+                           predecessor_listed: bool = True) -> NewerCheckpoint | None:
     """After our put of ``version``: a checkpoint above it that does not hold our commit, when ``version - 1``'s
     commit is gone too (the state a racing cleanup leaves), or None.
 
@@ -108,17 +126,16 @@ def landed_below_newer_log(storage: Storage, version: int,
     :func:`~..base.path_spelling.log_spelling`, never the decoded ``AddFile.path``). Only checkpoints not
     newer than our commit file are judged, each by :func:`_judge`: one built on our commit keeps it (None),
     one proven without it is a hole, and nothing proven either way is undecided. The common case costs one
-    stat: ``v - 1``'s commit file is still there, so no cleanup freed ``v``.
+    stat: ``v - 1``'s commit file is still there, so no cleanup freed ``v``. That proves nothing when
+    ``v - 1`` is a commit read by name after a lost race (``predecessor_listed=False``: it may sit in a hole
+    itself, see :func:`check_commit_follows_log`): the log from ``v`` is listed and judged then.
     """
-    if version == 0 or storage.file_info(commit_path(version - 1)) is not None:
+    if version == 0 or (predecessor_listed and storage.file_info(commit_path(version - 1)) is not None):
         return None
     own = storage.file_info(commit_path(version))
     if own is None:
         return None
-    entries = storage.list_dir_from(LOG_DIR, f"{version:020d}")
-    if entries is None:
-        entries = storage.list_dir(LOG_DIR)
-    listing = sorted_listing(entries)
+    listing = _listing_from(storage, version)
     older = sorted((v for v, files in listing.checkpoints.items()
                     if v > version and min(f.mtime_ms for f in files) <= own.mtime_ms), reverse=True)
     if not older:
@@ -135,6 +152,14 @@ def landed_below_newer_log(storage: Storage, version: int,
     if holes and not built_on:
         return NewerCheckpoint(max(holes))
     return NewerCheckpoint(older[0], undecided=True)     # no proof, or proofs that disagree: keep the commit
+
+
+def _listing_from(storage: Storage, version: int) -> LogListing:
+    """The log's files from ``version`` on (the whole folder where the store cannot list from a name)."""
+    entries = storage.list_dir_from(LOG_DIR, f"{version:020d}")
+    if entries is None:
+        entries = storage.list_dir(LOG_DIR)
+    return sorted_listing(entries)
 
 
 def _judge(storage: Storage, listing: LogListing, version: int, own_ms: int, checkpoint: int,
