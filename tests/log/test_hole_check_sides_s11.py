@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from airflow_provider_delta.log import DeltaTable, InvalidCommittedVersionError
+from airflow_provider_delta.log import CommitOutcomeUnknownError, DeltaTable, InvalidCommittedVersionError
 from airflow_provider_delta.log.base.commit_actions import AddFile
 from built_on_store import BuiltOnAtOnce, HoleBeforeThePut, idle_table
 from test_hole_evidence import _table
@@ -79,3 +79,18 @@ def test_a_writer_that_lost_a_race_to_a_checkpointed_live_commit_still_commits(t
     y.write(pa.table({"id": [8]}))                            # loses 3, commits 4
     assert DeltaTable(root).latest_version() == 4
     assert _ids(root) == [1, 2, 3, 8]
+
+
+def test_the_unknown_outcome_of_the_hole_check_names_the_checks_that_tell(tmp_path):
+    """Finding 3 (the error's advice): an undecided hole check points to the latest snapshot (txn record, or the
+    change itself), and says that history lists the commit file even in a hole."""
+    t = _table(tmp_path)                                      # v1 (id 1), v2 (id 2)
+    t.storage.files = HoleBeforeThePut(t.storage.files, t.uri, [lambda o: o.write(pa.table({"id": [50]})),
+                                                                lambda o: o.write(pa.table({"id": [60]}))])
+    with pytest.raises(CommitOutcomeUnknownError) as e:
+        with t.transaction(operation="SET TBLPROPERTIES") as txn:
+            txn.set_metadata(t.snapshot().metadata.with_configuration({"delta.appendOnly": "true"}))
+    assert "snapshot().transaction_version(app_id)" in str(e.value)
+    assert "history() is no proof" in str(e.value)
+    assert os.path.exists(os.path.join(_log_dir(t), f"{3:020d}.json"))          # left in place
+    assert "delta.appendOnly" not in DeltaTable(t.uri).snapshot().metadata.configuration

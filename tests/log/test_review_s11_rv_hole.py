@@ -91,7 +91,9 @@ def test_a_commit_in_a_hole_whose_added_path_another_writer_also_added_is_not_re
 
 
 @pytest.mark.xfail(strict=True, reason=(
-    "CommitOutcomeUnknownError from the hole check tells the user to read the table - its docstring: 'its "
+    "(Open in part: since s11-hole2 the error's message and docstring point to the latest snapshot - txn "
+    "record or the change itself - and say history() is no proof; history itself is unchanged.) "
+    "CommitOutcomeUnknownError from the hole check told the user to read the table - its docstring: 'its "
     "history or the exactly-once txn record' - before redoing the change. In a real hole the history lists "
     "our commit file (below the checkpoint, unreadable: snapshot(version=3) raises VersionNotFoundError) as "
     "version 3 with our operation, in place of the other writer's version 3 that cleanup removed; the "

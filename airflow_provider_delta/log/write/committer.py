@@ -239,8 +239,10 @@ class Committer:
                 f"than it while version {version - 1} is gone: either metadata cleanup raced this commit (then it "
                 "lies below the checkpoint, unread) or another writer built on it at once (on a clock of its own), "
                 "and the checkpoint does not tell which. "
-                "The commit file was left in place; read the table to see whether the change is there before "
-                "redoing it", version=version)
+                "The commit file was left in place. Before redoing the change, read the latest snapshot: the change "
+                "is in the table only if it shows there - its txn record (snapshot().transaction_version(app_id)) "
+                "when this transaction set one, or else what it changed (snapshot().files(), .metadata); "
+                "history() is no proof, it lists this commit file even when it lies in a hole", version=version)
         try:
             self.table.storage.delete(commit_path(version))
             withdrawn = "The commit file was withdrawn"
