@@ -13,9 +13,10 @@ import pytest
 
 from airflow_provider_delta.log import CommitOutcomeUnknownError, DeltaTable, InvalidCommittedVersionError
 from airflow_provider_delta.log.base.commit_actions import AddFile
-from built_on_store import BuiltOnAtOnce, HoleBeforeThePut, idle_table
+from built_on_store import BeforeTheNextPut, BuiltOnAtOnce, HoleBeforeThePut, idle_table
 from test_hole_evidence import _table
-from test_review_s11_rv_hole import SCHEMA, _compact_with_removes_without_deletion_timestamp, _ids, _log_dir
+from test_review_s11_rv_hole import (SCHEMA, _compact_with_removes_without_deletion_timestamp, _ids, _log_dir,
+                                     _set_append_only_into_a_hole)
 
 
 def test_a_hole_whose_later_commits_remove_other_files_without_deletion_timestamp_is_still_withdrawn(tmp_path):
@@ -58,24 +59,14 @@ def test_a_writer_that_lost_a_race_to_a_checkpointed_live_commit_still_commits(t
     t.write(pa.table({"id": [1]}))
     t.write(pa.table({"id": [2]}))
 
-    class OtherWinsAndCheckpoints:
-        def __init__(self, inner):
-            self.inner, self.armed = inner, True
-
-        def put_if_absent(self, target: str, data: bytes) -> bool:
-            if self.armed and "_delta_log" in target and target.endswith(".json"):
-                self.armed = False
-                other = DeltaTable(root)
-                other.auto_checkpoint = False
-                other.write(pa.table({"id": [3]}))            # v3
-                other.checkpoint(3)
-            return self.inner.put_if_absent(target, data)
-
-        def __getattr__(self, name):
-            return getattr(self.inner, name)
+    def other_wins_and_checkpoints() -> None:
+        other = DeltaTable(root)
+        other.auto_checkpoint = False
+        other.write(pa.table({"id": [3]}))                    # v3
+        other.checkpoint(3)
     y = DeltaTable(root)
     y.auto_checkpoint = False
-    y.storage.files = OtherWinsAndCheckpoints(y.storage.files)
+    y.storage.files = BeforeTheNextPut(y.storage.files, other_wins_and_checkpoints)
     y.write(pa.table({"id": [8]}))                            # loses 3, commits 4
     assert DeltaTable(root).latest_version() == 4
     assert _ids(root) == [1, 2, 3, 8]
@@ -85,11 +76,8 @@ def test_the_unknown_outcome_of_the_hole_check_names_the_checks_that_tell(tmp_pa
     """Finding 3 (the error's advice): an undecided hole check points to the latest snapshot (txn record, or the
     change itself), and says that history lists the commit file even in a hole."""
     t = _table(tmp_path)                                      # v1 (id 1), v2 (id 2)
-    t.storage.files = HoleBeforeThePut(t.storage.files, t.uri, [lambda o: o.write(pa.table({"id": [50]})),
-                                                                lambda o: o.write(pa.table({"id": [60]}))])
     with pytest.raises(CommitOutcomeUnknownError) as e:
-        with t.transaction(operation="SET TBLPROPERTIES") as txn:
-            txn.set_metadata(t.snapshot().metadata.with_configuration({"delta.appendOnly": "true"}))
+        _set_append_only_into_a_hole(t)
     assert "snapshot().transaction_version(app_id)" in str(e.value)
     assert "history() is no proof" in str(e.value)
     assert os.path.exists(os.path.join(_log_dir(t), f"{3:020d}.json"))          # left in place

@@ -9,7 +9,9 @@ loads after committing does not end at the attempted version, and it fails with
 before the put (nothing is written) and once more after it, for a cleanup racing the put:
 
 * before: version ``v - 1`` must exist, as a commit file or as a complete checkpoint with nothing
-  newer in the log (:func:`check_commit_follows_log`);
+  newer in the log (:func:`check_commit_follows_log`); after a lost race ``v - 1`` is a winner read by
+  name, maybe another writer's commit left in a hole, so the log from ``v`` is listed too
+  (:func:`check_caught_up_log`) and judged after the put instead of trusting the stat of ``v - 1``;
 * after: our commit may have fallen into a hole only if ``v - 1``'s commit file is gone now (cleanup
   deletes commits oldest first, so the one that freed ``v`` removed ``v - 1`` before it) and a checkpoint
   above ``v`` is not newer than our commit file (equal times count, for stores with whole-second times).
@@ -20,8 +22,9 @@ before the put (nothing is written) and once more after it, for a cleanup racing
   by this writer, or a path the read snapshot shows unknown - not a file added back after a remove, which
   a checkpoint written before our put names as a tombstone), or holds our remove as a tombstone with our
   remove's very ``deletionTimestamp``; not built on it if a commit between ours and it is gone while ours
-  is there, or (tombstones kept long enough) it names none of our new files, or holds a file we removed as
-  live with no commit after ours adding it back, or not at all. Only a proven hole is withdrawn: below
+  is there, or (tombstones kept long enough) it names none of our new files while every commit between ours
+  and it was read and none removes one, or holds a file we removed as live with no commit after ours adding
+  it back, or not at all. Evidence on both sides is undecided. Only a proven hole is withdrawn: below
   the checkpoint no reader replays it, and left in place its file time would enter the monotonized
   timestamps that time travel by timestamp uses (ours, Delta Spark's and delta-rs', which then looks for
   the commits cleanup removed). Anything unproven leaves the commit file in place and the committer
@@ -168,7 +171,8 @@ def _judge(storage: Storage, listing: LogListing, version: int, own_ms: int, che
     (False: our commit is in a hole), or not known (None).
 
     Built on it, whatever its file time says: it names a file new to the table that our commit added (as an
-    add, or as a remove when a writer after us already replaced it), or it holds our remove of a file as a
+    add, or as a remove when a writer after us already replaced it), or a commit between ours and it removes
+    such a file (a remove without ``deletionTimestamp`` leaves no tombstone in the checkpoint), or it holds our remove of a file as a
     tombstone - our remove's very ``deletionTimestamp`` (from within the clock margin of our commit file's
     time), no add of the path, and no commit between ours and the checkpoint that removes the path. A
     tombstone of our path that predates us is another writer's remove of the same file (it was live when we
@@ -177,11 +181,13 @@ def _judge(storage: Storage, listing: LogListing, version: int, own_ms: int, che
 
     Not built on it: a commit between ours and the checkpoint is gone while ours is there (cleanup deletes the
     oldest commits first, only those older than the log retention, and a commit built on ours is newer than
-    ours); or, with tombstones kept long enough, the checkpoint names none of our new files, or names a file
+    ours); or, with tombstones kept long enough, the checkpoint names none of our new files (every commit
+    between ours and it read, none removing one), or names a file
     we removed neither as a remove (ours would be kept) nor as an add that a commit after ours brought back
     (then the add is from before our remove: the checkpoint does not hold it).
     Anything else - a checkpoint still being written, retentions too short or unreadable, a re-added file,
-    a tombstone of another millisecond - proves nothing.
+    a tombstone of another millisecond, evidence on both sides (an add another writer in the hole may have
+    added too, beside our remove shown undone) - proves nothing.
     """
     files = listing.complete_checkpoint(checkpoint)
     if files is None:
