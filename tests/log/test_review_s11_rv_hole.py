@@ -50,15 +50,6 @@ def _compact_with_removes_without_deletion_timestamp(other: DeltaTable) -> None:
         fh.write("".join(json.dumps(line) + "\n" for line in lines))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "A live commit is withdrawn and reported 'failed, redo it': another writer built on our append at once "
-    "by compacting our new file with removes that carry no deletionTimestamp (optional in PROTOCOL); the "
-    "checkpoint drops such tombstones (Delta Spark and we treat a missing deletionTimestamp as 0, expired), "
-    "so it names none of our new files, and with the default tombstone retention _judge takes 'names none' "
-    "as proof of a hole. Our rows are live in the compacted file; InvalidCommittedVersionError tells the user "
-    "to redo the write, which doubles them. A checkpoint naming none of our files proves nothing when a "
-    "commit between ours and it (still there) removes files: expected committed or CommitOutcomeUnknownError, "
-    "the commit file kept."))
 def test_a_commit_compacted_by_removes_without_deletion_timestamp_is_not_withdrawn(tmp_path):
     t = idle_table(str(tmp_path / "t"))                       # v0..v2 idle for 40 days, checkpoint 2
     t.storage.files = BuiltOnAtOnce(t.storage.files, t.uri, build_on=_compact_with_removes_without_deletion_timestamp)
@@ -72,15 +63,6 @@ def test_a_commit_compacted_by_removes_without_deletion_timestamp_is_not_withdra
     assert os.path.exists(os.path.join(_log_dir(t), f"{3:020d}.json"))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "A commit in a real hole is reported committed: our transaction adds a hand-made file (not fresh) and "
-    "removes a live file; cleanup raced the put, and the other writer's commits in the hole had added the "
-    "same path. _judge returns True ('built on') at the first match of an add unknown to our read snapshot, "
-    "without weighing our remove, which the same checkpoint proves absent (the removed file is live there and "
-    "no commit after ours adds it back: the very evidence _judge otherwise takes for a hole). The remove is "
-    "lost while the user is told it committed. Expected: InvalidCommittedVersionError or "
-    "CommitOutcomeUnknownError (proofs that disagree are undecided, as the docstring of "
-    "landed_below_newer_log says for checkpoints that disagree)."))
 def test_a_commit_in_a_hole_whose_added_path_another_writer_also_added_is_not_reported_committed(tmp_path):
     t = _table(tmp_path)                                      # v1 (id 1), v2 (id 2)
     data = os.path.join(t.storage.root, "external", "x.parquet")
@@ -108,8 +90,19 @@ def test_a_commit_in_a_hole_whose_added_path_another_writer_also_added_is_not_re
     assert outcome != "committed"
 
 
+def _set_append_only_into_a_hole(t: DeltaTable) -> None:
+    """A SET TBLPROPERTIES (no file: nothing proves a hole) that cleanup races into a hole as version 3, below
+    checkpoint 4 (another writer's 3 and 4, ids 50 and 60)."""
+    t.storage.files = HoleBeforeThePut(t.storage.files, t.uri, [lambda o: o.write(pa.table({"id": [50]})),
+                                                                lambda o: o.write(pa.table({"id": [60]}))])
+    with t.transaction(operation="SET TBLPROPERTIES") as txn:
+        txn.set_metadata(t.snapshot().metadata.with_configuration({"delta.appendOnly": "true"}))
+
+
 @pytest.mark.xfail(strict=True, reason=(
-    "CommitOutcomeUnknownError from the hole check tells the user to read the table - its docstring: 'its "
+    "(Open in part: since s11-hole2 the error's message and docstring point to the latest snapshot - txn "
+    "record or the change itself - and say history() is no proof; history itself is unchanged.) "
+    "CommitOutcomeUnknownError from the hole check told the user to read the table - its docstring: 'its "
     "history or the exactly-once txn record' - before redoing the change. In a real hole the history lists "
     "our commit file (below the checkpoint, unreadable: snapshot(version=3) raises VersionNotFoundError) as "
     "version 3 with our operation, in place of the other writer's version 3 that cleanup removed; the "
@@ -118,25 +111,13 @@ def test_a_commit_in_a_hole_whose_added_path_another_writer_also_added_is_not_re
     "of the table (or the error names a check that tells), so the advice leads to the right answer."))
 def test_the_history_the_unknown_outcome_points_to_does_not_show_a_commit_in_a_hole_as_done(tmp_path):
     t = _table(tmp_path)                                      # v1 (id 1), v2 (id 2)
-    t.storage.files = HoleBeforeThePut(t.storage.files, t.uri, [lambda o: o.write(pa.table({"id": [50]})),
-                                                                lambda o: o.write(pa.table({"id": [60]}))])
     with pytest.raises(CommitOutcomeUnknownError):
-        with t.transaction(operation="SET TBLPROPERTIES") as txn:
-            txn.set_metadata(t.snapshot().metadata.with_configuration({"delta.appendOnly": "true"}))
+        _set_append_only_into_a_hole(t)
     table = DeltaTable(t.uri)
     assert "delta.appendOnly" not in table.snapshot().metadata.configuration       # the change is not there
     assert [h["version"] for h in table.history() if h.get("operation") == "SET TBLPROPERTIES"] == []
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "A commit in a real hole is reported committed because an undecided one was left in place: writers X and "
-    "Y both read version 2; cleanup races X's put of 3 into a hole below checkpoint 5 (3 and 4 gone, log "
-    "retention 3 h and tombstone retention 1 h, values Delta Spark accepts, so nothing proves the hole) and X "
-    "gets CommitOutcomeUnknownError with its file left. Y lost version 3 to X, catches up past it and puts 4: "
-    "the pre-check and the post-put check each stat version 3 - X's file in the hole - and pass, so Y's "
-    "commit lands below checkpoint 5 where no reader sees it and Y is told it committed (its row is not in "
-    "the table). A commit file left in a suspected hole must not count as the log Y follows (Delta Spark "
-    "checks the snapshot after the commit ends at the attempted version: DELTA_INVALID_COMMITTED_VERSION)."))
 def test_an_undecided_hole_commit_left_in_place_does_not_let_the_next_writer_into_the_hole(tmp_path):
     root = str(tmp_path / "t")
     t = DeltaTable.create(root, SCHEMA, properties={"delta.logRetentionDuration": "interval 3 hours",

@@ -198,10 +198,16 @@ class CommitOwnerUnavailableError(CommitFailedError):
 
 
 class CommitOutcomeUnknownError(CommitFailedError):
-    """The owner failed while ratifying and cannot say whether the commit landed.
+    """The commit may or may not be part of the table: the owner failed while ratifying, a put failed
+    in a way that may still land, or the put landed where the hole check after it cannot tell whether
+    metadata cleanup raced it below a newer checkpoint (its commit file is then left in place).
 
-    Only this error means the outcome is unknown: read the table (its history or the
-    exactly-once ``txn`` record) before committing the same data again.
+    Only this error means the outcome is unknown. Before committing the same change again, read the
+    latest snapshot: the change is in the table only if it shows there - the exactly-once ``txn``
+    record (``snapshot().transaction_version(app_id)``) when the transaction set one, or else the
+    changes it made (``snapshot().files()``, ``.metadata``). ``history()`` is no proof: it lists commit
+    files, and a commit file left in a hole shows there with this operation although no reader
+    replays it.
     """
 
 

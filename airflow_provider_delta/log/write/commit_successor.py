@@ -9,7 +9,9 @@ loads after committing does not end at the attempted version, and it fails with
 before the put (nothing is written) and once more after it, for a cleanup racing the put:
 
 * before: version ``v - 1`` must exist, as a commit file or as a complete checkpoint with nothing
-  newer in the log (:func:`check_commit_follows_log`);
+  newer in the log (:func:`check_commit_follows_log`); after a lost race ``v - 1`` is a winner read by
+  name, maybe another writer's commit left in a hole, so the log from ``v`` is listed too
+  (:func:`check_caught_up_log`) and judged after the put instead of trusting the stat of ``v - 1``;
 * after: our commit may have fallen into a hole only if ``v - 1``'s commit file is gone now (cleanup
   deletes commits oldest first, so the one that freed ``v`` removed ``v - 1`` before it) and a checkpoint
   above ``v`` is not newer than our commit file (equal times count, for stores with whole-second times).
@@ -20,8 +22,9 @@ before the put (nothing is written) and once more after it, for a cleanup racing
   by this writer, or a path the read snapshot shows unknown - not a file added back after a remove, which
   a checkpoint written before our put names as a tombstone), or holds our remove as a tombstone with our
   remove's very ``deletionTimestamp``; not built on it if a commit between ours and it is gone while ours
-  is there, or (tombstones kept long enough) it names none of our new files, or holds a file we removed as
-  live with no commit after ours adding it back, or not at all. Only a proven hole is withdrawn: below
+  is there, or (tombstones kept long enough) it names none of our new files while every commit between ours
+  and it was read and none removes one, or holds a file we removed as live with no commit after ours adding
+  it back, or not at all. Evidence on both sides is undecided. Only a proven hole is withdrawn: below
   the checkpoint no reader replays it, and left in place its file time would enter the monotonized
   timestamps that time travel by timestamp uses (ours, Delta Spark's and delta-rs', which then looks for
   the commits cleanup removed). Anything unproven leaves the commit file in place and the committer
@@ -46,6 +49,24 @@ from ..base.names import LOG_DIR, commit_path
 from ..base.storage import Storage
 from ..read.checkpoint_reader import read_checkpoint
 from ..read.listing import LogListing, list_backfilled, sorted_listing
+
+
+def check_caught_up_log(storage: Storage, version: int) -> None:
+    """Raise :class:`InvalidCommittedVersionError` if ``version`` lies in a hole, for a writer whose ``v - 1`` is a
+    commit it read by name after losing a race - not the version its read snapshot found at the top of a
+    listing. That commit may be another writer's left in a hole (an undecided post-put check keeps its file),
+    so its presence proves nothing: the log from ``v`` is listed, and a checkpoint at ``v`` or above while
+    ``v``'s commit is gone means ``v`` was committed and cleaned up (nobody built on our commit: it is not
+    written yet). One listing, only after a lost race; :func:`check_commit_follows_log` runs as well.
+    """
+    above = _listing_from(storage, version)
+    if version not in above.commits and any(c >= version for c in above.checkpoints):
+        raise InvalidCommittedVersionError(
+            f"cannot commit version {version} of {storage.uri}: checkpoint {max(above.checkpoints)} is above it "
+            f"while its commit is gone, so version {version - 1}, which this transaction caught up to, lies in a "
+            "hole below that checkpoint (a commit that landed after metadata cleanup); a commit there would fall "
+            "where no reader sees it. Read the table again and redo the operation",
+            version=version, current_version=above.latest)
 
 
 def check_commit_follows_log(storage: Storage, version: int) -> None:
@@ -98,8 +119,8 @@ CLOCK_MARGIN_MS = 3_600_000
 
 
 def landed_below_newer_log(storage: Storage, version: int,
-                           evidence: frozenset[str] | CommitEvidence | Callable[[], CommitEvidence] = frozenset()
-                           ) -> NewerCheckpoint | None:
+                           evidence: frozenset[str] | CommitEvidence | Callable[[], CommitEvidence] = frozenset(),
+                           predecessor_listed: bool = True) -> NewerCheckpoint | None:
     """After our put of ``version``: a checkpoint above it that does not hold our commit, when ``version - 1``'s
     commit is gone too (the state a racing cleanup leaves), or None.
 
@@ -108,17 +129,16 @@ def landed_below_newer_log(storage: Storage, version: int,
     :func:`~..base.path_spelling.log_spelling`, never the decoded ``AddFile.path``). Only checkpoints not
     newer than our commit file are judged, each by :func:`_judge`: one built on our commit keeps it (None),
     one proven without it is a hole, and nothing proven either way is undecided. The common case costs one
-    stat: ``v - 1``'s commit file is still there, so no cleanup freed ``v``.
+    stat: ``v - 1``'s commit file is still there, so no cleanup freed ``v``. That proves nothing when
+    ``v - 1`` is a commit read by name after a lost race (``predecessor_listed=False``: it may sit in a hole
+    itself, see :func:`check_commit_follows_log`): the log from ``v`` is listed and judged then.
     """
-    if version == 0 or storage.file_info(commit_path(version - 1)) is not None:
+    if version == 0 or (predecessor_listed and storage.file_info(commit_path(version - 1)) is not None):
         return None
     own = storage.file_info(commit_path(version))
     if own is None:
         return None
-    entries = storage.list_dir_from(LOG_DIR, f"{version:020d}")
-    if entries is None:
-        entries = storage.list_dir(LOG_DIR)
-    listing = sorted_listing(entries)
+    listing = _listing_from(storage, version)
     older = sorted((v for v, files in listing.checkpoints.items()
                     if v > version and min(f.mtime_ms for f in files) <= own.mtime_ms), reverse=True)
     if not older:
@@ -137,13 +157,22 @@ def landed_below_newer_log(storage: Storage, version: int,
     return NewerCheckpoint(older[0], undecided=True)     # no proof, or proofs that disagree: keep the commit
 
 
+def _listing_from(storage: Storage, version: int) -> LogListing:
+    """The log's files from ``version`` on (the whole folder where the store cannot list from a name)."""
+    entries = storage.list_dir_from(LOG_DIR, f"{version:020d}")
+    if entries is None:
+        entries = storage.list_dir(LOG_DIR)
+    return sorted_listing(entries)
+
+
 def _judge(storage: Storage, listing: LogListing, version: int, own_ms: int, checkpoint: int,
            evidence: CommitEvidence) -> bool | None:
     """Whether the checkpoint of ``checkpoint`` was built on our commit ``version`` (True), provably not
     (False: our commit is in a hole), or not known (None).
 
     Built on it, whatever its file time says: it names a file new to the table that our commit added (as an
-    add, or as a remove when a writer after us already replaced it), or it holds our remove of a file as a
+    add, or as a remove when a writer after us already replaced it), or a commit between ours and it removes
+    such a file (a remove without ``deletionTimestamp`` leaves no tombstone in the checkpoint), or it holds our remove of a file as a
     tombstone - our remove's very ``deletionTimestamp`` (from within the clock margin of our commit file's
     time), no add of the path, and no commit between ours and the checkpoint that removes the path. A
     tombstone of our path that predates us is another writer's remove of the same file (it was live when we
@@ -152,11 +181,13 @@ def _judge(storage: Storage, listing: LogListing, version: int, own_ms: int, che
 
     Not built on it: a commit between ours and the checkpoint is gone while ours is there (cleanup deletes the
     oldest commits first, only those older than the log retention, and a commit built on ours is newer than
-    ours); or, with tombstones kept long enough, the checkpoint names none of our new files, or names a file
+    ours); or, with tombstones kept long enough, the checkpoint names none of our new files (every commit
+    between ours and it read, none removing one), or names a file
     we removed neither as a remove (ours would be kept) nor as an add that a commit after ours brought back
     (then the add is from before our remove: the checkpoint does not hold it).
     Anything else - a checkpoint still being written, retentions too short or unreadable, a re-added file,
-    a tombstone of another millisecond - proves nothing.
+    a tombstone of another millisecond, evidence on both sides (an add another writer in the hole may have
+    added too, beside our remove shown undone) - proves nothing.
     """
     files = listing.complete_checkpoint(checkpoint)
     if files is None:
@@ -173,27 +204,34 @@ def _judge(storage: Storage, listing: LogListing, version: int, own_ms: int, che
     if keeps_new_commits and not all_there:
         return False
     adds, removes = _named_in(content.file_actions, evidence)
-    if (adds | set(removes)) & evidence.added:
-        return True
     ours = {p: ts for p, ts in evidence.removed.items() if abs(ts - own_ms) <= CLOCK_MARGIN_MS}
     later_adds = later_removes = None
-    if ours and all_there:
+    if (ours or evidence.added) and all_there:
         try:
             later_adds, later_removes = _paths_in_commits(storage, between)
         except Exception:       # noqa: BLE001 - a commit that cannot be read (gone, torn): no evidence from it
             pass
+    # weigh both sides: one add that another writer's commit in the hole may have added too does not
+    # outweigh our remove that the same checkpoint shows undone (proofs that disagree prove nothing)
+    built_on = bool((adds | set(removes)) & evidence.added)
+    if later_removes is not None and evidence.added & later_removes:
+        built_on = True     # a commit after ours removes a file new to the table that we added
     if later_removes is not None and keeps_new_commits:
         if any(removes.get(p) == ts and p not in adds and p not in later_removes for p, ts in ours.items()):
-            return True
-    if not keeps_tombstones:
-        return None
-    if evidence.added:
-        return False        # names none of our new files: a checkpoint built on our commit would
-    for p in ours:
-        if p not in adds and p not in removes:
-            return False    # neither add nor remove: one built on our commit would hold our tombstone
-        if p in adds and p not in removes and later_adds is not None and p not in later_adds:
-            return False    # live, and no commit after ours added it back: the add is from before our remove
+            built_on = True
+    hole = False
+    if keeps_tombstones:
+        if evidence.added and not built_on and later_removes is not None:
+            # names none of our new files, and no commit between ours and it (all read) removes one - a
+            # remove without deletionTimestamp is an expired tombstone at once and leaves no trace in it
+            hole = True
+        for p in ours:
+            if p not in adds and p not in removes:
+                hole = True     # neither add nor remove: one built on our commit would hold our tombstone
+            elif p in adds and p not in removes and later_adds is not None and p not in later_adds:
+                hole = True     # live, and no commit after ours added it back: the add is from before our remove
+    if built_on != hole:
+        return built_on
     return None
 
 

@@ -23,7 +23,7 @@ from ..base.commit_actions import Txn, dumps_actions
 from ..maintenance.checkpoint import checkpoint_interval, maybe_auto_checkpoint
 from .commit_info import CommitProvenance, build_commit_info, is_own_commit, operation_metrics
 from .commit_plan import CommitPlan
-from .commit_successor import CommitEvidence, check_commit_follows_log, landed_below_newer_log
+from .commit_successor import CommitEvidence, check_caught_up_log, check_commit_follows_log, landed_below_newer_log
 from .conflicts import WinningCommit, check_conflicts
 from ..base.errors import (CommitFailedError, CommitOutcomeUnknownError, ConcurrentModificationError, DeltaError,
                      InvalidCommittedVersionError, VersionNotFoundError)
@@ -170,6 +170,8 @@ class Committer:
         reported as :class:`CommitOutcomeUnknownError` so that nothing the commit would
         reference is deleted.
         """
+        if not self._predecessor_listed(version):
+            check_caught_up_log(self.table.storage, version)
         check_commit_follows_log(self.table.storage, version)
         self.outcome_unknown = True     # while the put is in flight (an interrupt leaves it so)
         try:
@@ -221,7 +223,8 @@ class Committer:
         apart from one built on our commit leaves the file (withdrawing a live commit would lose it) and
         reports :class:`CommitOutcomeUnknownError`."""
         try:
-            newer = landed_below_newer_log(self.table.storage, version, self._hole_evidence)
+            newer = landed_below_newer_log(self.table.storage, version, self._hole_evidence,
+                                           self._predecessor_listed(version))
         except Exception as e:      # our commit landed: whether it lies in a hole is what is not known
             self.outcome_unknown = True
             raise CommitOutcomeUnknownError(
@@ -236,8 +239,10 @@ class Committer:
                 f"than it while version {version - 1} is gone: either metadata cleanup raced this commit (then it "
                 "lies below the checkpoint, unread) or another writer built on it at once (on a clock of its own), "
                 "and the checkpoint does not tell which. "
-                "The commit file was left in place; read the table to see whether the change is there before "
-                "redoing it", version=version)
+                "The commit file was left in place. Before redoing the change, read the latest snapshot: the change "
+                "is in the table only if it shows there - its txn record (snapshot().transaction_version(app_id)) "
+                "when this transaction set one, or else what it changed (snapshot().files(), .metadata); "
+                "history() is no proof, it lists this commit file even when it lies in a hole", version=version)
         try:
             self.table.storage.delete(commit_path(version))
             withdrawn = "The commit file was withdrawn"
@@ -249,6 +254,11 @@ class Committer:
             "metadata cleanup removed the commits after this transaction's read version while it "
             f"committed. {withdrawn}; read the table again and redo the operation",
             version=version, current_version=newer.version)
+
+    def _predecessor_listed(self, version: int) -> bool:
+        """Whether ``version - 1`` is the read snapshot's version (found at the top of a listing), not a winner
+        read by name after a lost race - which may be another writer's commit left in a hole."""
+        return version - 1 <= self.plan.read_version
 
     def _hole_evidence(self) -> CommitEvidence:
         """What of this commit a checkpoint built on it shows (asked only when the log looks like a hole).
