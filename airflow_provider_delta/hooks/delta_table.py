@@ -39,13 +39,13 @@ from airflow.sdk import BaseHook
 from airflow.sdk.exceptions import AirflowNotFoundException
 
 from ..log import (AddFile, ChangeRange, DeltaTable, IncrementalStep, InvalidArgumentError, StorageError,
-                   check_pair_not_undone,
                    format_ms, pending_changes, process_changes, to_epoch_ms)
 from .arguments import flag, optional_hours, optional_int
 from .config import DeltaConnectionConfig, commit_owner_conn_id, is_absolute_uri, storage_conn_id, uri_protocol
 from .env_connections import env_variable, unparsable_env_connection
 from .manifest import build_manifest, default_manifest_uri, resolve_manifest_uri, write_json
 from .run_identity import current_job, current_task_key
+from .undone_by_restore import refuse_undone_pair
 
 def _not_writable(error: BaseException | None) -> bool:
     """Whether a write failed for want of permission (or on a read-only file system), not for a fault."""
@@ -349,7 +349,8 @@ class DeltaTableHook(BaseHook):
                 recorded = txn.transaction_version(app_id) if version is not None else None
                 if recorded is not None and recorded >= version:     # a retry: this commit is in already
                     txn.abort()
-                    check_pair_not_undone(table, app_id, version, recorded=recorded)  # unless a RESTORE undid it
+                    refuse_undone_pair(table, app_id, version, recorded=recorded,    # unless a RESTORE
+                                       version_parameter="txn_version")                  # undid it
                     now = txn.snapshot.version if txn.snapshot is not None else -1
                     self.log.info("%s records %s at version %d (asked: %d): committing nothing, version %d",
                                   table.uri, app_id, recorded, version, now)

@@ -65,7 +65,8 @@ from ..spark.uris import spark_uri
 from ..hooks.arguments import (NOT_GIVEN, flag, input_manifest, is_template, manifest_argument, optional_int,
                                optional_value)
 from .base import DeltaTaskMixin, job_info
-from .spark_base import (LocalSparkMixin, committed_pair_id, StopDriverOnKillMixin, incremental_range, refuse_undone_pair,
+from ..hooks.undone_by_restore import refuse_undone_pair
+from .spark_base import (LocalSparkMixin, committed_pair_id, StopDriverOnKillMixin, incremental_range,
                          report_commit, resolve_app,
                          s3a_job_conf)
 

@@ -38,8 +38,9 @@ from ..log import CommitFailedError, InvalidArgumentError, check_mode
 from ..spark import exactly_once
 from ..spark.job_args import SECRETS_ENV, JobSpec
 from .base import DeltaTaskMixin, job_info
+from ..hooks.undone_by_restore import refuse_undone_pair
 from .spark_base import (LOCAL_MASTER, LocalSparkMixin, StopDriverOnKillMixin, bundled_spark_submit,
-                         committed_pair_id, default_app_version, job_secrets, incremental_range, refuse_undone_pair,
+                         committed_pair_id, default_app_version, job_secrets, incremental_range,
                          report_commit,
                          resolve_app)
 

@@ -21,12 +21,12 @@ import shutil
 import sys
 from typing import TYPE_CHECKING, Any
 
-from airflow.providers.common.compat.sdk import AirflowFailException
 from airflow.sdk.exceptions import AirflowNotFoundException
 
 from ..hooks.run_identity import former_task_keys, run_app_id, run_app_version, task_key
 from ..lineage import output_statistics
-from ..log import PairUndoneByRestoreError, PositionUndoneByRestoreError, check_pair_not_undone
+from ..hooks.undone_by_restore import DeltaPositionUndoneByRestoreError
+from ..log import PositionUndoneByRestoreError
 from ..spark import exactly_once
 from ..spark.s3a import s3_bucket, s3a_bucket_conf
 from ..hooks.arguments import optional_int, optional_value
@@ -105,29 +105,6 @@ def _another_tasks_commit(table: "DeltaTable", app_id: str, version: int, contex
     found = exactly_once.find_txn_commit(table, app_id, version)
     origin = exactly_once.commit_origin(table, found) if found is not None else None
     return origin if named_another_task(origin, context) else None
-
-
-class DeltaPairUndoneByRestoreError(PairUndoneByRestoreError, AirflowFailException):
-    """The run's exactly-once pair is committed, but a later RESTORE undid its commit: the task fails
-    without retrying (a retry is skipped again, by Delta Spark too); the message says to re-run with a
-    higher ``app_version``. Also the log layer's :class:`~airflow_provider_delta.log.PairUndoneByRestoreError`."""
-
-
-def refuse_undone_pair(table: "DeltaTable", app_id: str, app_version: int) -> None:
-    """Before skipping on a committed pair: fail when a later RESTORE undid its commit
-    (:mod:`~..log.write.pair_undone_by_restore`), rather than report a write whose rows are gone."""
-    try:
-        check_pair_not_undone(table, app_id, app_version)
-    except PairUndoneByRestoreError as e:
-        raise DeltaPairUndoneByRestoreError(str(e), version=e.version, restore_version=e.restore_version,
-                                            restored_version=e.restored_version) from None
-
-
-class DeltaPositionUndoneByRestoreError(PositionUndoneByRestoreError, AirflowFailException):
-    """An incremental run's position is recorded in its output, but a later RESTORE of the output undid the
-    commit that recorded it: the task fails without retrying (the position stays recorded); the message
-    names ``app_id`` and the ``initial_version`` to start again from. Also the log layer's
-    :class:`~airflow_provider_delta.log.PositionUndoneByRestoreError`."""
 
 
 def task_app_id(context: "Context", task: Any) -> str:

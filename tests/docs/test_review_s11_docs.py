@@ -90,14 +90,6 @@ def test_every_module_the_register_names_exists():
     assert not missing, missing
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "docs/changelog.md (Unreleased, the pair undone by a RESTORE) lists DeltaTableHook.commit_files among what "
-    "'fail[s] with PairUndoneByRestoreError (DeltaPairUndoneByRestoreError in Airflow, no retry)', and "
-    "docs/guides/spark.md#a-pair-undone-by-a-restore likewise lists the hook before 'in Airflow "
-    "DeltaPairUndoneByRestoreError, which fails the task without retrying'. The hook (an Airflow hook, called in "
-    "Airflow tasks) raises the log layer's plain PairUndoneByRestoreError, not an AirflowFailException, so the "
-    "task is retried (each retry fails the same way). Expected: the hook raising DeltaPairUndoneByRestoreError, "
-    "or the pages saying the hook raises the log-layer error (retried as the task's retries say)"))
 def test_the_hook_fails_an_undone_pair_without_retry_as_the_changelog_says(tmp_path):
     from airflow.providers.common.compat.sdk import AirflowFailException
     raised = _hook_error_on_an_undone_pair(tmp_path)
@@ -116,12 +108,6 @@ def test_every_module_the_register_names_is_on_the_architecture_page():
     assert not absent, sorted(absent)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "the way out the pages give for a pair undone by a RESTORE (docs/guides/spark.md#a-pair-undone-by-a-restore, "
-    "docs/log/errors.md PairUndoneByRestoreError, the changelog) and the error's message is 're-run with a higher "
-    "app_version'; DeltaTableHook.commit_files, which the pages list among what raises it, has no app_version "
-    "parameter: its pair is app_id + txn_version. A hook user is told to change a parameter that does not exist. "
-    "Expected: the message (and the pages) naming txn_version for the hook"))
 def test_the_hooks_undone_pair_message_names_the_hooks_own_parameter(tmp_path):
     import inspect
 

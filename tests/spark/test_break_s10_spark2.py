@@ -103,7 +103,7 @@ def test_a_pair_undone_by_a_restore_fails_typed_saying_what_to_do(tmp_path):
     from airflow.providers.common.compat.sdk import AirflowFailException
 
     from airflow_provider_delta.log import PairUndoneByRestoreError
-    from airflow_provider_delta.operators.spark_base import DeltaPairUndoneByRestoreError
+    from airflow_provider_delta.hooks.undone_by_restore import DeltaPairUndoneByRestoreError
     out = _pair_table(tmp_path)
     out.restore(version=0)                                                        # version 3
     with pytest.raises(DeltaPairUndoneByRestoreError) as raised:
@@ -149,7 +149,7 @@ def test_the_submit_operator_commit_dataframe_and_the_hook_refuse_an_undone_pair
     from airflow_provider_delta.hooks import DeltaTableHook
     from airflow_provider_delta.log import PairUndoneByRestoreError
     from airflow_provider_delta.operators import DeltaSparkSubmitOperator
-    from airflow_provider_delta.operators.spark_base import DeltaPairUndoneByRestoreError
+    from airflow_provider_delta.hooks.undone_by_restore import DeltaPairUndoneByRestoreError
     from airflow_provider_delta.spark.commit import commit_dataframe
     app_id = "dag:spark_job@" + RUN_KEY
     src = DeltaTable.create(str(tmp_path / "src"), SCHEMA)
@@ -206,7 +206,7 @@ def test_an_incremental_position_undone_by_a_restore_is_not_taken_as_processed(t
     from airflow.providers.common.compat.sdk import AirflowFailException
 
     from airflow_provider_delta.log import PositionUndoneByRestoreError
-    from airflow_provider_delta.operators.spark_base import DeltaPositionUndoneByRestoreError
+    from airflow_provider_delta.hooks.undone_by_restore import DeltaPositionUndoneByRestoreError
     source = DeltaTable.create(str(tmp_path / "src"), SCHEMA, properties={"delta.enableChangeDataFeed": "true"})
     source.write(pa.table({"id": [1], "name": ["a"]}, schema=SCHEMA))                   # source version 1
     out = DeltaTable.create(str(tmp_path / "out"), SCHEMA)
@@ -227,7 +227,7 @@ def test_an_incremental_position_undone_by_a_restore_is_not_taken_as_processed(t
 def test_a_position_partly_undone_names_the_version_the_restored_data_holds(tmp_path, which):
     """A RESTORE to output version 1 undid the commit of position 2: the restored data holds the changes up to
     source version 1, so the way out starts again at 2 under another app_id; doing just that processes them."""
-    from airflow_provider_delta.operators.spark_base import DeltaPositionUndoneByRestoreError
+    from airflow_provider_delta.hooks.undone_by_restore import DeltaPositionUndoneByRestoreError
     source, out = _incremental_tables(tmp_path)
     out.restore(version=1)                                                               # version 3
     with pytest.raises(DeltaPositionUndoneByRestoreError) as raised:

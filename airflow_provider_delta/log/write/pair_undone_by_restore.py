@@ -142,14 +142,17 @@ def _search(table: TableLog, app_id: str, app_version: int, max_commits: int,
 
 
 def check_pair_not_undone(table: TableLog, app_id: str, app_version: int,
-                          max_commits: int = DEFAULT_SEARCH_DEPTH, recorded: int | None = None) -> None:
+                          max_commits: int = DEFAULT_SEARCH_DEPTH, recorded: int | None = None,
+                          version_parameter: str = "app_version") -> None:
     """Raise :class:`PairUndoneByRestoreError` when a later RESTORE undid the commit holding the pair
     (see :func:`pair_undone_by_restore`): a skip would report a write whose rows are not in the table;
     :class:`PairRestoreUndecidedError` when whether it did cannot be told.
 
     ``recorded``: the ``txn`` version the table records for ``app_id`` (the skip's reason), when the caller
     has read it: when it is higher and no commit holds ``app_version``, the skip rests on the commit of the
-    recorded version, which is checked the same way; the message's way out names it."""
+    recorded version, which is checked the same way; the message's way out names it. ``version_parameter``:
+    the caller's name for the pair's version (``app_version`` of the Spark operators, ``txn_version`` of the
+    hook), which the way out tells the user to raise."""
     found, undone = _search(table, app_id, app_version, max_commits, None)
     if not found and recorded is not None and recorded > app_version:
         found, undone = _search(table, app_id, recorded, max_commits, None)
@@ -166,7 +169,7 @@ def check_pair_not_undone(table: TableLog, app_id: str, app_version: int,
             "and what it did does not tell whether that commit's rows are still in the table (none of the files "
             "it added is live, none was removed or added back by the RESTORE). Nothing was written. Check: "
             f"compare the table's rows with that commit's (DESCRIBE HISTORY, version {undone.version}). Rows "
-            f"there: mark this task successful. Rows gone: re-run with a higher app_version (more than {top}: a "
+            f"there: mark this task successful. Rows gone: re-run with a higher {version_parameter} (more than {top}: a "
             "version up to the recorded one counts as committed)",
             version=undone.version, restore_version=undone.restore_version, restored_version=None)
     target = ("a version before it: the RESTORE removed the files it added" if undone.restored_version is None
@@ -176,7 +179,7 @@ def check_pair_not_undone(table: TableLog, app_id: str, app_version: int,
         f"{table.uri} records txnAppId={app_id!r} txnVersion={top}, so this write (txnVersion={app_version}) would "
         f"be skipped{rests}, but {whose} at version {undone.version} was undone by the RESTORE at version "
         f"{undone.restore_version} (to {target}): the table holds none of its rows. A RESTORE keeps the table's txn records, so Delta Spark would skip a write with the same pair too. "
-        f"Nothing was written. To write the data again, re-run with a higher app_version (more than {top}: a "
+        f"Nothing was written. To write the data again, re-run with a higher {version_parameter} (more than {top}: a "
         "version up to the recorded one counts as committed); if the rollback was meant to drop this run's data, "
         "mark the task successful instead",
         version=undone.version, restore_version=undone.restore_version, restored_version=undone.restored_version)
