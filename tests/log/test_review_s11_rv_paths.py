@@ -47,9 +47,6 @@ def _two_files_then_line(tmp_path, order: str):
     return uri, keep["path"], drop["path"]
 
 
-@pytest.mark.xfail(strict=True, reason="replay's fast path (Arrow reader, add and remove columns) takes both "
-                   "actions of a line {add, remove}; Delta Spark (SingleAction.unwrap) and our own action_kind "
-                   "take only the add, so the removed file stays live: we lose its rows")
 @pytest.mark.parametrize("order", ["add-first", "remove-first"])
 def test_a_line_with_an_add_and_a_remove_is_only_the_add(tmp_path, order):
     uri, keep, drop = _two_files_then_line(tmp_path, order)
@@ -58,18 +55,12 @@ def test_a_line_with_an_add_and_a_remove_is_only_the_add(tmp_path, order):
     assert sorted(snap.to_pyarrow().column("id").to_pylist()) == [1, 2, 3, 4]
 
 
-@pytest.mark.xfail(strict=True, reason="data loss: vacuum takes the remove of a line {add, remove} as a "
-                   "tombstone and deletes the file, which Delta Spark (SingleAction.unwrap: the add only) "
-                   "still holds live and reads")
 def test_vacuum_keeps_the_file_a_line_with_an_add_and_a_remove_leaves_live(tmp_path):
     uri, keep, drop = _two_files_then_line(tmp_path, "add-first")
     result = DeltaTable(uri).vacuum(retention_hours=0, dry_run=True, enforce_retention=False)
     assert drop not in result["files_deleted"]
 
 
-@pytest.mark.xfail(strict=True, reason="our checkpoint of a log with a line {add, remove} writes the removed "
-                   "file as a tombstone (the fast path's reading), so every reader of that checkpoint - Delta "
-                   "Spark too - loses a file Delta Spark reads live from the commits (SingleAction.unwrap: add)")
 def test_our_checkpoint_keeps_the_file_a_line_with_an_add_and_a_remove_leaves_live(tmp_path):
     import pyarrow.parquet as pq
     uri, keep, drop = _two_files_then_line(tmp_path, "add-first")
@@ -162,3 +153,27 @@ def test_a_remove_with_an_empty_authority_cancels_the_live_file(tmp_path, first,
 def test_an_add_with_an_empty_authority_is_the_same_logical_file(tmp_path, first, second):
     uri = _absolute_then(tmp_path, first, second, "add")
     assert sorted(DeltaTable(uri).snapshot().to_pyarrow().column("id").to_pylist()) == [1, 2, 3]
+
+
+def test_a_checkpoint_row_with_an_add_and_a_remove_is_only_the_add(tmp_path):
+    """Delta Spark replays a checkpoint's rows by ``SingleAction.unwrap`` too (Snapshot.stateReconstruction):
+    a parquet checkpoint row holding an add of A and a remove of B is the add; B stays live, and a remove
+    so held of a file no add names (C) is no tombstone."""
+    import pyarrow.parquet as pq
+    uri = str(tmp_path / "t")
+    t = DeltaTable.create(uri, SCHEMA)
+    t.write(pa.table({"id": [1, 2, 3]}, schema=SCHEMA))
+    t.write(pa.table({"id": [4]}, schema=SCHEMA))
+    t.checkpoint()
+    cp = os.path.join(uri, "_delta_log", f"{2:020d}.checkpoint.parquet")
+    table = pq.read_table(cp)
+    rows = table.to_pylist()
+    adds = [i for i, r in enumerate(rows) if r["add"] is not None]
+    keep, drop = rows[adds[0]]["add"], rows[adds[1]]["add"]
+    rows[adds[0]]["remove"] = {"path": drop["path"], "deletionTimestamp": int(time.time() * 1000), "dataChange": True}
+    rows[adds[1]]["remove"] = {"path": "gone.parquet", "deletionTimestamp": int(time.time() * 1000), "dataChange": True}
+    pq.write_table(pa.Table.from_pylist(rows, schema=table.schema), cp)
+    snap = DeltaTable(uri).snapshot()
+    assert sorted(snap.files().column("path").to_pylist()) == sorted([keep["path"], drop["path"]])
+    assert snap.tombstones().column("path").to_pylist() == []
+    assert sorted(snap.to_pyarrow().column("id").to_pylist()) == [1, 2, 3, 4]
