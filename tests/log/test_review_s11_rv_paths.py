@@ -109,8 +109,6 @@ def test_a_remove_spelled_with_the_live_files_key_is_accepted(tmp_path, live, re
 EMPTY_AUTHORITY_KEYS = {"/t/x": "file:///t/x", "///t/x": "file:///t/x", "////t/x": "file:///t/x"}
 
 
-@pytest.mark.xfail(strict=True, reason="canonical_log_path keys '///t/x' as '///t/x' and '////t/x' as '/t/x'; "
-                   "Delta Spark keys both 'file:///t/x', as it keys '/t/x' (one logical file)")
 def test_a_scheme_less_path_with_an_empty_authority_is_keyed_as_delta_spark():
     from airflow_provider_delta.log.base.path_spelling import canonical_log_path
     assert {p: canonical_log_path(p) for p in EMPTY_AUTHORITY_KEYS} == EMPTY_AUTHORITY_KEYS
@@ -137,9 +135,6 @@ def _absolute_then(tmp_path, first: str, second: str, kind: str) -> str:
     return uri
 
 
-@pytest.mark.xfail(strict=True, reason="a remove spelled '//' + '/t/x' (= '///t/x', Delta Spark's key "
-                   "'file:///t/x') does not cancel the live '/t/x' (or the reverse): we read rows Delta Spark "
-                   "has removed")
 @pytest.mark.parametrize("first, second", [("{a}", "//{a}"), ("//{a}", "{a}"), ("{a}", "///{a}"),
                                            ("file://{a}", "//{a}")])
 def test_a_remove_with_an_empty_authority_cancels_the_live_file(tmp_path, first, second):
@@ -147,8 +142,6 @@ def test_a_remove_with_an_empty_authority_cancels_the_live_file(tmp_path, first,
     assert DeltaTable(uri).snapshot().to_pyarrow().num_rows == 0
 
 
-@pytest.mark.xfail(strict=True, reason="an add spelled '///t/x' of the live '/t/x' (one logical file for Delta "
-                   "Spark, key 'file:///t/x') is a second live file for us: its rows are read twice")
 @pytest.mark.parametrize("first, second", [("{a}", "///{a}"), ("//{a}", "file://{a}")])
 def test_an_add_with_an_empty_authority_is_the_same_logical_file(tmp_path, first, second):
     uri = _absolute_then(tmp_path, first, second, "add")
