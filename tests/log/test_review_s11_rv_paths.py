@@ -86,10 +86,6 @@ def _respelled_table(tmp_path, live: str):
     return uri, row
 
 
-@pytest.mark.xfail(strict=True, reason="Transaction.remove_file looks the path up by its raw spelling: a remove "
-                   "spelled as another spelling with the same reconciliation key (canonical_log_path, Delta "
-                   "Spark's CanonicalPathFunction: '/t/p' and 'file:///t/p', './p' and 'p') is refused as 'not in "
-                   "the table', though replay (ours and Delta Spark's) would cancel the live file by it")
 @pytest.mark.parametrize("live, remove", [("{abs}", "file://{abs}"), ("./{p}", "{p}"), ("{p}", "./{p}")])
 def test_a_remove_spelled_with_the_live_files_key_is_accepted(tmp_path, live, remove):
     from airflow_provider_delta.log.base.path_spelling import canonical_log_path
@@ -100,6 +96,10 @@ def test_a_remove_spelled_with_the_live_files_key_is_accepted(tmp_path, live, re
     with DeltaTable(uri).transaction() as txn:
         txn.remove_file(spelled)
     assert DeltaTable(uri).snapshot().to_pyarrow().num_rows == 0
+    # the remove is written as the live add is keyed (its canonical key): every reader cancels the add by it
+    with open(os.path.join(uri, "_delta_log", f"{3:020d}.json")) as f:
+        removed = [json.loads(line)["remove"]["path"] for line in f if '"remove"' in line]
+    assert [canonical_log_path(p) for p in removed] == [canonical_log_path(live_path)]
 
 
 # ----------------------------------------------------------------------------- '///t/x': an empty authority
