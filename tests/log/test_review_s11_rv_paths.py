@@ -170,3 +170,17 @@ def test_a_checkpoint_row_with_an_add_and_a_remove_is_only_the_add(tmp_path):
     assert sorted(snap.files().column("path").to_pylist()) == sorted([keep["path"], drop["path"]])
     assert snap.tombstones().column("path").to_pylist() == []
     assert sorted(snap.to_pyarrow().column("id").to_pylist()) == [1, 2, 3, 4]
+
+
+def test_a_winning_commits_line_is_one_action_in_delta_sparks_order():
+    """The conflict checker reads another writer's commit a line one action too (action_lines.action_kind):
+    ``{"add": A, "remove": B}`` adds A and removes nothing; ``{"txn": ..., "metaData": ...}`` is the metaData
+    (SingleAction.unwrap tries metaData before txn)."""
+    from airflow_provider_delta.log.write.conflicts import WinningCommit
+    from airflow_provider_delta.log.write.staged_rebase import read_set_of
+    lines = [{"remove": {"path": "b"}, "add": {"path": "a"}},
+             {"txn": {"appId": "app", "version": 1}, "metaData": {"id": "x"}}]
+    w = WinningCommit.from_actions(5, lines)
+    assert ([a["path"] for a in w.adds], w.removes, w.metadata, w.app_ids) == (["a"], [], {"id": "x"}, set())
+    rs = read_set_of(lines)
+    assert (rs.added_paths, rs.removed_paths, rs.changes_metadata, rs.read_app_ids) == ({"a"}, set(), True, set())
