@@ -47,9 +47,6 @@ def _two_files_then_line(tmp_path, order: str):
     return uri, keep["path"], drop["path"]
 
 
-@pytest.mark.xfail(strict=True, reason="replay's fast path (Arrow reader, add and remove columns) takes both "
-                   "actions of a line {add, remove}; Delta Spark (SingleAction.unwrap) and our own action_kind "
-                   "take only the add, so the removed file stays live: we lose its rows")
 @pytest.mark.parametrize("order", ["add-first", "remove-first"])
 def test_a_line_with_an_add_and_a_remove_is_only_the_add(tmp_path, order):
     uri, keep, drop = _two_files_then_line(tmp_path, order)
@@ -58,18 +55,12 @@ def test_a_line_with_an_add_and_a_remove_is_only_the_add(tmp_path, order):
     assert sorted(snap.to_pyarrow().column("id").to_pylist()) == [1, 2, 3, 4]
 
 
-@pytest.mark.xfail(strict=True, reason="data loss: vacuum takes the remove of a line {add, remove} as a "
-                   "tombstone and deletes the file, which Delta Spark (SingleAction.unwrap: the add only) "
-                   "still holds live and reads")
 def test_vacuum_keeps_the_file_a_line_with_an_add_and_a_remove_leaves_live(tmp_path):
     uri, keep, drop = _two_files_then_line(tmp_path, "add-first")
     result = DeltaTable(uri).vacuum(retention_hours=0, dry_run=True, enforce_retention=False)
     assert drop not in result["files_deleted"]
 
 
-@pytest.mark.xfail(strict=True, reason="our checkpoint of a log with a line {add, remove} writes the removed "
-                   "file as a tombstone (the fast path's reading), so every reader of that checkpoint - Delta "
-                   "Spark too - loses a file Delta Spark reads live from the commits (SingleAction.unwrap: add)")
 def test_our_checkpoint_keeps_the_file_a_line_with_an_add_and_a_remove_leaves_live(tmp_path):
     import pyarrow.parquet as pq
     uri, keep, drop = _two_files_then_line(tmp_path, "add-first")
@@ -95,10 +86,6 @@ def _respelled_table(tmp_path, live: str):
     return uri, row
 
 
-@pytest.mark.xfail(strict=True, reason="Transaction.remove_file looks the path up by its raw spelling: a remove "
-                   "spelled as another spelling with the same reconciliation key (canonical_log_path, Delta "
-                   "Spark's CanonicalPathFunction: '/t/p' and 'file:///t/p', './p' and 'p') is refused as 'not in "
-                   "the table', though replay (ours and Delta Spark's) would cancel the live file by it")
 @pytest.mark.parametrize("live, remove", [("{abs}", "file://{abs}"), ("./{p}", "{p}"), ("{p}", "./{p}")])
 def test_a_remove_spelled_with_the_live_files_key_is_accepted(tmp_path, live, remove):
     from airflow_provider_delta.log.base.path_spelling import canonical_log_path
@@ -109,6 +96,10 @@ def test_a_remove_spelled_with_the_live_files_key_is_accepted(tmp_path, live, re
     with DeltaTable(uri).transaction() as txn:
         txn.remove_file(spelled)
     assert DeltaTable(uri).snapshot().to_pyarrow().num_rows == 0
+    # the remove is written as the live add is keyed (its canonical key): every reader cancels the add by it
+    with open(os.path.join(uri, "_delta_log", f"{3:020d}.json")) as f:
+        removed = [json.loads(line)["remove"]["path"] for line in f if '"remove"' in line]
+    assert [canonical_log_path(p) for p in removed] == [canonical_log_path(live_path)]
 
 
 # ----------------------------------------------------------------------------- '///t/x': an empty authority
@@ -118,8 +109,6 @@ def test_a_remove_spelled_with_the_live_files_key_is_accepted(tmp_path, live, re
 EMPTY_AUTHORITY_KEYS = {"/t/x": "file:///t/x", "///t/x": "file:///t/x", "////t/x": "file:///t/x"}
 
 
-@pytest.mark.xfail(strict=True, reason="canonical_log_path keys '///t/x' as '///t/x' and '////t/x' as '/t/x'; "
-                   "Delta Spark keys both 'file:///t/x', as it keys '/t/x' (one logical file)")
 def test_a_scheme_less_path_with_an_empty_authority_is_keyed_as_delta_spark():
     from airflow_provider_delta.log.base.path_spelling import canonical_log_path
     assert {p: canonical_log_path(p) for p in EMPTY_AUTHORITY_KEYS} == EMPTY_AUTHORITY_KEYS
@@ -146,9 +135,6 @@ def _absolute_then(tmp_path, first: str, second: str, kind: str) -> str:
     return uri
 
 
-@pytest.mark.xfail(strict=True, reason="a remove spelled '//' + '/t/x' (= '///t/x', Delta Spark's key "
-                   "'file:///t/x') does not cancel the live '/t/x' (or the reverse): we read rows Delta Spark "
-                   "has removed")
 @pytest.mark.parametrize("first, second", [("{a}", "//{a}"), ("//{a}", "{a}"), ("{a}", "///{a}"),
                                            ("file://{a}", "//{a}")])
 def test_a_remove_with_an_empty_authority_cancels_the_live_file(tmp_path, first, second):
@@ -156,9 +142,45 @@ def test_a_remove_with_an_empty_authority_cancels_the_live_file(tmp_path, first,
     assert DeltaTable(uri).snapshot().to_pyarrow().num_rows == 0
 
 
-@pytest.mark.xfail(strict=True, reason="an add spelled '///t/x' of the live '/t/x' (one logical file for Delta "
-                   "Spark, key 'file:///t/x') is a second live file for us: its rows are read twice")
 @pytest.mark.parametrize("first, second", [("{a}", "///{a}"), ("//{a}", "file://{a}")])
 def test_an_add_with_an_empty_authority_is_the_same_logical_file(tmp_path, first, second):
     uri = _absolute_then(tmp_path, first, second, "add")
     assert sorted(DeltaTable(uri).snapshot().to_pyarrow().column("id").to_pylist()) == [1, 2, 3]
+
+
+def test_a_checkpoint_row_with_an_add_and_a_remove_is_only_the_add(tmp_path):
+    """Delta Spark replays a checkpoint's rows by ``SingleAction.unwrap`` too (Snapshot.stateReconstruction):
+    a parquet checkpoint row holding an add of A and a remove of B is the add; B stays live, and a remove
+    so held of a file no add names (C) is no tombstone."""
+    import pyarrow.parquet as pq
+    uri = str(tmp_path / "t")
+    t = DeltaTable.create(uri, SCHEMA)
+    t.write(pa.table({"id": [1, 2, 3]}, schema=SCHEMA))
+    t.write(pa.table({"id": [4]}, schema=SCHEMA))
+    t.checkpoint()
+    cp = os.path.join(uri, "_delta_log", f"{2:020d}.checkpoint.parquet")
+    table = pq.read_table(cp)
+    rows = table.to_pylist()
+    adds = [i for i, r in enumerate(rows) if r["add"] is not None]
+    keep, drop = rows[adds[0]]["add"], rows[adds[1]]["add"]
+    rows[adds[0]]["remove"] = {"path": drop["path"], "deletionTimestamp": int(time.time() * 1000), "dataChange": True}
+    rows[adds[1]]["remove"] = {"path": "gone.parquet", "deletionTimestamp": int(time.time() * 1000), "dataChange": True}
+    pq.write_table(pa.Table.from_pylist(rows, schema=table.schema), cp)
+    snap = DeltaTable(uri).snapshot()
+    assert sorted(snap.files().column("path").to_pylist()) == sorted([keep["path"], drop["path"]])
+    assert snap.tombstones().column("path").to_pylist() == []
+    assert sorted(snap.to_pyarrow().column("id").to_pylist()) == [1, 2, 3, 4]
+
+
+def test_a_winning_commits_line_is_one_action_in_delta_sparks_order():
+    """The conflict checker reads another writer's commit a line one action too (action_lines.action_kind):
+    ``{"add": A, "remove": B}`` adds A and removes nothing; ``{"txn": ..., "metaData": ...}`` is the metaData
+    (SingleAction.unwrap tries metaData before txn)."""
+    from airflow_provider_delta.log.write.conflicts import WinningCommit
+    from airflow_provider_delta.log.write.staged_rebase import read_set_of
+    lines = [{"remove": {"path": "b"}, "add": {"path": "a"}},
+             {"txn": {"appId": "app", "version": 1}, "metaData": {"id": "x"}}]
+    w = WinningCommit.from_actions(5, lines)
+    assert ([a["path"] for a in w.adds], w.removes, w.metadata, w.app_ids) == (["a"], [], {"id": "x"}, set())
+    rs = read_set_of(lines)
+    assert (rs.added_paths, rs.removed_paths, rs.changes_metadata, rs.read_app_ids) == ({"a"}, set(), True, set())

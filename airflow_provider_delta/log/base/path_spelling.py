@@ -147,7 +147,9 @@ def canonical_log_path(raw: str) -> str:
     path = head[len(scheme) + len(authority):]
     if scheme and not authority and not path.startswith("/"):
         return raw                         # an opaque URI (file:./x): java.net.URI does not normalize it
-    if not scheme and not authority and path.startswith("/"):
+    if not scheme and authority in ("", "//") and path.startswith("/"):
+        # a scheme-less absolute path, also with an empty authority ('///t/x', '////t/x'): java.net.URI
+        # holds no authority then, so Delta Spark qualifies it as it does '/t/x' (all 'file:///t/x')
         return _qualified(_normalized_uri_path(path), tail)
     norm = _normalized_uri_path(path)
     if norm == path:

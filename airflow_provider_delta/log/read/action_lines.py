@@ -80,6 +80,14 @@ ACTION_KINDS = ("add", "remove", "metaData", "txn", "protocol", "cdc", "sidecar"
                 "domainMetadata", "commitInfo")
 
 
+def kinds_before(kind: str) -> tuple[str, ...]:
+    """The actions that take a line before ``kind`` does (earlier in :data:`ACTION_KINDS`): a line
+    holding one of them non-null is that one, whatever else it holds (``{"add": A, "remove": B}`` is
+    the add of A, in either key order). A reader that reads action columns (replay's fast path) masks
+    ``kind`` where any of these is valid, so each line is one action, as :func:`action_kind` says."""
+    return ACTION_KINDS[:ACTION_KINDS.index(kind)]
+
+
 def action_kind(line: Any) -> str | None:
     """Which action the parsed ``line`` is (None: none we know): its first non-null action key in
     Delta Spark's order, whatever the order of the keys (``{"txn": null, "commitInfo": {...}}`` is a

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from ..base import arrow_build as ab
 from ..base import arrow_kernels as ak
 from ..base.action_schemas import ADD_FIELDS, REMOVE_FIELDS, empty_file_actions
 from ..base.errors import CorruptLogError
@@ -22,7 +23,7 @@ from ..base.records import Record
 from .action_lines import action_kind, first_action
 from .column_mapping import partition_keys_of
 from .data_paths import ABSOLUTE_PATH_REGEX, open_path, sidecar_location
-from .replay import file_actions_from_struct, parse_json_logs
+from .replay import file_actions_from_struct, one_action_per_line, parse_json_logs
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..base.storage import Storage
@@ -142,8 +143,16 @@ def read_parquet_part(pf: ParquetFile, version: int, seq: int, with_files: bool,
     file_cols = _file_columns(pf) if with_files else {}
     out = _non_file_actions(pf, non_file)
     tables = []
-    for kind, leaves in file_cols.items():
-        fa = file_actions_from_struct(pf.read(columns=leaves, use_threads=False).column(kind), kind, version, seq)
+    structs = {kind: pf.read(columns=leaves, use_threads=False).column(kind) for kind, leaves in file_cols.items()}
+    if len(structs) == 2:
+        # a row holding an add and a remove is the add (Delta Spark replays a checkpoint's rows by
+        # SingleAction.unwrap too): the remove is masked there, as replay's fast path does for a commit line
+        rm_valid = ak.is_valid(structs["remove"])
+        masked = one_action_per_line({"add": ak.is_valid(structs["add"]), "remove": rm_valid})[1]
+        if masked is not rm_valid:
+            structs["remove"] = ab.with_validity(structs["remove"].combine_chunks(), masked.combine_chunks())
+    for kind, struct in structs.items():
+        fa = file_actions_from_struct(struct, kind, version, seq)
         if kind == "add" and fa.num_rows and fa.column("stats").null_count == fa.num_rows and \
                 "stats_parsed" in {f.name for f in pf.schema_arrow.field("add").type}:
             fa = _stats_from_parsed(pf, fa)

@@ -30,7 +30,7 @@ from ..base import arrow_build as ab
 from ..base import arrow_kernels as ak
 from ..base.action_schemas import (ADD_FIELDS, DV_TYPE, FILE_ACTION_SCHEMA, FILE_ACTION_TYPES, REMOVE_FIELDS,
                              STR_MAP, empty_file_actions)
-from .action_lines import action_kind
+from .action_lines import action_kind, kinds_before
 from .column_mapping import partition_keys_of
 from .commit_reader import CommitBlobs, parse_json_lines
 from ..base.errors import CorruptLogError
@@ -124,8 +124,7 @@ def _parse_json_logs(blobs: CommitBlobs | list[tuple[int, bytes, str]], partitio
     seqs = np.arange(seq_start, seq_start + total, dtype=np.int64)
     file_start_row = np.concatenate(([0], np.cumsum(counts)[:-1]))
     add_col, rm_col = t.column("add"), t.column("remove")
-    add_valid = ak.is_valid(add_col)
-    rm_valid = ak.is_valid(rm_col)
+    add_valid, rm_valid = one_action_per_line({"add": ak.is_valid(add_col), "remove": ak.is_valid(rm_col)})
     others: list[tuple[int, dict[str, Any]]] = []
     other_rows = _nonzero(ak.invert(ak.or_(add_valid, rm_valid)))
     if len(other_rows):
@@ -160,6 +159,33 @@ def _parse_json_logs(blobs: CommitBlobs | list[tuple[int, bytes, str]], partitio
             return _parse_slow(blobs, seq_start)  # names the file and line at fault
     fa = pa.concat_tables(tables) if len(tables) > 1 else (tables[0] if tables else empty_file_actions())
     return ParsedLog(fa, others)
+
+
+#: the action columns the fast path reads: each is masked where an action before it (action_lines'
+#: order) is valid, so every action before one of them must be among them
+_FAST_KINDS = ("add", "remove")
+if not all(set(kinds_before(kind)) <= set(_FAST_KINDS) for kind in _FAST_KINDS):
+    raise ImportError("replay's fast path must read every action kind that takes a line before its own")
+
+
+def one_action_per_line(valid: dict[str, pa.ChunkedArray]) -> list[pa.ChunkedArray]:
+    """The validity of each of :data:`_FAST_KINDS` with a line counted as one action only, the first
+    non-null in :func:`~.action_lines.kinds_before`'s order (Delta Spark's ``SingleAction.unwrap``): a
+    line ``{"add": A, "remove": B}`` (either key order) is the add of A; B is not removed. Per chunk
+    (the columns of one table share their chunking), and only where two masks overlap at all; the mask
+    of a kind no earlier action overlaps is returned as given (``is``)."""
+    out = []
+    for kind in _FAST_KINDS:
+        mask = valid[kind]
+        for before in kinds_before(kind):
+            other = valid[before]
+            if ak.any_true(ak.and_(mask, other)):
+                if [len(c) for c in mask.chunks] != [len(c) for c in other.chunks]:
+                    mask, other = pa.chunked_array([mask.combine_chunks()]), pa.chunked_array([other.combine_chunks()])
+                mask = pa.chunked_array([ak.and_(m, ak.invert(o)) for m, o in zip(mask.chunks, other.chunks)],
+                                        pa.bool_())
+        out.append(mask)
+    return out
 
 
 def _nth_line(buf: bytes | bytearray, start: int, end: int, k: int, n_lines: int) -> bytes:

@@ -346,6 +346,7 @@ def _resolve_removes(changes: PendingChanges, snap: Snapshot | None, clock: Call
                 f"{snap.version} has deletion vector {', '.join(live_ids)} (a logical file is its path and its DV)")
         for row in live:
             out.append(_remove_of(entry, path, row, now, changes.remove_data_change.get(path, True)))
+            changes.read.removed_paths.add(row["path"])   # a concurrent remove of the live spelling conflicts
     return out
 
 
@@ -353,11 +354,19 @@ def _live_rows_by_path(snap: Snapshot, paths: list[str]) -> dict[str, list[dict]
     """The read snapshot's live files among decoded ``paths``: each path's rows (one per
     logical file: a spelling and a deletion vector)."""
     files = snap.files()
+    columns = [c for c in ("path", LOG_PATH_COLUMN, "partition_values", "size", "deletion_vector", "tags")
+               if c in files.column_names]
     live = ak.filter(files, ak.is_in(files["path"], ab.array(paths, pa.string())))
     out: dict[str, list[dict]] = {}
-    for r in live.select([c for c in ("path", LOG_PATH_COLUMN, "partition_values", "size", "deletion_vector",
-                                      "tags") if c in live.column_names]).to_pylist():
+    for r in live.select(columns).to_pylist():
         out.setdefault(r["path"], []).append(r)
+    # a path given as another spelling of a live file's reconciliation key (the canonical key replay and
+    # Delta Spark match by: 'file:///t/p' of '/t/p', 'p' of './p') names that file too
+    keyed = {canonical_log_path(encode_path(p)): p for p in paths if p not in out}
+    if keyed and LOG_PATH_COLUMN in files.column_names:
+        live = ak.filter(files, ak.is_in(files[LOG_PATH_COLUMN], ab.array(list(keyed), pa.string())))
+        for r in live.select(columns).to_pylist():
+            out.setdefault(keyed[r[LOG_PATH_COLUMN]], []).append(r)
     return out
 
 

@@ -48,6 +48,7 @@ from ..base.features import (CHECKPOINT_POLICY_PROPERTY, COLUMN_ID_KEY, COLUMN_M
                              ICT_ENABLEMENT_VERSION_PROPERTY, PHYSICAL_NAME_KEY, ROW_TRACKING_PROPERTY,
                              column_mapping_mode, is_downgrade, supported_features)
 from ..base.schema import serialize_partition_value
+from ..read.action_lines import action_kind
 from .isolation import SERIALIZABLE, SNAPSHOT_ISOLATION, WRITE_SERIALIZABLE
 
 #: commitInfo tag of a metadata change that only moved identity high-water marks
@@ -77,19 +78,20 @@ class WinningCommit:
     def from_actions(cls, version: int, actions: Iterable[dict[str, Any]]) -> "WinningCommit":
         w = cls(version)
         for a in actions:
-            if "add" in a and a["add"] is not None:
+            kind = action_kind(a)     # one action a line, Delta Spark's SingleAction.unwrap order
+            if kind == "add":
                 w.adds.append(a["add"])
-            elif "remove" in a and a["remove"] is not None:
+            elif kind == "remove":
                 w.removes.append(a["remove"])
-            elif "txn" in a and a["txn"] is not None:
+            elif kind == "txn":
                 w.app_ids.add(a["txn"].get("appId"))
-            elif "metaData" in a and a["metaData"] is not None:
+            elif kind == "metaData":
                 w.metadata = a["metaData"]
-            elif "protocol" in a and a["protocol"] is not None:
+            elif kind == "protocol":
                 w.protocol = Protocol.from_json(a["protocol"])
-            elif "domainMetadata" in a and a["domainMetadata"] is not None:
+            elif kind == "domainMetadata":
                 w.domains.add(a["domainMetadata"].get("domain"))
-            elif "commitInfo" in a and a["commitInfo"] is not None:
+            elif kind == "commitInfo":
                 w.commit_info = a["commitInfo"]
         return w
 

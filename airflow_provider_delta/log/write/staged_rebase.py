@@ -19,6 +19,7 @@ from typing import Any, Callable
 from ..base import ict
 from ..base.errors import VersionNotFoundError
 from ..base.features import check_writable
+from ..read.action_lines import action_kind
 from ..read.table_log import TableLog
 from .conflicts import ReadSet, WinningCommit, check_conflicts
 
@@ -31,17 +32,18 @@ def read_set_of(actions: list[dict[str, Any]]) -> ReadSet:
     rs.blind_append = info.get("isBlindAppend") is True
     rs.read_all = not rs.blind_append
     for a in actions:
-        if a.get("remove") is not None:
+        kind = action_kind(a)         # one action a line, Delta Spark's SingleAction.unwrap order
+        if kind == "remove":
             rs.removed_paths.add(a["remove"]["path"])
-        elif a.get("add") is not None:
+        elif kind == "add":
             rs.added_paths.add(a["add"]["path"])
-        elif a.get("txn") is not None:
+        elif kind == "txn":
             rs.read_app_ids.add(a["txn"]["appId"])
-        elif a.get("domainMetadata") is not None:
+        elif kind == "domainMetadata":
             rs.domains.add(a["domainMetadata"]["domain"])
-        elif a.get("metaData") is not None:
+        elif kind == "metaData":
             rs.changes_metadata = True
-        elif a.get("protocol") is not None:
+        elif kind == "protocol":
             rs.changes_protocol = True
     return rs
 
