@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -17,29 +16,16 @@ import uuid
 import psutil
 import pytest
 
-from airflow_provider_delta.operators.spark_secrets import OWNER_MARKER, SECRETS_DIR_PREFIX, sweep_orphaned_secrets
+from airflow_provider_delta.operators.spark_secrets import sweep_orphaned_secrets
 from airflow_provider_delta.spark.job_args import SECRETS_ENV
+from test_break_s10_secrets2 import _folder as _named_folder
 
 pytestmark = pytest.mark.airflow
 
 
-def _gone_owner() -> dict:
-    proc = subprocess.Popen([sys.executable, "-c", "pass"])
-    owner = {"host": socket.gethostname(), "pid": proc.pid, "started": psutil.Process(proc.pid).create_time()}
-    proc.wait()
-    return owner
-
-
 def _folder(root) -> tuple[str, str]:
     """A secrets folder (random name, as mkdtemp's) left by a gone worker, and its secrets file."""
-    path = os.path.join(str(root), SECRETS_DIR_PREFIX + uuid.uuid4().hex[:8])
-    os.mkdir(path, 0o700)
-    secret = os.path.join(path, "delta-secrets-x-delta_spark_job_secrets.json")
-    with open(os.open(secret, os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
-        f.write('{"output": {"catalog": {"url": "postgresql://etl:pw@db/cat"}}}')
-    with open(os.path.join(path, OWNER_MARKER), "w") as f:
-        json.dump(_gone_owner(), f)
-    return path, secret
+    return _named_folder(root, uuid.uuid4().hex[:8])
 
 
 class _Driver:
