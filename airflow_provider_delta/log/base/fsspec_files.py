@@ -34,6 +34,13 @@ def local_filesystem() -> Any:
     return fsspec.filesystem("file")
 
 
+def serves(protocol: str) -> bool:
+    """Whether an fsspec driver serves ``protocol``: one fsspec knows by name, or one registered at run time
+    (``fsspec.register_implementation``, as a user's own file system is), which ``available_protocols``
+    does not list."""
+    return protocol in fsspec.available_protocols() or protocol in fsspec.registry
+
+
 class FsspecFiles:
     """Storage operations through an fsspec filesystem (``fs``) for the table at ``root``."""
 
@@ -42,7 +49,7 @@ class FsspecFiles:
     def __init__(self, protocol: str, root: str, storage_options: dict[str, Any],
                  single_writer: bool, conditional_put: bool):
         self.protocol = protocol
-        if protocol not in fsspec.available_protocols():
+        if not serves(protocol):
             raise StorageError(
                 f"cannot open {root!r}: no fsspec driver serves {protocol}:// (a table root is spelled with an fsspec "
                 "protocol: Delta Spark's s3n://b/t is s3://b/t here, wasbs://c@acct.blob.core.windows.net/t is "
