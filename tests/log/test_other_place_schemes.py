@@ -9,9 +9,12 @@ from __future__ import annotations
 import json
 import os
 
+import fsspec
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+
+from fsspec.implementations.memory import MemoryFileSystem
 
 from airflow_provider_delta.log import DeltaTable, StorageError
 from airflow_provider_delta.log.base.storage import Storage
@@ -53,3 +56,20 @@ def test_a_scheme_no_file_system_serves_is_a_typed_error_and_changes_nothing(tmp
         DeltaTable(uri).snapshot().to_pyarrow()
     assert (sorted(os.listdir(log)), sorted(os.listdir(uri))) == before
 
+
+
+def test_a_table_on_a_file_system_registered_at_run_time_opens():
+    """A user's own fsspec file system, registered with ``fsspec.register_implementation`` (not in
+    ``fsspec.available_protocols()``), serves a table root: the check for a driver looked at fsspec's known
+    names only and refused it (fresh-clone CI, session 11)."""
+    class UsersOwnFS(MemoryFileSystem):
+        protocol = ("s11own",)
+        store: dict = {}
+        pseudo_dirs = [""]
+
+    fsspec.register_implementation("s11own", UsersOwnFS, clobber=True)
+    assert "s11own" not in fsspec.available_protocols()
+    table = DeltaTable.create("s11own://bucket/t", pa.schema([("id", pa.int64())]), single_writer=True)
+    table.write(pa.table({"id": pa.array([1, 2], pa.int64())}))
+    again = DeltaTable("s11own://bucket/t", single_writer=True)
+    assert (again.latest_version(), again.snapshot().files().num_rows) == (1, 1)
