@@ -39,6 +39,7 @@ from ..base.errors import DeltaError, GroupCommitError, InvalidArgumentError
 from ..base.names import STAGED_COMMITS_DIR, commit_path
 from ..base.storage import canonical_uri
 from ..base.transaction_group import TRANSACTION_GROUP_ACTION, TRANSACTION_ID_TAG, transaction_group
+from ..read.action_lines import action_kind
 from ..read.commit_reader import parse_json_lines
 from ..read.table_log import TableLog
 from ..write.staged_rebase import catch_up_staged, restamp
@@ -441,7 +442,7 @@ class CatalogTransaction:
             try:
                 if data_files and m.table_uri not in self._written:
                     added = [unquote(a["add"]["path"]) for a in parse_json_lines(storage.read_bytes(rel), rel)
-                             if a.get("add") is not None]
+                             if action_kind(a) == "add"]
                     delete_quietly(self.catalog.table_log(m.table_uri), self._unreferenced(m.table_uri, added))
                 storage.delete(rel)
             except (OSError, FileNotFoundError, DeltaError) as e:
