@@ -15,7 +15,7 @@ import pytest
 
 from airflow_provider_delta.log import CommitOutcomeUnknownError, DeltaTable
 from airflow_provider_delta.log.base.commit_actions import AddFile
-from airflow_provider_delta.log.base.errors import DeltaError
+from airflow_provider_delta.log.base.errors import DeltaError, VersionNotFoundError
 from built_on_store import BuiltOnAtOnce, HoleBeforeThePut, idle_table
 from test_hole_evidence import _table
 
@@ -99,23 +99,22 @@ def _set_append_only_into_a_hole(t: DeltaTable) -> None:
         txn.set_metadata(t.snapshot().metadata.with_configuration({"delta.appendOnly": "true"}))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "(Open in part: since s11-hole2 the error's message and docstring point to the latest snapshot - txn "
-    "record or the change itself - and say history() is no proof; history itself is unchanged.) "
-    "CommitOutcomeUnknownError from the hole check told the user to read the table - its docstring: 'its "
-    "history or the exactly-once txn record' - before redoing the change. In a real hole the history lists "
-    "our commit file (below the checkpoint, unreadable: snapshot(version=3) raises VersionNotFoundError) as "
-    "version 3 with our operation, in place of the other writer's version 3 that cleanup removed; the "
-    "property change is not in the table. Following the advice, the user concludes it committed and does "
-    "not redo it. Expected: history does not present a commit below the earliest readable version as part "
-    "of the table (or the error names a check that tells), so the advice leads to the right answer."))
-def test_the_history_the_unknown_outcome_points_to_does_not_show_a_commit_in_a_hole_as_done(tmp_path):
+def test_the_unknown_outcome_of_a_commit_in_a_hole_names_the_check_that_tells_and_history_lists_it_as_delta_spark(tmp_path):
+    """Decision (session 12) on the s11 review finding that history() shows a commit file left in a hole as done:
+    history stays what Delta Spark's DESCRIBE HISTORY is (every commit file from the earliest one present,
+    `DeltaHistoryManager.getHistory` / `getEarliestDeltaFile`), and the error is what tells: it names the latest
+    snapshot (txn record or the change itself) as the check, and that check gives the right answer."""
     t = _table(tmp_path)                                      # v1 (id 1), v2 (id 2)
-    with pytest.raises(CommitOutcomeUnknownError):
+    with pytest.raises(CommitOutcomeUnknownError) as raised:
         _set_append_only_into_a_hole(t)
+    message = str(raised.value)
+    assert "latest snapshot" in message and "history() is no proof" in message
     table = DeltaTable(t.uri)
-    assert "delta.appendOnly" not in table.snapshot().metadata.configuration       # the change is not there
-    assert [h["version"] for h in table.history() if h.get("operation") == "SET TBLPROPERTIES"] == []
+    assert "delta.appendOnly" not in table.snapshot().metadata.configuration      # the check the error names
+    listed = {h["version"]: h.get("operation") for h in table.history()}
+    assert listed[3] == "SET TBLPROPERTIES"                   # the commit file, as DESCRIBE HISTORY lists it
+    with pytest.raises(VersionNotFoundError):                 # ... at a version no reader can load
+        table.snapshot(version=3)
 
 
 def test_an_undecided_hole_commit_left_in_place_does_not_let_the_next_writer_into_the_hole(tmp_path):

@@ -292,6 +292,9 @@ def _staged_data_paths(table: TableLog, snapshot: Snapshot) -> list[str] | None:
         except DeltaError as err:
             log.warning("vacuum of %s deletes nothing: staged commit %s cannot be read (%s)", table.uri, rel, err)
             return None
+        # Every add of the line, not only the line's one action by action_lines.action_kind: a staged commit
+        # is not yet part of any table state, so vacuum keeps what any reading of it might add (a superset
+        # of the rule's answer; keeping more is the safe side of a delete).
         paths += [unquote(a["add"]["path"]) for a in actions if a.get("add") is not None]
     return paths
 
