@@ -30,7 +30,8 @@ SPARK_SESSION_GROUP = "spark-session"
 OWN_JVM_FILES = frozenset({
     "tests/spark/test_delta_job_context.py", "tests/spark/test_delta_spark_operator.py",
     "tests/spark/test_example_pipeline.py",
-    "tests/spark/test_on_kill_order.py", "tests/spark/test_spark_driver_secrets.py",
+    "tests/spark/test_on_kill_order.py", "tests/spark/test_pair_skip_rests_on_recorded.py",
+    "tests/spark/test_spark_driver_secrets.py",
     "tests/spark/test_spark_operator.py", "tests/spark/test_spark_units.py",
     "tests/objectstore/test_azure_spellings.py", "tests/objectstore/test_break_s10_http_alias.py",
     "tests/objectstore/test_break_s8_clone_schemes.py", "tests/objectstore/test_break_s9_paths_stores.py",

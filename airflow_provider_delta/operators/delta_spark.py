@@ -299,8 +299,9 @@ class DeltaSparkApplicationOperator(DeltaTaskMixin, StopDriverOnKillMixin, Local
             return self._execute_incremental(context, table)
         app_id, app_version = resolve_app(self.app_id, self.app_version, context, self)
         app_id = committed_pair_id(table, app_id, app_version, context, self)
-        if exactly_once.already_committed(table, app_id, app_version):
-            refuse_undone_pair(table, app_id, app_version)
+        recorded = exactly_once.skip_basis(table, app_id, app_version)
+        if recorded is not None:
+            refuse_undone_pair(table, app_id, app_version, recorded=recorded)
             self.log.info("%s already holds txn version %s of %r: not submitting the Spark application",
                           table.uri, app_version, app_id)
             return report_commit(self, context, table, app_id, app_version, committed=False,

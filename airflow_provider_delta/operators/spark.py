@@ -238,9 +238,10 @@ class DeltaSparkSubmitOperator(DeltaTaskMixin, StopDriverOnKillMixin, LocalSpark
         table = self.hook.get_table(spec.output_table_uri)
         if not spec.incremental:
             spec.app_id = committed_pair_id(table, spec.app_id, spec.app_version, context, self)  # type: ignore[arg-type]
-        if exactly_once.already_committed(table, spec.app_id, spec.app_version):
+        recorded = exactly_once.skip_basis(table, spec.app_id, spec.app_version)
+        if recorded is not None:
             if not spec.incremental:    # an incremental position's commit undone: open (see the Spark jobs guide)
-                refuse_undone_pair(table, spec.app_id, spec.app_version)  # type: ignore[arg-type]
+                refuse_undone_pair(table, spec.app_id, spec.app_version, recorded=recorded)  # type: ignore[arg-type]
             self.log.info("%s already holds version %s of %r: not submitting the Spark job",
                           table.uri, spec.app_version, spec.app_id)
             return self._finish(context, table, spec, committed=False)

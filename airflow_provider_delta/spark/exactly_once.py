@@ -43,10 +43,17 @@ def committed_txn_version(table: "DeltaTable", app_id: str) -> int | None:
 
 def already_committed(table: "DeltaTable", app_id: str | None, app_version: int | None) -> bool:
     """Whether ``app_version`` of ``app_id`` (or a later one) is already in the table."""
+    return skip_basis(table, app_id, app_version) is not None
+
+
+def skip_basis(table: "DeltaTable", app_id: str | None, app_version: int | None) -> int | None:
+    """The recorded ``txn`` version of ``app_id`` that makes ``app_version`` a skip (at or above it),
+    or None when the write must run. The undone-by-RESTORE check takes it as ``recorded``: a skip
+    resting on a higher recorded version is checked on that version's commit."""
     if app_id is None or app_version is None:
-        return False
+        return None
     current = committed_txn_version(table, app_id)
-    return current is not None and current >= app_version
+    return current if current is not None and current >= app_version else None
 
 
 def find_txn_commit(table: "DeltaTable", app_id: str, app_version: int,

@@ -72,10 +72,11 @@ def run(spark: Any, spec: JobSpec, secrets: dict[str, Any] | None = None) -> dic
             log.info("%s already has this writer's staged commit in transaction %s: skipping", output.uri,
                      spec.transaction_id)
             return {**result, "committed": False, "staged": True, "version": staged}
-    if exactly_once.already_committed(output, spec.app_id, spec.app_version):
+    recorded = exactly_once.skip_basis(output, spec.app_id, spec.app_version)
+    if recorded is not None:
         # checked before reading or transforming anything: a retried task costs nothing
         if not spec.incremental:        # a skip must not report a write a later RESTORE undid
-            check_pair_not_undone(output, spec.app_id, spec.app_version)  # type: ignore[arg-type]
+            check_pair_not_undone(output, spec.app_id, spec.app_version, recorded=recorded)  # type: ignore[arg-type]
         log.info("version %s of %r is already committed to %s: skipping", spec.app_version, spec.app_id, output.uri)
         return {**result, "committed": False,
                 "version": exactly_once.find_txn_commit(output, spec.app_id, spec.app_version)}  # type: ignore[arg-type]
