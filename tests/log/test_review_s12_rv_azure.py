@@ -212,3 +212,25 @@ def test_a_connection_gives_its_credentials_to_a_table_of_its_store_under_anothe
                                                                                          password):
     cfg = DeltaConnectionConfig.from_connection("delta_default", base, login, password, {})
     assert SECRET in json.dumps(cfg.storage_options_for(table_uri))
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "adlfs takes the account of a table opened as 'abfs://c/t' from AZURE_STORAGE_ACCOUNT_NAME when the options "
+    "name none (the table's account_key then signs for that account), but data_paths reads only "
+    "AZURE_STORAGE_CONNECTION_STRING from the environment: the table's account is 'unknown', so its own live file "
+    "spelled as Delta Spark writes it (abfss://c@acct.dfs.core.windows.net/t/x.parquet) is opened as another "
+    "account's file without the table's key (anonymous: the read fails) - vacuum keeps it (Undecided), so nothing "
+    "is lost. Expected: the account adlfs connects to is the table's (the environment's account name counts "
+    "as adlfs reads it), and the file is read through the table's storage"))
+def test_the_tables_own_file_is_read_with_its_key_when_the_account_name_is_in_the_environment(monkeypatch):
+    from airflow_provider_delta.log.base.storage import Storage
+    from airflow_provider_delta.log.read.data_paths import locate
+    for name in [n for n in __import__("os").environ if n.startswith("AZURE_STORAGE_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("AZURE_STORAGE_ACCOUNT_NAME", "acct")
+    table = Storage("abfs://c/t", {"account_key": "a2V5"})
+    assert table.files.fs.account_name == "acct"                        # adlfs: the table is in acct
+    where = locate(table, "abfss://c@acct.dfs.core.windows.net/t/x.parquet")
+    fs = where.storage.files.fs
+    assert where.storage is table or fs.account_key == "a2V5", (
+        f"the table's own file is opened at {fs.account_url} without the table's key")
