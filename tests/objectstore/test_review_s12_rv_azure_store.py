@@ -1,0 +1,111 @@
+"""Review s12 (report-only) of where a data file lives and which credentials it gets, on Azurite.
+
+Each open finding is a strict xfail: whoever fixes it removes the marker (the test must then pass).
+"""
+from __future__ import annotations
+
+import json
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from airflow_provider_delta.log import AddFile, DeltaTable
+from airflow_provider_delta.log.base.errors import StorageError
+from airflow_provider_delta.log.base.storage import Storage
+from objectstore_servers import AZURE_ACCOUNT, BUCKET
+
+SCHEMA = pa.schema([("id", pa.int64())])
+
+
+def _parquet(value: int) -> bytes:
+    buf = pa.BufferOutputStream()
+    pq.write_table(pa.table({"id": [value]}, schema=SCHEMA), buf)
+    return buf.getvalue().to_pybytes()
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "an Azure add path whose container carries a ':' (URI userinfo 'c:x@acct...') is read by adlfs from container "
+    "'c' (fsspec's infer_storage_options takes 'c' as user name, 'x' as password) with the table's credentials, "
+    "but data_paths places it in container 'c:x' - another place - so vacuum deletes the live file the reader "
+    "just read. Expected: reader and vacuum agree (refuse such an authority like a two-'@' one and keep the file "
+    "as Undecided, or place it where adlfs reads it); Delta Spark (hadoop-azure) reads container 'c:x', an invalid "
+    "name, and fails"))
+@pytest.mark.parametrize("userinfo", ["x", ""], ids=["user-password", "empty-password"])
+def test_vacuum_keeps_a_live_file_whose_azure_container_has_a_userinfo_colon(object_stores, userinfo):
+    store = object_stores("azure")
+    uri = store.uri("colon")
+    t = DeltaTable.create(uri, SCHEMA, **store.table_kwargs)
+    data = _parquet(3)
+    t.storage.write_bytes("x.parquet", data)
+    t.storage.write_bytes("orphan.parquet", data)
+    key = uri.split("://", 1)[1].split("/", 1)[1]
+    path = f"abfss://{BUCKET}:{userinfo}@{AZURE_ACCOUNT}.dfs.core.windows.net/{key}/x.parquet"
+    with t.transaction() as txn:
+        txn.add_file(AddFile(path, len(data), {}, 1, True, json.dumps({"numRecords": 1})))
+    try:
+        rows = t.snapshot().to_pyarrow().column("id").to_pylist()
+    except StorageError:
+        rows = None                                  # refused: fine, then vacuum must keep the file too
+    assert rows in ([3], None)
+    t.vacuum(retention_hours=0, dry_run=False, enforce_retention=False)
+    left = {i.path.rsplit("/", 1)[-1] for i in Storage(uri, store.options).walk_files("")}
+    assert "orphan.parquet" not in left
+    assert "x.parquet" in left, f"vacuum deleted the live file the reader read through {path}"
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "an add path spelled 'abfss://<account>.dfs.core.windows.net/<container>/<key>/x.parquet' (adlfs's own "
+    "account-host form: no '@', the container as first path segment) is read by adlfs from the table's container "
+    "and key, but data_paths takes the whole host for the container name (container "
+    "'<account>.dfs.core.windows.net', path '/<container>/<key>/x.parquet'), a place outside the table, so vacuum "
+    "deletes the live file the reader just read. Expected: reader and vacuum agree (place it where adlfs reads "
+    "it, or refuse it and keep the file as Undecided); hadoop-azure reads no such container and fails"))
+def test_vacuum_keeps_a_live_file_spelled_with_the_account_host_and_no_container(object_stores):
+    store = object_stores("azure")
+    uri = store.uri("hostform")
+    t = DeltaTable.create(uri, SCHEMA, **store.table_kwargs)
+    data = _parquet(4)
+    t.storage.write_bytes("x.parquet", data)
+    t.storage.write_bytes("orphan.parquet", data)
+    key = uri.split("://", 1)[1].split("/", 1)[1]
+    path = f"abfss://{AZURE_ACCOUNT}.dfs.core.windows.net/{BUCKET}/{key}/x.parquet"
+    with t.transaction() as txn:
+        txn.add_file(AddFile(path, len(data), {}, 1, True, json.dumps({"numRecords": 1})))
+    try:
+        rows = t.snapshot().to_pyarrow().column("id").to_pylist()
+    except StorageError:
+        rows = None
+    assert rows in ([4], None)
+    t.vacuum(retention_hours=0, dry_run=False, enforce_retention=False)
+    left = {i.path.rsplit("/", 1)[-1] for i in Storage(uri, store.options).walk_files("")}
+    assert "orphan.parquet" not in left
+    assert "x.parquet" in left, f"vacuum deleted the live file the reader read through {path}"
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "an add path with an empty authority and the bucket/container as first path segment ('s3:///b/t/x.parquet', "
+    "'abfs:///c/t/x.parquet', 'gs:///b/t/x.parquet') is read by the fsspec driver from bucket b (its "
+    "_strip_protocol drops the empty authority), but data_paths places it at authority '' - another bucket - so "
+    "vacuum deletes the live file the reader just read. Expected: reader and vacuum agree (place it in bucket b, "
+    "or refuse to read it and keep the file as Undecided); Hadoop's S3A/ABFS/GCS file systems find no bucket in "
+    "such a URI and fail"))
+def test_vacuum_keeps_a_live_file_spelled_with_an_empty_authority(store):
+    uri = store.uri("emptyauth")
+    t = DeltaTable.create(uri, SCHEMA, **store.table_kwargs)
+    data = _parquet(5)
+    t.storage.write_bytes("x.parquet", data)
+    t.storage.write_bytes("orphan.parquet", data)
+    scheme, rest = uri.split("://", 1)
+    path = f"{scheme}:///{rest}/x.parquet"
+    with t.transaction() as txn:
+        txn.add_file(AddFile(path, len(data), {}, 1, True, json.dumps({"numRecords": 1})))
+    try:
+        rows = t.snapshot().to_pyarrow().column("id").to_pylist()
+    except (StorageError, OSError):
+        rows = None
+    assert rows in ([5], None)
+    t.vacuum(retention_hours=0, dry_run=False, enforce_retention=False)
+    left = {i.path.rsplit("/", 1)[-1] for i in Storage(uri, store.options).walk_files("")}
+    assert "orphan.parquet" not in left
+    assert "x.parquet" in left, f"vacuum deleted the live file the reader read through {path} (rows {rows})"
