@@ -83,44 +83,34 @@ def _try(make_context, task_id: str, try_number: int, run_id: str | None = None)
     return ctx
 
 
-@pytest.mark.xfail(strict=True, reason=(
+GUARDED_RETRY_REASON = (
     "a guarded DeltaRestoreOperator retry recognises its earlier try's RESTORE only when that RESTORE is still the "
     "latest commit (_earlier_try_restore looks at e.latest alone); one blind append by another DAG after it (a "
     "streaming ingest) and the retry fails with DeltaRollbackRefusedError, no retries, saying 'Nothing was "
     "written: look at the table's history and restore by hand', although version expected+1 is this task run's "
     "own RESTORE: the rollback is done. Following the message (restore by hand to the target) undoes the other "
     "DAG's append. The docstring promises the guarded retry recognises it 'where the guard refuses'; the unguarded "
-    "retry does (history search). A user expects the retry to report the RESTORE, as the unguarded one does"))
-def test_a_guarded_rollback_retry_after_another_dags_append_reports_its_restore(make_table, make_context):
+    "retry does (history search). A user expects the retry to report the RESTORE, as the unguarded one does")
+
+
+@pytest.mark.parametrize("guard", [pytest.param({"expected_version": 2}, id="guarded",
+                                                marks=pytest.mark.xfail(strict=True, reason=GUARDED_RETRY_REASON)),
+                                   pytest.param({}, id="unguarded-holds")])
+def test_a_rollback_retry_after_another_dags_append_reports_its_restore(make_table, make_context, guard):
     from airflow_provider_delta.hooks import DeltaTableHook
     from airflow_provider_delta.operators import DeltaRestoreOperator
     table = make_table("a", commits=2)                                   # versions 0..2; 2 is the run's load
     uri = table.storage.root
-    rollback = DeltaRestoreOperator(task_id="rollback", table_uri=uri, version=1, expected_version=2)
+    rollback = DeltaRestoreOperator(task_id="rollback", table_uri=uri, version=1, **guard)
     first = rollback.execute(_try(make_context, "rollback", 1))           # version 3, then the worker dies
     assert first["committed"] and first["version"] == 3
     other = {"dag_id": "ingest", "task_id": "append", "run_id": "scheduled__x", "try_number": 1}
     DeltaTableHook().write_table(uri, pa.table({"id": [777], "day": ["2026-01-09"]}), job=other)   # version 4
     try:
         out = rollback.execute(_try(make_context, "rollback", 2))
-    except Exception as e:                                                # DeltaRollbackRefusedError
+    except Exception as e:  # noqa: BLE001 - DeltaRollbackRefusedError
         out = f"{type(e).__name__}: {e}"
     assert isinstance(out, dict) and out["version"] == 3 and out["restored_version"] == 1, out
-    assert DeltaTable(uri).latest_version() == 4 and 777 in _ids(uri)
-
-
-def test_an_unguarded_rollback_retry_after_another_dags_append_reports_its_restore(make_table, make_context):
-    """The other side: the unguarded retry finds its RESTORE under the other DAG's append and keeps the append."""
-    from airflow_provider_delta.hooks import DeltaTableHook
-    from airflow_provider_delta.operators import DeltaRestoreOperator
-    table = make_table("a", commits=2)
-    uri = table.storage.root
-    rollback = DeltaRestoreOperator(task_id="rollback", table_uri=uri, version=1)
-    assert rollback.execute(_try(make_context, "rollback", 1))["version"] == 3
-    other = {"dag_id": "ingest", "task_id": "append", "run_id": "scheduled__x", "try_number": 1}
-    DeltaTableHook().write_table(uri, pa.table({"id": [777], "day": ["2026-01-09"]}), job=other)
-    out = rollback.execute(_try(make_context, "rollback", 2))
-    assert out["version"] == 3 and out["restored_version"] == 1
     assert DeltaTable(uri).latest_version() == 4 and 777 in _ids(uri)
 
 

@@ -3,28 +3,19 @@ lands and the try fails (a worker lost), under dag.test() with one retry: guarde
 The table (``DELTA_TEST_TABLE``) holds versions 0..3 before the run; the rollback restores version 1."""
 from __future__ import annotations
 
-import os
+import importlib.util
 from datetime import datetime, timedelta
+from pathlib import Path
 
 from airflow.sdk import DAG
 
-from airflow_provider_delta.operators import DeltaRestoreOperator
-
-TABLE = os.environ.get("DELTA_TEST_TABLE", "/nonexistent/delta-test-table")
-
-
-class RestoreThenLoseTheWorker(DeltaRestoreOperator):
-    def execute(self, context):
-        result = super().execute(context)
-        if context["ti"].try_number == 1:
-            import pyarrow as pa
-
-            from airflow_provider_delta.log import DeltaTable
-            DeltaTable(TABLE).write(pa.table({"id": [500], "day": ["2026-01-09"]}),
-                                    job={"dag_id": "streaming", "task_id": "append", "run_id": "r", "try_number": 1})
-            raise RuntimeError("the worker was lost after the RESTORE committed")
-        return result
-
+# the suite's rollback-retry DAG's operator (try 1 commits its RESTORE, another DAG appends, the worker is lost)
+_spec = importlib.util.spec_from_file_location(
+    "rv_s12_delta_rollback_retry_dag", Path(__file__).parents[1] / "dags" / "delta_rollback_retry_dag.py")
+_module = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_module)
+RestoreThenLoseTheWorker = _module.RestoreThenLoseTheWorker
+TABLE = _module.TABLE
 
 with DAG("rv_s12_guarded_rollback_retry", schedule=None, start_date=datetime(2026, 1, 1), catchup=False):
     RestoreThenLoseTheWorker(task_id="rollback", table_uri=TABLE, version=1, expected_version=3, retries=1,
