@@ -77,3 +77,30 @@ def test_the_pages_steps_add_every_connection_the_script_adds():
     section = page.split("## Run the examples under a real Airflow", 1)[1]
     added = set(re.findall(r"airflow connections add (\w+)", section))
     assert set(airflow_deploy.example_connections(ROOT / "example_output")) <= added, added
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "A deferred DeltaCommitSensor on a managed-commit table (connection with a commit owner, as delta_example) "
+    "fails as soon as it waits from a version >= 0: the trigger opens a fresh table in the triggerer and its "
+    "first poll raises VersionNotFoundError ('commit 0 is gone'), so it yields a status 'error' event and the "
+    "sensor task fails, although the commit it waits for (version 2, after 1) is there. delta_downstream's "
+    "wait_for_orders (deferrable, on orders) only passed under the deployment because the commit was already "
+    "there at its first poke; a downstream run made before the ingest commit would defer and fail."))
+def test_deferred_commit_sensor_on_a_managed_table_fires(tmp_path, monkeypatch):
+    import asyncio
+
+    from airflow_provider_delta.triggers import DeltaCommitTrigger
+
+    uri, owner_url = _managed_table(tmp_path)
+    monkeypatch.setenv("AIRFLOW_CONN_RV_MANAGED", json.dumps(
+        {"conn_type": "delta", "extra": {"commit_owner": {"type": "sql", "url": owner_url,
+                                                          "backfill_batch_size": 1}}}))
+    trigger = DeltaCommitTrigger(table_uri=uri, delta_conn_id="rv_managed", after_version=1, poke_interval=0.1)
+
+    async def first_event():
+        async for event in trigger.run():
+            return event.payload
+
+    payload = asyncio.run(asyncio.wait_for(first_event(), 30))
+    assert payload["status"] == "success", payload
+    assert payload["version"] == 2, payload
