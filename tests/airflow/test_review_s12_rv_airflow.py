@@ -104,3 +104,24 @@ def test_deferred_commit_sensor_on_a_managed_table_fires(tmp_path, monkeypatch):
     payload = asyncio.run(asyncio.wait_for(first_event(), 30))
     assert payload["status"] == "success", payload
     assert payload["version"] == 2, payload
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "DeltaRestoreOperator(version=\"{{ dag_run.conf.get('version') }}\") run without conf renders 'None': "
+    "nothing is restored (safe), but the error is the log layer's plain InvalidArgumentError ('restore needs "
+    "exactly one of version or timestamp'), not DeltaArgumentError / AirflowFailException, so Airflow retries "
+    "the task with the same rendered value (issue #23: invalid arguments should fail without retry, as the "
+    "other flags' DeltaArgumentError does)."))
+def test_restore_with_a_version_rendered_none_fails_without_retry(tmp_path):
+    from airflow.providers.common.compat.sdk import AirflowFailException
+
+    from airflow_provider_delta.operators import DeltaRestoreOperator
+
+    uri = str(tmp_path / "t")
+    t = DeltaTable.create(uri, SCHEMA)
+    t.write(pa.table({"id": [1]}))
+    op = DeltaRestoreOperator(task_id="restore", table_uri=uri, version="None")
+    with pytest.raises(Exception) as e:
+        op.execute({"ti": None})
+    assert DeltaTable(uri).latest_version() == 1                       # nothing changed: the safe side
+    assert isinstance(e.value, AirflowFailException), type(e.value).__mro__
