@@ -31,6 +31,13 @@ def _managed_table(tmp_path: Path) -> tuple[str, str]:
     return uri, owner_url
 
 
+def _connection(monkeypatch, owner_url: str) -> None:
+    """The ``rv_managed`` delta connection naming that commit owner (as the example's delta_example does)."""
+    monkeypatch.setenv("AIRFLOW_CONN_RV_MANAGED", json.dumps(
+        {"conn_type": "delta", "extra": {"commit_owner": {"type": "sql", "url": owner_url,
+                                                          "backfill_batch_size": 1}}}))
+
+
 @pytest.mark.xfail(strict=True, reason=(
     "A fresh reader of a managed-commit table (its commit owner given) cannot list commits after a version: "
     "commits_since(1) lists the log from version 1 only, then looks up the table id for the commit owner by "
@@ -57,9 +64,7 @@ def test_commit_watch_through_the_connection_from_a_version(tmp_path, monkeypatc
     from airflow_provider_delta.hooks.commits import CommitWatch
 
     uri, owner_url = _managed_table(tmp_path)
-    monkeypatch.setenv("AIRFLOW_CONN_RV_MANAGED", json.dumps(
-        {"conn_type": "delta", "extra": {"commit_owner": {"type": "sql", "url": owner_url,
-                                                          "backfill_batch_size": 1}}}))
+    _connection(monkeypatch, owner_url)
     table = DeltaTableHook("rv_managed").get_table(uri)
     watch = CommitWatch(after_version=1, operation="WRITE", keep=None)
     watch.poll(table)
@@ -92,9 +97,7 @@ def test_deferred_commit_sensor_on_a_managed_table_fires(tmp_path, monkeypatch):
     from airflow_provider_delta.triggers import DeltaCommitTrigger
 
     uri, owner_url = _managed_table(tmp_path)
-    monkeypatch.setenv("AIRFLOW_CONN_RV_MANAGED", json.dumps(
-        {"conn_type": "delta", "extra": {"commit_owner": {"type": "sql", "url": owner_url,
-                                                          "backfill_batch_size": 1}}}))
+    _connection(monkeypatch, owner_url)
     trigger = DeltaCommitTrigger(table_uri=uri, delta_conn_id="rv_managed", after_version=1, poke_interval=0.1)
 
     async def first_event():
