@@ -1,0 +1,122 @@
+"""Review s12 (rv-lines), report-only: open findings as strict xfails (no Spark needed here; the Delta Spark
+side is in tests/interop/test_review_s12_rv_lines_spark.py or cited from its source, delta-io/delta
+spark/src/main/scala/org/apache/spark/sql/delta/ConflictChecker.scala and Snapshot.scala).
+
+Conflict detection by path spelling. Delta Spark's ConflictChecker compares the winner's RemoveFile.path with
+the current transaction's read files (checkForDeletedFilesAgainstCurrentTxnReadFiles) and removes
+(checkForDeletedFilesAgainstCurrentTxnDeletedFiles) as strings, but its read files and removes come from the
+snapshot's state reconstruction, whose paths are CANONICAL (Snapshot.stateReconstruction rewrites add.path
+to DeltaLog.CanonicalPathFunction's ``new Path(new URI(path))``: ``./p=1/b.parquet`` -> ``p=1/b.parquet``,
+``/t/x`` -> ``file:///t/x``), and Delta Spark's own DELETE/UPDATE/OPTIMIZE write their removes with those
+canonical paths. Our ReadSet keeps the live file as the log spelled it (``files()``' decoded ``path``), and
+conflicts._is_one_of compares that raw/decoded string with the winner's raw remove: a winner (Delta Spark)
+that removes ``p=1/b.parquet`` while we read/removed the live ``./p=1/b.parquet`` is no conflict for us,
+although our replay cancels the live file by that very remove (same canonical key). Delta Spark in our
+place raises ConcurrentDeleteReadException / ConcurrentDeleteDeleteException.
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from airflow_provider_delta.log import DeltaTable
+from airflow_provider_delta.log.base.commit_actions import AddFile
+from airflow_provider_delta.log.base.errors import ConcurrentModificationError
+
+NOW = int(time.time() * 1000)
+SCHEMA = json.dumps({"type": "struct", "fields": [
+    {"name": "id", "type": "long", "nullable": True, "metadata": {}},
+    {"name": "p", "type": "string", "nullable": True, "metadata": {}}]})
+
+
+def _commit(root: str, version: int, actions: list) -> None:
+    os.makedirs(os.path.join(root, "_delta_log"), exist_ok=True)
+    with open(os.path.join(root, "_delta_log", f"{version:020d}.json"), "w") as f:
+        f.write(json.dumps({"commitInfo": {"timestamp": NOW, "operation": "WRITE"}}) + "\n")
+        for a in actions:
+            f.write(json.dumps(a) + "\n")
+
+
+def _datafile(root: str, rel: str, ids: list[int]) -> int:
+    path = os.path.join(root, rel)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    pq.write_table(pa.table({"id": pa.array(ids, pa.int64())}), path)
+    return os.path.getsize(path)
+
+
+def _table_with_live(root: str, live: str) -> int:
+    """A table partitioned by p whose one live file (rows [1]) the log spells ``live``."""
+    size = _datafile(root, "p=1/b.parquet", [1])
+    _commit(root, 0, [
+        {"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}},
+        {"metaData": {"id": "t", "format": {"provider": "parquet", "options": {}}, "schemaString": SCHEMA,
+                      "partitionColumns": ["p"], "configuration": {}, "createdTime": NOW}},
+        {"add": {"path": live, "partitionValues": {"p": "1"}, "size": size, "modificationTime": NOW,
+                 "dataChange": True}}])
+    return size
+
+
+def _winner_removes(root: str, spelled: str) -> None:
+    _commit(root, 1, [{"remove": {"path": spelled, "partitionValues": {"p": "1"}, "deletionTimestamp": NOW,
+                                  "dataChange": True}}])
+
+
+# (live spelling, the winner's remove as Delta Spark writes it: the canonical path of its snapshot)
+SPELLINGS = [("./p=1/b.parquet", "p=1/b.parquet"), ("x/../p=1/b.parquet", "p=1/b.parquet"),
+             ("p=1//b.parquet", "p=1/b.parquet"), ("{root}/p=1/b.parquet", "file://{root}/p=1/b.parquet")]
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "ConcurrentDeleteRead missed: we read partition p=1 (its live file spelled './p=1/b.parquet', 'x/../..', "
+    "'p=1//b.parquet' or scheme-less '/t/p=1/b.parquet') while a winner removed it by its canonical key "
+    "('p=1/b.parquet', 'file:///t/...'; Delta Spark writes removes so); our replay cancels the file by that "
+    "remove, but conflicts._is_one_of compares raw/decoded strings, so our commit lands on data it never saw "
+    "removed. Delta Spark compares the winner's remove with its canonical read-file paths and raises "
+    "ConcurrentDeleteReadException."))
+@pytest.mark.parametrize("live,winner", SPELLINGS)
+def test_a_winner_removing_a_read_file_by_its_canonical_spelling_conflicts(tmp_path, live, winner):
+    root = str(tmp_path / "t")
+    live, winner = live.format(root=root), winner.format(root=root)
+    _table_with_live(root, live)
+    table = DeltaTable(root)
+    with pytest.raises(ConcurrentModificationError):
+        with table.transaction(operation="WRITE") as txn:
+            assert txn.read_files({"p": "1"}).num_rows == 1
+            _winner_removes(root, winner)                       # the concurrent winner lands first
+            assert DeltaTable(root).snapshot().files().num_rows == 0   # it did remove our read file
+            size = _datafile(root, "p=1/n.parquet", [2])
+            txn.add_file(AddFile("p=1/n.parquet", size, {"p": "1"}, NOW, True, None))
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "ConcurrentDeleteDelete missed: we remove the live file the log spells './p=1/b.parquet' (we write that "
+    "spelling back) and a winner removed it as 'p=1/b.parquet' (Delta Spark's canonical spelling): both "
+    "removes commit, so two rewrites of one file both land (rows duplicated). Delta Spark's removes carry the "
+    "canonical path and checkForDeletedFilesAgainstCurrentTxnDeletedFiles raises "
+    "ConcurrentDeleteDeleteException."))
+def test_a_winner_removing_our_removed_file_by_its_canonical_spelling_conflicts(tmp_path):
+    root = str(tmp_path / "t")
+    _table_with_live(root, "./p=1/b.parquet")
+    table = DeltaTable(root)
+    with pytest.raises(ConcurrentModificationError):
+        with table.transaction(operation="DELETE") as txn:
+            path = txn.snapshot.files().column("path").to_pylist()[0]
+            txn.remove_file(path)
+            _winner_removes(root, "p=1/b.parquet")
+
+
+def test_control_a_winner_removing_a_read_file_in_the_same_spelling_conflicts(tmp_path):
+    """What holds: the same scenario with one spelling on both sides is a ConcurrentDeleteRead."""
+    root = str(tmp_path / "t")
+    _table_with_live(root, "p=1/b.parquet")
+    with pytest.raises(ConcurrentModificationError):
+        with DeltaTable(root).transaction(operation="WRITE") as txn:
+            txn.read_files({"p": "1"})
+            _winner_removes(root, "p=1/b.parquet")
+            size = _datafile(root, "p=1/n.parquet", [2])
+            txn.add_file(AddFile("p=1/n.parquet", size, {"p": "1"}, NOW, True, None))
