@@ -120,3 +120,37 @@ def test_control_a_winner_removing_a_read_file_in_the_same_spelling_conflicts(tm
             _winner_removes(root, "p=1/b.parquet")
             size = _datafile(root, "p=1/n.parquet", [2])
             txn.add_file(AddFile("p=1/n.parquet", size, {"p": "1"}, NOW, True, None))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Odd lines Delta Spark reads differently (Delta Spark 4.4 on the jars, checked by hand at 22:10 UTC with the
+# spark fixture's settings; the Spark-side tests are in tests/interop/test_review_s12_rv_lines_spark.py).
+
+ID_SCHEMA = json.dumps({"type": "struct", "fields": [{"name": "id", "type": "long", "nullable": True, "metadata": {}}]})
+
+
+def _two_file_table(root: str) -> dict[str, int]:
+    """Version 0: a.parquet (rows 1, 2) live; b.parquet (row 3) on disk, not in the log."""
+    sizes = {"a": _datafile(root, "a.parquet", [1, 2]), "b": _datafile(root, "b.parquet", [3])}
+    _commit(root, 0, [{"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}},
+                      {"metaData": {"id": "t", "format": {"provider": "parquet", "options": {}},
+                                    "schemaString": ID_SCHEMA, "partitionColumns": [], "configuration": {},
+                                    "createdTime": NOW}},
+                      {"add": {"path": "a.parquet", "partitionValues": {}, "size": sizes["a"],
+                               "modificationTime": NOW, "dataChange": True}}])
+    return sizes
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "A line whose add has no path ({'add': {}}, path null, path missing) next to a remove of a.parquet: Delta "
+    "Spark reads the remove (Snapshot.stateReconstruction rebuilds 'add' only when add.path is not null, then "
+    "SingleAction.unwrap takes the remove): the table is empty (checked on the jars). We refuse the whole log "
+    "(CorruptLogError 'a add action needs an object with a string path'): a table Delta Spark reads cannot be "
+    "read, checkpointed or vacuumed by us"))
+@pytest.mark.parametrize("add", [{}, {"path": None, "size": 1}, {"size": 1, "partitionValues": {}}],
+                         ids=["empty", "path-null", "path-missing"])
+def test_a_pathless_add_next_to_a_remove_reads_as_the_remove(tmp_path, add):
+    root = str(tmp_path / "t")
+    _two_file_table(root)
+    _commit(root, 1, [{"add": add, "remove": {"path": "a.parquet", "deletionTimestamp": NOW, "dataChange": True}}])
+    assert DeltaTable(root).snapshot().to_pyarrow().num_rows == 0      # Delta Spark: [] (no rows)
