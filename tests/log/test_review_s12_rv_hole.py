@@ -1,0 +1,114 @@
+"""Review s12 (report-only) of the post-put hole check (write/commit_successor.py: landed_below_newer_log, _judge,
+check_caught_up_log) and CommitOutcomeUnknownError. Each test is an open finding, a strict xfail until fixed.
+Set-ups: tests/log/built_on_store.py, and the store wrappers below (another writer's commits, checkpoint and a
+cleanup that runs inside our commit put, before it lands)."""
+from __future__ import annotations
+
+import os
+from typing import Any, Callable
+
+import pyarrow as pa
+import pytest
+
+from airflow_provider_delta.log import DeltaTable
+from airflow_provider_delta.log.base.errors import DeltaError
+from test_hole_evidence import _table
+
+SCHEMA = pa.schema([("id", pa.int64())])
+
+
+def _log_dir(t: DeltaTable) -> str:
+    return os.path.join(t.storage.root, "_delta_log")
+
+
+def _ids(uri: str) -> list[int]:
+    return sorted(DeltaTable(uri).snapshot().to_pyarrow().column("id").to_pylist())
+
+
+def _append(n: int) -> Callable[[DeltaTable], Any]:
+    return lambda other: other.write(pa.table({"id": [n]}))
+
+
+def _outcome(fn: Callable[[], Any]) -> str:
+    try:
+        fn()
+        return "committed"
+    except DeltaError as e:
+        return type(e).__name__
+
+
+class CleanupRacesThePut:
+    """The table's own store; right before our next commit put (version v) lands, another writer commits v and
+    on (``others``), checkpoints its last version C, and a cleanup deletes ``gone(v, C)`` - the versions whose
+    commit files are removed by the time our put lands. ``checkpoint_ahead_ms``: after our put, the checkpoint's
+    file time is set that far past our commit file's (the cleaner's clock ahead of ours, on a store whose file
+    times are the writers' clocks - the skew the module docstring itself allows for, the other way round)."""
+
+    def __init__(self, inner, uri: str, others: list[Callable[[DeltaTable], Any]],
+                 gone: Callable[[int, int], range], checkpoint_ahead_ms: int | None = None):
+        self.inner, self.uri, self.others, self.gone = inner, uri, others, gone
+        self.checkpoint_ahead_ms, self.armed = checkpoint_ahead_ms, True
+
+    def put_if_absent(self, target: str, data: bytes) -> bool:
+        if not (self.armed and "_delta_log" in target and target.endswith(".json")):
+            return self.inner.put_if_absent(target, data)
+        self.armed = False
+        ours = int(os.path.basename(target).split(".")[0])
+        other = DeltaTable(self.uri)
+        other.auto_checkpoint = False
+        for step in self.others:
+            step(other)
+        top = other.latest_version()
+        other.checkpoint(top)
+        log_dir = os.path.dirname(target)
+        for v in self.gone(ours, top):
+            os.remove(os.path.join(log_dir, f"{v:020d}.json"))
+        landed = self.inner.put_if_absent(target, data)
+        if self.checkpoint_ahead_ms is not None:
+            ns = os.stat(target).st_mtime_ns + self.checkpoint_ahead_ms * 1_000_000
+            os.utime(os.path.join(log_dir, f"{top:020d}.checkpoint.parquet"), ns=(ns, ns))
+        return landed
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
+# ------------------------------------------------------------------ wrong "committed" (a lost write reported done)
+@pytest.mark.xfail(strict=True, reason=(
+    "Post-put fast path trusts one stat: when v-1's commit file is still there, landed_below_newer_log returns "
+    "None ('cleanup deletes commits oldest first, so the one that freed v removed v-1 before it'). A cleanup "
+    "that does not delete in version order - delta-rs's cleanup_expired_logs_for deletes through object_store's "
+    "delete_stream (concurrent, bulk DeleteObjects on S3, no order), or any cleaner whose delete of v-1 failed "
+    "and that went on - leaves v-1 while v..C-1 are gone. Our put of v lands in that hole below checkpoint C, "
+    "the pre-put check (v-1 exists) and the post-put check both pass, and the write is reported committed; "
+    "readers start at checkpoint C and never see it (id 3 is not in the table). Delta Spark does not depend on "
+    "the cleaner's order: after the commit it loads the snapshot and fails with DELTA_INVALID_COMMITTED_VERSION "
+    "when it does not end at the attempted version (OptimisticTransaction.updateAndCheckpoint). Expected: not "
+    "'committed' (InvalidCommittedVersionError, or CommitOutcomeUnknownError) when a checkpoint above v exists "
+    "whose commits between are gone, whatever v-1's state."))
+def test_a_commit_into_a_hole_left_by_a_cleanup_out_of_version_order_is_not_reported_committed(tmp_path):
+    t = _table(tmp_path)                                      # v0 create, v1 (id 1), v2 (id 2); we read v2
+    t.storage.files = CleanupRacesThePut(t.storage.files, t.uri, [_append(50), _append(60), _append(70)],
+                                         gone=lambda ours, top: range(ours, top))     # 3, 4 gone; 2 not yet
+    outcome = _outcome(lambda: t.write(pa.table({"id": [3]})))   # lands as v3 below checkpoint 5
+    assert _ids(t.uri) == [1, 2, 50, 60, 70]                  # our row is not in the table
+    assert outcome != "committed"
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "landed_below_newer_log judges only checkpoints whose file time is not newer than our commit file's. The "
+    "module docstring allows file times from skewed clocks ('a writer on a skewed clock that built on our "
+    "commit writes an older-looking checkpoint'), but only one way: a cleaner whose clock runs 2 s ahead "
+    "writes its checkpoint before our put with a newer-looking time (also: a store stamping a slow PUT with "
+    "its start time, or the checkpoint re-written at the same version after our put). Then no checkpoint is "
+    "judged and a commit in a real hole (v-1 and the other writer's v gone, checkpoint 5 above) is reported "
+    "committed; its row is not in the table. Expected: a checkpoint above v while v-1 is gone is judged by "
+    "its content (_judge) whatever its time - here it names none of our new file while every commit between "
+    "is there: a hole (InvalidCommittedVersionError) or at worst CommitOutcomeUnknownError, never committed."))
+def test_a_commit_in_a_hole_below_a_newer_looking_checkpoint_is_not_reported_committed(tmp_path):
+    t = _table(tmp_path)
+    t.storage.files = CleanupRacesThePut(t.storage.files, t.uri, [_append(50), _append(60), _append(70)],
+                                         gone=lambda ours, top: range(0, ours + 1), checkpoint_ahead_ms=2_000)
+    outcome = _outcome(lambda: t.write(pa.table({"id": [3]})))   # lands as v3 below checkpoint 5
+    assert _ids(t.uri) == [1, 2, 50, 60, 70]
+    assert outcome != "committed"
