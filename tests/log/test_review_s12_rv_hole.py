@@ -112,3 +112,85 @@ def test_a_commit_in_a_hole_below_a_newer_looking_checkpoint_is_not_reported_com
     outcome = _outcome(lambda: t.write(pa.table({"id": [3]})))   # lands as v3 below checkpoint 5
     assert _ids(t.uri) == [1, 2, 50, 60, 70]
     assert outcome != "committed"
+
+
+# ------------------------------------------------------------------ a writer catching up through a hole
+def _parquet_add(t: DeltaTable, name: str, ids: list[int]):
+    import json
+    import time
+
+    import pyarrow.parquet as pq
+
+    from airflow_provider_delta.log.base.commit_actions import AddFile
+    data = os.path.join(t.storage.root, name)
+    pq.write_table(pa.table({"id": ids}, schema=SCHEMA), data)
+    return AddFile(name, os.path.getsize(data), {}, int(time.time() * 1000), True,
+                   json.dumps({"numRecords": len(ids)}))
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "A writer Y that lost the race for v reads the winners by name from v and trusts them as the log after its "
+    "read version; check_caught_up_log only looks at the version Y goes on to try. Here the other writer's "
+    "v3 (a DELETE of the file of id 1) was cleaned up below checkpoint 5, and X's undecided commit (a txn "
+    "record, nothing to judge, left in place as CommitOutcomeUnknownError) sits at v3 in its stead. Y (an "
+    "UPDATE of the file of id 1: remove it, add its row rewritten as 11) checks X's commit for conflicts in "
+    "place of the real v3, never sees v3's remove of the same file (had it read v3: ConcurrentDeleteDeleteException), "
+    "commits at v6 and reports success: the row the DELETE removed comes back as 11. Expected: Y notices that "
+    "the winner it read at v lies below a checkpoint while v-1's commit is gone (a winner in a hole: the real "
+    "v was cleaned up, it cannot be checked) and fails (ConcurrentModificationError or "
+    "InvalidCommittedVersionError: read again and redo), leaving the table at [2] (it is [2, 11]). Delta Spark "
+    "would read a leftover file there too; the hazard is the undecided commit kept in place, which "
+    "check_caught_up_log's docstring says it covers ('That commit may be another writer's left in a hole')."))
+def test_a_writer_catching_up_through_a_hole_commit_does_not_skip_the_cleaned_up_winner(tmp_path):
+    t = _table(tmp_path)                                       # v1 (id 1: file F), v2 (id 2)
+    root = t.uri
+    f_path = DeltaTable(root).snapshot(version=1).files().column("path")[0].as_py()      # the file of id 1
+
+    def delete_f(other: DeltaTable) -> None:
+        with other.transaction(operation="DELETE") as txn:
+            txn.remove_file(f_path)
+
+    def _txn_only(n: int):
+        def commit(other: DeltaTable) -> None:
+            with other.transaction(operation="STREAMING UPDATE") as txn:
+                txn.set_txn("other-job", n)
+        return commit
+
+    x = DeltaTable(root)
+    x.auto_checkpoint = False
+    x_txn = x.transaction()
+    x_txn.__enter__()                                          # X reads version 2
+    x_outcome: list[str] = []
+
+    class XIntoTheHoleBeforeYsPut:
+        def __init__(self, inner):
+            self.inner, self.armed = inner, True
+
+        def put_if_absent(self, target: str, data: bytes) -> bool:
+            if self.armed and "_delta_log" in target and target.endswith(".json"):
+                self.armed = False
+                x.storage.files = CleanupRacesThePut(x.storage.files, root, [delete_f, _txn_only(1), _txn_only(2)],
+                                                     gone=lambda ours, top: range(0, ours + 1))   # 0..3 gone
+                x_txn.set_txn("x-job", 1)
+                try:
+                    x_txn.__exit__(None, None, None)
+                    x_outcome.append("committed")
+                except DeltaError as e:
+                    x_outcome.append(type(e).__name__)
+            return self.inner.put_if_absent(target, data)
+
+        def __getattr__(self, name):
+            return getattr(self.inner, name)
+
+    y = DeltaTable(root)
+    y.auto_checkpoint = False
+    y_txn = y.transaction(operation="UPDATE")
+    y_txn.__enter__()                                          # Y reads version 2
+    y_txn.remove_file(f_path)
+    y_txn.add_file(_parquet_add(y, "f-rewritten.parquet", [11]))
+    y.storage.files = XIntoTheHoleBeforeYsPut(y.storage.files)
+    y_outcome = _outcome(lambda: y_txn.__exit__(None, None, None))
+    assert x_outcome == ["CommitOutcomeUnknownError"]          # X's txn-only commit left at v3, in the hole
+    assert _ids(root) in ([2], [2, 11])
+    assert y_outcome != "committed"
+    assert _ids(root) == [2]                                   # the DELETE's row does not come back
