@@ -49,7 +49,8 @@ servers: install
 test: install jars servers
 	$(PY) scripts/check_java.py
 	@if [ -n "$$CI" ]; then bash scripts/ci_postgres.sh; fi
-	$(PY) -m pytest -q tests -rfE --durations=30 -n $(TEST_WORKERS) --dist load
+	$(PY) -m pytest -q tests -rfE --durations=30 -n $(TEST_WORKERS) --dist load --junitxml=build/test-results.xml
+	-$(PY) scripts/suite_balance.py build/test-results.xml
 
 bench: install jars
 	$(PY) tests/benchmarks/run_all.py
