@@ -123,11 +123,6 @@ def test_a_connection_does_not_hand_its_credentials_to_a_table_on_another_host(b
     assert SECRET not in json.dumps(sent), f"{table_uri} gets the credentials of {base}: {sent}"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "memory://m/t and memory:///m/t are one folder to fsspec's memory file system (its _strip_protocol makes "
-    "both '/m/t'), so the reader reads a live file named in the other spelling from the table, but data_paths "
-    "places it at another authority ('' vs 'm'), outside the table, and vacuum deletes it. Expected: reader and "
-    "vacuum agree on the place (the memory store's authority is the first path segment)"))
 @pytest.mark.parametrize("root, spelled", [("memory://{u}/t", "memory:///{u}/t/x.parquet"),
                                            ("memory:///{u}/t", "memory://{u}/t/x.parquet")],
                          ids=["authority-root", "path-root"])

@@ -23,7 +23,9 @@ A location is identified by :func:`location_of` - store, authority, path - never
 spelling: an Azure location is (container, account) whether the account is in the URI's
 host (``abfss://c@acct.dfs.core.windows.net/t``, ``wasbs://c@acct.blob.core.windows.net/t``)
 or in the storage options (``az://c/t`` with ``account_name``); when the account cannot be
-known, a path is :class:`Undecided` rather than outside. A file elsewhere is opened through fsspec's
+known, a path is :class:`Undecided` rather than outside. A spelling the fsspec driver opens elsewhere than
+it reads (:func:`unplaceable`: ``s3:///b/t/x``, ``abfss://c:x@acct...``) has no place at all: Undecided,
+never opened. A file elsewhere is opened through fsspec's
 protocol for its scheme (:func:`_fsspec_place`), with the table's storage options each going only
 where it was given for (:func:`_options_for_other_place`).
 
@@ -124,6 +126,7 @@ class Location(NamedTuple):
     authority: str | None  # the place's identity: bucket, host, ``container@account.cloud`` for Azure;
     #                        None when it cannot be known (an Azure account neither URI nor options name)
     path: str            # absolute, lexically resolved
+    unplaced: bool = False  # the driver may open another place, path included (:func:`unplaceable`)
 
 
 #: The storage emulator's account, which ``UseDevelopmentStorage=true`` names (the SDK: ``127.0.0.1:10000``)
@@ -196,18 +199,53 @@ def table_location(parts: SplitUri, storage_options: dict | None = None) -> Loca
     return location if len(named) == 1 else location._replace(authority=None)
 
 
-def _two_at_signs(authority: str) -> bool:
-    """Whether an Azure authority has an ``@`` besides the container's (``c@evil.com@other.dfs...``): fsspec
-    and adlfs (``urlsplit``) take the host after the last ``@``, this module the container before the first,
-    so the two would disagree on the account. Such a place is never the table's and is not opened."""
-    return authority.count("@") > 1
+#: Stores whose first path segment a driver takes for the bucket/container when the URI's authority is empty
+#: (s3fs, gcsfs and adlfs drop ``s3:///b/t/x``'s empty authority and read bucket ``b``): Hadoop's S3A, GCS and
+#: ABFS file systems find no bucket in such a URI and fail
+_BUCKET_STORES = frozenset({"s3", "gs", "azure"})
+
+
+def unplaceable(parts: SplitUri) -> str | None:
+    """Why the fsspec driver may open another place than this module reads from an absolute URI (split), or
+    None when they agree. Such a place is never the table's (no identity: a vacuum keeps every file it may
+    name, :class:`Undecided`), and a file there is not opened (StorageError):
+
+    - an empty bucket or container (``s3:///b/t/x``, ``abfs:///c/t/x``, ``abfss://@acct.dfs.../c/x``): the
+      driver takes the first path segment for it;
+    - an Azure authority with an ``@`` besides the container's (``c@evil.com@other.dfs...``): fsspec and adlfs
+      (``urlsplit``) take the host after the last ``@``, this module the container before the first;
+    - an Azure container with a ``:`` (``c:x@acct...``): fsspec reads ``c`` as the URI's user name, ``x`` as
+      its password, and adlfs opens container ``c`` (hadoop-azure: container ``c:x``, an invalid name);
+    - an Azure authority that is a host without a container (``abfss://acct.dfs.core.windows.net/c/t/x``,
+      adlfs's account-host form, or one with a port): adlfs takes the container from the first path segment
+      (hadoop-azure fails). No container name holds a ``.`` or a ``:``; ``wasb://acct.blob.../x``, the Blob
+      endpoint's root container, is placed as ``$root`` (:func:`_azure_authority`) and opened so.
+    """
+    store = store_of_scheme(parts.scheme)
+    if store in _BUCKET_STORES and not parts.authority:
+        return "its bucket or container is empty, so the driver would take the first path segment for it"
+    if store != "azure":
+        return None
+    if parts.authority.count("@") > 1:
+        return "its authority has more than one '@', so adlfs would reach the account after the last one"
+    container, at, _ = parts.authority.partition("@")
+    if at and not container:
+        return "its container is empty, so adlfs would take the first path segment for it"
+    if at and ":" in container:
+        return f"its container {container!r} holds a ':', which fsspec reads as a user name and password"
+    if not at and parts.scheme in ("wasb", "wasbs") and "." in container:
+        return None                                     # wasb://acct.blob.core.windows.net/x: the root container
+    if not at and (":" in container or "." in container):
+        return (f"its authority {container!r} is a host, not a container, so adlfs would take the container "
+                "from the first path segment")
+    return None
 
 
 def _azure_authority(scheme: str, authority: str, storage_options: dict) -> tuple[str, str | None]:
     """(written, identity) of an Azure URI's authority: ``container@account.cloud``, the account from
     the host (DFS or Blob endpoint) or, when the URI has none, from the storage options; no identity for
-    an authority with two ``@`` (:func:`_two_at_signs`)."""
-    if _two_at_signs(authority):
+    an authority whose place adlfs may read otherwise (:func:`unplaceable`)."""
+    if unplaceable(SplitUri(scheme, authority, "/")):
         return authority.lower(), None
     container, at, host = authority.partition("@")
     if not at and scheme in ("wasb", "wasbs") and "." in authority:
@@ -247,7 +285,13 @@ def location_of(parts: SplitUri, storage_options: dict | None = None) -> Locatio
     path = _lexical(parts.path)
     if store == "azure":
         written, authority = _azure_authority(parts.scheme, parts.authority, storage_options or {})
-        return Location(store, written, authority, path)
+        return Location(store, written, authority, path, bool(unplaceable(parts)))
+    if store == "memory" and not parts.authority:
+        # fsspec's memory file system drops the authority's '//': memory:///m/t is memory://m/t, one folder
+        first, _, rest = path.lstrip("/").partition("/")
+        return Location(store, first, first, "/" + rest)
+    if unplaceable(parts):
+        return Location(store, parts.authority, None, path, True)
     return Location(store, parts.authority, parts.authority, path)
 
 
@@ -276,11 +320,13 @@ def within(inner: Location, outer: Location) -> str | Undecided | None:
         return Undecided(inner.path)                    # an object store's own file, by its web address?
     if inner.store != outer.store:
         return None
+    same = _same_authority(inner, outer)
+    if same is None and (inner.unplaced or outer.unplaced):
+        return Undecided(inner.path)                    # its path may name another key too
     root = outer.path.rstrip("/")
     if inner.path != (root or "/") and not inner.path.startswith(root + "/"):
         return None
     rel = "" if inner.path == (root or "/") else inner.path[len(root) + 1:]
-    same = _same_authority(inner, outer)
     if same is None:
         return Undecided(inner.path)
     return rel if same else None
@@ -458,10 +504,10 @@ def _fsspec_place(parts: SplitUri) -> str:
     its account, ``container@account.blob.cloud`` (a ``wasb`` root-container URI's ``$root``; the host
     without port or final dot, the account in lower case as adlfs expects it)."""
     protocol = _FSSPEC_PROTOCOL.get(parts.scheme, parts.scheme)
+    reason = unplaceable(parts)
+    if reason:
+        raise StorageError(f"refusing to open {parts.scheme}://{parts.authority}{parts.path}: {reason}")
     if store_of_scheme(parts.scheme) == "azure":
-        if _two_at_signs(parts.authority):
-            raise StorageError(f"refusing to open {parts.scheme}://{parts.authority}{parts.path}: its authority has "
-                               "more than one '@', so adlfs would reach the account after the last one")
         identity = location_of(parts).authority                   # container@account.cloud, from the URI
         if identity is not None:
             container, _, account = identity.partition("@")
@@ -561,8 +607,8 @@ def _options_for_other_place(parts: SplitUri, storage_options: dict, table_root:
     store = store_of_scheme(parts.scheme)
     if root is not None and root.scheme and store != store_of_scheme(root.scheme):
         return {}
-    if store == "azure" and _two_at_signs(parts.authority):
-        return {}                   # an account adlfs would read from after the last '@': none of the table's
+    if unplaceable(parts):
+        return {}                   # a place the driver may read otherwise than its URI says: none of the table's
     file_account = _azure_account_of(parts, {}) if store == "azure" else None
     if file_account is None:        # not Azure, or no account in the URI: the table's own
         return storage_options
