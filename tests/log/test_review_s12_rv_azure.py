@@ -59,12 +59,6 @@ class _Server:
         self.httpd.server_close()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "a table read over HTTP(S) with an Authorization header in its storage options sends that header to "
-    "whatever other host an add path names (_options_for_other_place gives a file of the same store in another "
-    "'bucket' all options, right for S3/GCS identities, wrong for HTTP where the host is the only scope of a "
-    "credential). Expected: a file on another host gets none of the table's credentials (Hadoop keys "
-    "credentials per host/account), as a file of another store gets none"))
 def test_an_http_tables_authorization_header_does_not_go_to_another_host(tmp_path):
     data = _parquet(7)
     (tmp_path / "other").mkdir()
@@ -88,11 +82,6 @@ def test_an_http_tables_authorization_header_does_not_go_to_another_host(tmp_pat
         other_server.close()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "a file on another SFTP/FTP/WebDAV host than the table's gets the table's username and password "
-    "(_options_for_other_place treats every store but Azure like S3, whose credentials are an identity's): the "
-    "password is sent to a server an add path names. Expected: host-scoped credentials only for the table's host "
-    "(Hadoop's SFTPFileSystem keys them per host: fs.sftp.password.<host>.<user>)"))
 @pytest.mark.parametrize("root, file_uri", [
     ("sftp://data.example.com/t", "sftp://evil.example/x.parquet"),
     ("ftp://data.example.com/t", "ftp://evil.example/x.parquet"),
@@ -104,12 +93,6 @@ def test_a_file_on_another_host_gets_no_host_password(root, file_uri):
     assert SECRET not in json.dumps(sent), f"{file_uri} gets the password of {root}: {sent}"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "hooks/config.storage_options_for hands a connection's credentials to any table URI of the base URI's "
-    "protocol, whatever its host or Azure account (docs/airflow/connections.md: 'only sent to tables on the base "
-    "URI's storage'): an absolute table_uri (templated from dag_run.conf, say) on another SFTP/HTTP host gets the "
-    "password, one in another Azure account gets the account's SAS token. Expected: host- or account-bound "
-    "credentials only for tables on the base URI's host/account (as data_paths does for data files)"))
 @pytest.mark.parametrize("base, table_uri, login, password, extra", [
     ("sftp://data.example.com/wh", "sftp://evil.example/t", "u", SECRET, {}),
     ("https://data.example.com/wh", "https://evil.example/t", "u", SECRET, {}),
@@ -193,11 +176,6 @@ def test_a_table_root_fsspec_cannot_open_is_a_typed_error(root, options):
         pytest.fail(f"{root}: untyped {type(e).__name__}: {e}")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "hooks/config.storage_options_for compares the table URI's scheme text with the base URI's, not the store: a "
-    "connection for s3a://bucket/wh gives an absolute s3://bucket/wh/t (or abfss:// vs abfs://, gs:// vs gcs://) "
-    "no credentials at all, so the task fails with access denied on its own bucket. Expected: schemes of one store "
-    "are one storage (data_paths.store_of_scheme), as everywhere else in this package"))
 @pytest.mark.parametrize("base, table_uri, login, password", [
     ("s3a://bucket/wh", "s3://bucket/wh/t", "AKIA", SECRET),
     ("abfss://c@acct.dfs.core.windows.net/wh", "abfs://c@acct.dfs.core.windows.net/wh/t", "acct", SECRET),

@@ -595,20 +595,90 @@ def _azure_options_for_account(file_account: str, storage_options: dict, table_a
     return options
 
 
+#: Stores whose credentials are an identity's, valid in every bucket its policies allow (S3, GCS), or that have
+#: none (local, in-memory). Azure's are an account's or an identity's (:func:`_azure_options_for_account`). Every
+#: other store's credentials - an HTTP ``Authorization`` header, an SFTP/FTP/WebDAV user name and password, a
+#: store this package does not know - are a host's: they go to that host only (Hadoop keys them per host,
+#: ``fs.sftp.password.<host>.<user>``)
+_IDENTITY_STORES = frozenset({"s3", "gs", "file", "memory"})
+
+
+def _store_key(scheme: str) -> str:
+    """The store a scheme reaches (:func:`store_of_scheme`), else the scheme itself: ``sftp`` is no ``ftp``."""
+    return store_of_scheme(scheme) or scheme.lower()
+
+
+def _host_of(authority: str) -> str:
+    """``host[:port]`` of a URI's authority, without its user information, the host in lower case."""
+    return authority.rpartition("@")[2].lower()
+
+
+def _parts_of(uri: str) -> SplitUri:
+    """An absolute URI or local path, split; a local path (or ``file:`` URI) is the ``file`` store."""
+    parts = split_uri(uri)
+    if parts is None or parts.scheme == "":
+        return SplitUri("file", "", parts.path if parts is not None else uri)
+    return parts
+
+
+def _azure_account_scope(parts: SplitUri, storage_options: dict) -> str | None:
+    """The account an Azure URI opened with ``storage_options`` reaches (``account.cloud``), ``""`` for the one
+    the options (or adlfs's environment) name when neither they nor the URI say which, None when in doubt."""
+    if unplaceable(parts):
+        return None
+    identity = table_location(parts, storage_options).authority
+    if identity is not None:
+        return identity.partition("@")[2]
+    return "" if "@" not in parts.authority else None
+
+
+def one_credential_place(uri: str, given_for: str, storage_options: dict) -> bool:
+    """Whether credentials given (in ``storage_options``) for the place ``given_for`` may go to ``uri``: one
+    store (by :func:`store_of_scheme`: ``s3a`` and ``s3`` are one) and, where credentials are bound to a
+    host or an Azure account, the same host (port included) or account."""
+    place, origin = _parts_of(uri), _parts_of(given_for)
+    store = _store_key(place.scheme)
+    if store != _store_key(origin.scheme):
+        return False
+    if store in _IDENTITY_STORES:
+        return True
+    if store == "azure":
+        account = _azure_account_scope(place, storage_options)
+        return account is not None and account == _azure_account_scope(origin, storage_options)
+    return _host_of(place.authority) == _host_of(origin.authority)
+
+
+def options_for_place(uri: str, storage_options: dict, given_for: str) -> dict:
+    """The storage options given for the place ``given_for`` (a table root, a connection's base URI) that may
+    go to ``uri``: all of them within one credential place (:func:`one_credential_place`), else each only
+    where it was given for (:func:`_options_for_other_place`; nothing when ``uri`` cannot be opened)."""
+    if one_credential_place(uri, given_for, storage_options):
+        return dict(storage_options)
+    try:
+        return _options_for_other_place(_parts_of(uri), storage_options, given_for)
+    except StorageError:
+        return {}
+
+
 def _options_for_other_place(parts: SplitUri, storage_options: dict, table_root: str | None = None) -> dict:
     """The table's storage options for a file outside it. A file of another store (an ``https://`` URL
     in an ``s3://`` table) gets none: they are another file system's settings and credentials (fsspec's
     HTTP file system handed the S3 ``endpoint_url`` to aiohttp: a raw TypeError; and credentials would go
     to whatever host the URL names). A file of the same store in another bucket gets them all: S3 and GCS
-    credentials are an identity's, valid wherever its policies allow. An Azure URI that names its account
-    gets each credential only where it was given for (:func:`_azure_options_for_account`); one that does
-    not is in the account the table's options name, the table's own."""
+    credentials are an identity's, valid wherever its policies allow. A file on another host of a store whose
+    credentials are a host's (:data:`_IDENTITY_STORES`: HTTP headers, SFTP/FTP/WebDAV passwords) gets none.
+    An Azure URI that names its account gets each credential only where it was given for
+    (:func:`_azure_options_for_account`); one that does not is in the account the table's options name, the
+    table's own."""
     root = split_uri(table_root) if table_root else None
-    store = store_of_scheme(parts.scheme)
-    if root is not None and root.scheme and store != store_of_scheme(root.scheme):
+    store = _store_key(parts.scheme)
+    if root is not None and root.scheme and store != _store_key(root.scheme):
         return {}
     if unplaceable(parts):
         return {}                   # a place the driver may read otherwise than its URI says: none of the table's
+    if (store not in _IDENTITY_STORES and store != "azure" and root is not None
+            and _host_of(parts.authority) != _host_of(root.authority)):
+        return {}                   # another host: the table's host-bound credentials are not for it
     file_account = _azure_account_of(parts, {}) if store == "azure" else None
     if file_account is None:        # not Azure, or no account in the URI: the table's own
         return storage_options
