@@ -72,3 +72,18 @@ def test_one_credential_place_compares_stores_hosts_and_accounts():
     assert one_credential_place("/tmp/t", "file:///wh", {})
     assert not one_credential_place("abfss://@acct.dfs.core.windows.net/c/t", "abfss://c@acct.dfs.core.windows.net/wh",
                                     {})
+
+
+@pytest.mark.parametrize("name", ["Authorization", "Proxy-Authorization", "auth", "passphrase", "Cookie", "token",
+                                  "x-api-key", "api_key", "sas_token", "client_secret", "credential", "private_key",
+                                  "password", "sig", "X-Auth-Token", "bearer"])
+def test_credential_names_look_secret(name):
+    from airflow_provider_delta.log import looks_like_secret
+    assert looks_like_secret(name)
+
+
+@pytest.mark.parametrize("name", ["endpoint_url", "region_name", "max_concurrency", "timeout", "account_name",
+                                  "account_host", "anon", "project", "headers", "client_kwargs", "version_aware"])
+def test_settings_do_not_look_secret(name):
+    from airflow_provider_delta.log import looks_like_secret
+    assert not looks_like_secret(name)

@@ -124,11 +124,6 @@ def test_vacuum_keeps_a_live_memory_file_in_the_other_spelling(root, spelled):
     assert t.snapshot().to_pyarrow().column("id").to_pylist() == [7]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "DeltaConnectionConfig.describe() (documented: 'has no secrets', for logs and test_connection) shows credentials "
-    "whose option name base/secret_names.looks_like_secret misses: an HTTP 'Authorization' header (fsspec HTTP's "
-    "headers option), an 'auth' value, SFTP's 'passphrase' (paramiko, the private key's). Expected: '***' for "
-    "these too (the rule is 'broad on purpose: a false negative leaks a secret')"))
 @pytest.mark.parametrize("options", [
     {"headers": {"Authorization": f"Bearer {SECRET}"}},
     {"client_kwargs": {"auth": f"user:{SECRET}"}},
