@@ -136,12 +136,6 @@ def test_describe_shows_no_credential_of_the_connection(options):
     assert SECRET not in json.dumps(cfg.describe()), cfg.describe()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "lineage.dataset_name keeps the URI's userinfo in the OpenLineage namespace: a table at "
-    "'sftp://u:<password>@host:22/t' (fsspec's SFTP and FTP file systems take user and password from the URL, "
-    "aiohttp takes them as basic auth for https) is emitted to the lineage backend as namespace "
-    "'sftp://u:<password>@host:22'. Expected: the namespace names the place, host and port only, as the "
-    "OpenLineage naming spec has it ('sftp://host:22'), with no credential"))
 @pytest.mark.parametrize("uri, namespace", [
     (f"sftp://u:{SECRET}@data.example.com:22/t", "sftp://data.example.com:22"),
     (f"ftp://u:{SECRET}@data.example.com/t", "ftp://data.example.com"),
