@@ -176,14 +176,6 @@ def test_a_connection_gives_its_credentials_to_a_table_of_its_store_under_anothe
     assert SECRET in json.dumps(cfg.storage_options_for(table_uri))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "adlfs takes the account of a table opened as 'abfs://c/t' from AZURE_STORAGE_ACCOUNT_NAME when the options "
-    "name none (the table's account_key then signs for that account), but data_paths reads only "
-    "AZURE_STORAGE_CONNECTION_STRING from the environment: the table's account is 'unknown', so its own live file "
-    "spelled as Delta Spark writes it (abfss://c@acct.dfs.core.windows.net/t/x.parquet) is opened as another "
-    "account's file without the table's key (anonymous: the read fails) - vacuum keeps it (Undecided), so nothing "
-    "is lost. Expected: the account adlfs connects to is the table's (the environment's account name counts "
-    "as adlfs reads it), and the file is read through the table's storage"))
 def test_the_tables_own_file_is_read_with_its_key_when_the_account_name_is_in_the_environment(monkeypatch):
     from airflow_provider_delta.log.base.storage import Storage
     from airflow_provider_delta.log.read.data_paths import locate
@@ -198,13 +190,6 @@ def test_the_tables_own_file_is_read_with_its_key_when_the_account_name_is_in_th
         f"the table's own file is opened at {fs.account_url} without the table's key")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "data_paths._connection_string_account strips the blanks around a connection string's field names; the Azure "
-    "SDK does not (parse_connection_str: key.upper() only), so ' BlobEndpoint=...' or a second ' AccountName=...' "
-    "after '; ' is ignored by the SDK - adlfs connects to the first AccountName's account - but names the table's "
-    "account for data_paths. The table's own live file, spelled with the account adlfs reaches, is then 'outside' "
-    "and vacuum would delete it. Expected: fields read exactly as the SDK reads them (or such a string is doubt: "
-    "Undecided, kept)"))
 @pytest.mark.parametrize("connection_string", [
     "AccountName=acct;AccountKey=a2V5; BlobEndpoint=https://other.blob.core.windows.net/",
     "AccountName=acct;AccountKey=a2V5; AccountName=other",

@@ -135,12 +135,17 @@ _DEVELOPMENT_ACCOUNT = "devstoreaccount1"
 
 def _connection_string_account(connection_string: str) -> str | None:
     """``account.cloud`` an Azure connection string reaches, read as the SDK reads it (field names in any
-    case; ``UseDevelopmentStorage=true``: the emulator's ``devstoreaccount1``): its ``BlobEndpoint`` when that is
-    an account's endpoint (the SDK sends every request there, whatever ``AccountName`` says), else its
-    ``AccountName`` in its ``EndpointSuffix``'s cloud (an emulator's ``BlobEndpoint=http://127.0.0.1:10000/acct``);
-    None if it names none (a SAS connection string for a custom domain)."""
-    fields = {key.strip().upper(): value for key, _, value in
-              (part.partition("=") for part in str(connection_string).split(";") if "=" in part)}
+    case, blanks around them part of the name; ``UseDevelopmentStorage=true``: the emulator's
+    ``devstoreaccount1``): its ``BlobEndpoint`` when that is an account's endpoint (the SDK sends every
+    request there, whatever ``AccountName`` says), else its ``AccountName`` in its ``EndpointSuffix``'s cloud
+    (an emulator's ``BlobEndpoint=http://127.0.0.1:10000/acct``); None if it names none (a SAS connection
+    string for a custom domain) or the SDK refuses it (a field without ``=``)."""
+    parts = [part.split("=", 1) for part in str(connection_string).rstrip(";").split(";")]
+    if any(len(part) != 2 for part in parts):
+        return None             # the SDK refuses it ("blank or malformed"): no account adlfs connects to
+    # as azure-storage-blob's parse_connection_str: field names upper-cased, never stripped (' AccountName' is
+    # another field, which the SDK ignores), a later field of one name over an earlier one
+    fields = {key.upper(): value for key, value in parts}
     if fields.get("USEDEVELOPMENTSTORAGE") == "true":
         return f"{_DEVELOPMENT_ACCOUNT}.{_AZURE_CLOUD}"
     endpoint = _AZURE_HOST.fullmatch(fields.get("BLOBENDPOINT", "").split("://")[-1].split("/")[0])
@@ -157,13 +162,16 @@ def _host_account(host: str) -> str | None:
     return f"{match['account']}.{match['cloud']}".lower() if match else None
 
 
-def _accounts_named(storage_options: dict) -> set[str | None]:
+def _accounts_named(storage_options: dict, environment_name: bool = True) -> set[str | None]:
     """Every ``account.cloud`` that Azure storage options name, None for one that cannot be known. adlfs
     connects with the connection string - the option's, else ``AZURE_STORAGE_CONNECTION_STRING`` from
     the environment, which adlfs reads - whatever else is given; without one, with ``account_host`` (its
-    ``account_name`` the same account's name), else with ``account_name`` in the public cloud."""
+    ``account_name`` the same account's name), else with ``account_name`` in the public cloud - the option's,
+    else ``AZURE_STORAGE_ACCOUNT_NAME`` from the environment, as adlfs reads it (only when the URI names no
+    account: ``environment_name=False`` for one that does, as adlfs takes the URI's over the environment's)."""
     named: set[str | None] = set()
-    name = storage_options.get("account_name")
+    name = storage_options.get("account_name") or (
+        os.environ.get("AZURE_STORAGE_ACCOUNT_NAME") if environment_name else None)
     host = storage_options.get("account_host")
     if host:
         account = _host_account(str(host).split("://")[-1].strip("/"))
@@ -195,7 +203,8 @@ def table_location(parts: SplitUri, storage_options: dict | None = None) -> Loca
     if location.store != "azure" or location.authority is None:
         return location
     container, _, account = location.authority.partition("@")
-    named = _accounts_named(storage_options or {}) | {account}
+    # the URI's account, or the one the options (or the environment's name) give when it names none
+    named = _accounts_named(storage_options or {}, environment_name=False) | {account}
     return location if len(named) == 1 else location._replace(authority=None)
 
 
