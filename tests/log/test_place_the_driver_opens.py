@@ -101,3 +101,16 @@ def test_a_root_the_driver_opens_elsewhere_is_refused(no_azure_env, root):
     from airflow_provider_delta.log.base.errors import InvalidArgumentError
     with pytest.raises(InvalidArgumentError, match="cannot open the table"):
         DeltaTable(root, storage_options=OPTS if root.startswith("ab") else {"anon": True})
+
+
+def test_an_upper_case_scheme_opens_the_table_of_the_lower_case_one():
+    u = f"pl{uuid.uuid4().hex[:8]}"
+    DeltaTable.create(f"memory://{u}/t", pa.schema([("id", pa.int64())])).write(pa.table({"id": [1]}))
+    table = DeltaTable(f"MEMORY://{u}/t")
+    assert table.storage.root == f"memory://{u}/t"
+    assert table.snapshot().to_pyarrow().column("id").to_pylist() == [1]
+
+
+def test_a_root_whose_fsspec_driver_is_missing_is_a_typed_error():
+    with pytest.raises(StorageError, match="not installed|no fsspec driver"):
+        DeltaTable.create("oss://b/t", pa.schema([("id", pa.int64())]))

@@ -146,12 +146,6 @@ def test_the_lineage_namespace_holds_no_userinfo_password(uri, namespace):
     assert dataset_name(uri)[0] == namespace
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "a table root fsspec_files.serves() accepts but fsspec cannot open escapes as a raw builtin error: an upper-case "
-    "scheme ('ABFS://c/t', 'S3://b/t': normalize_uri lower-cases it for serves(), url_to_fs gets it as written: "
-    "ValueError 'Protocol not known'), a protocol fsspec knows whose driver is not installed ('oss://': ImportError). "
-    "Expected: a typed error (StorageError, as for wasbs://) - or, for the upper-case scheme, the table opened as "
-    "its lower-case scheme (RFC 3986: schemes are case-insensitive)"))
 @pytest.mark.parametrize("root, options", [("ABFS://c/t", {"account_name": "acct", "anon": True}),
                                            ("S3://b/t", {"anon": True}), ("oss://b/t", {})])
 def test_a_table_root_fsspec_cannot_open_is_a_typed_error(root, options):
