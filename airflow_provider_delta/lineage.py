@@ -13,6 +13,7 @@ table URI                  namespace                                          na
 ``abfss://c@acct.dfs...``  ``abfss://c@acct.dfs.core.windows.net``            ``w/orders``
 ``az://c/w/orders``        ``abfss://c@<account_name>.dfs.core.windows.net``  ``w/orders``
 ``hdfs://nn:8020/w/o``     ``hdfs://nn:8020``                                 ``/w/o``
+``sftp://u:pw@h:22/w/o``   ``sftp://h:22`` (no user information)              ``/w/o``
 =========================  =================================================  ==========================
 
 ``apache-airflow-providers-openlineage`` is optional (extra ``openlineage``): its classes
@@ -38,13 +39,16 @@ def dataset_name(table_uri: str, storage_options: dict[str, Any] | None = None) 
     if len(scheme) <= 1 or scheme == "file":          # a local path (or a Windows drive letter)
         return "file", os.path.abspath(parsed.path if scheme == "file" else str(table_uri))
     path = parsed.path.rstrip("/")
+    # the place only: no user information (sftp://u:<password>@host holds a credential), as the naming spec's
+    # namespaces are scheme://{host}:{port}
+    place = parsed.netloc.rpartition("@")[2]
     if scheme in ("s3", "s3a", "s3n"):
-        return f"s3://{parsed.netloc}", path.lstrip("/")
+        return f"s3://{place}", path.lstrip("/")
     if scheme in ("gs", "gcs"):
-        return f"gs://{parsed.netloc}", path.lstrip("/")
+        return f"gs://{place}", path.lstrip("/")
     if scheme in ("abfs", "abfss", "az", "adl"):
         return _adls_dataset_name(str(table_uri), storage_options)
-    return f"{scheme}://{parsed.netloc}", path or "/"
+    return f"{scheme}://{place}", path or "/"
 
 
 def _adls_dataset_name(table_uri: str, storage_options: dict[str, Any] | None) -> tuple[str, str]:

@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 
 from ..assets import is_absolute_uri
 from ..log import InvalidArgumentError
-from ..log import looks_like_secret, normalize_uri
+from ..log import looks_like_secret, normalize_uri, options_for_place
 from .storage_connections import storage_options_of
 
 # Storage protocol -> (option receiving the login, option receiving the password).
@@ -293,12 +293,13 @@ class DeltaConnectionConfig:
         """fsspec options for the table at ``uri``: extras plus mapped login/password.
 
         Credentials only go to tables on the same storage as the base URI (or to any
-        table when there is no base URI), so a connection for ``s3://`` does not hand
-        its keys to an ``abfs://`` URL.
+        table when there is no base URI), by the log layer's rule
+        (:func:`~..log.read.data_paths.options_for_place`): a connection for ``s3://`` hands
+        its keys to no ``abfs://`` URL but to an ``s3a://`` one (one store), and host- or
+        account-bound credentials (an SFTP/HTTP password, an Azure key or SAS token) to no
+        table on another host or account.
         """
         proto = uri_protocol(uri)
-        if self.base_uri and uri_protocol(self.base_uri) != proto:
-            return {}
         options = dict(self.storage_options)
         login, password = self.credentials
         if (login or password) and proto not in NO_CREDENTIALS:
@@ -307,6 +308,8 @@ class DeltaConnectionConfig:
                 options[lkey] = login
             if password and pkey:
                 options[pkey] = password
+        if self.base_uri:
+            return options_for_place(uri, options, self.base_uri)
         return options
 
     def describe(self) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from .base.actions import Metadata, Protocol
 from .base import commit_owner
 from .base.commit_source import CommitSource
 from .read.column_mapping import physical_schema
-from .read.data_paths import file_uri
+from .read.data_paths import file_uri, options_for_place
 from .read.deletion_vectors import read_deletion_vector
 from .base.errors import DeletionVectorError
 from .base.errors import ConditionalCreateError
@@ -47,6 +47,8 @@ __all__ = [
     # statistics and write-planning rules DeltaTable.write follows
     "schema_to_arrow", "arrow_to_schema", "schema_string", "partition_values_to_arrow",
     "serialize_partition_value", "collect_stats", "normalize_uri", "looks_like_secret", "owner_from_conf", "owner_of",
+    # which storage options given for one place may go to another (hooks: a connection's to a table URI)
+    "options_for_place",
     "WritePlan", "PlannedWrite", "plan_write", "write_transaction", "check_mode", "partition_arg", "column_mapping_mode",
     # table properties checked as a create checks them (names and values), for callers that hand them on
     "checked_properties",

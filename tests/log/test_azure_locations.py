@@ -52,8 +52,20 @@ def test_the_options_account_host_names_the_cloud():
     assert table_relative(storage, "abfss://c@acct.dfs.core.windows.net/t/x.parquet") is None
 
 
-def test_an_account_nobody_names_leaves_the_path_undecided(env_account):
+#: options whose account cannot be known: adlfs connects to a host this package does not recognise (a custom
+#: domain, a private endpoint), which may be any account
+UNKNOWN = {"account_name": "acct", "account_host": "files.example.com", "anon": True}
+
+
+def test_the_environments_account_name_is_the_tables(env_account):
+    # adlfs takes AZURE_STORAGE_ACCOUNT_NAME when the options name no account
     storage = Storage("az://c/t", {"anon": True})
+    assert table_relative(storage, "abfss://c@acct.dfs.core.windows.net/t/x.parquet") == "x.parquet"
+    assert table_relative(storage, "abfss://c@other.dfs.core.windows.net/t/x.parquet") is None
+
+
+def test_an_account_nobody_names_leaves_the_path_undecided(env_account):
+    storage = Storage("az://c/t", UNKNOWN)
     assert table_relative(storage, "abfss://c@acct.dfs.core.windows.net/t/x.parquet") == Undecided("/t/x.parquet")
     assert table_relative(storage, "abfs://c/t/x.parquet") == "x.parquet"          # one account, whichever
     assert table_relative(storage, "abfss://c@acct.dfs.core.windows.net/u/x.parquet") is None
@@ -66,7 +78,7 @@ def test_clone_sees_a_target_inside_the_source_in_another_spelling(env_account):
     inner = Storage("abfss://c@acct.dfs.core.windows.net/t/in", OPTS)
     assert _inside(inner, Storage("az://c/t", OPTS), undecided=True)
     assert _inside(Storage("az://c/t", OPTS), Storage("abfs://c@acct.dfs.core.windows.net/t", OPTS), undecided=True)
-    unknown = Storage("az://c/t", {"anon": True})
+    unknown = Storage("az://c/t", UNKNOWN)
     assert _inside(inner, unknown, undecided=True)              # may be inside: the clone is refused
     assert not _inside(inner, unknown, undecided=False)         # may be elsewhere: its root is looked up
     assert not _inside(Storage("abfss://c@acct.dfs.core.windows.net/u", OPTS), unknown, undecided=True)
@@ -171,3 +183,17 @@ def test_an_unknown_option_that_looks_secret_stays_with_the_tables_account():
     assert _options_for_other_place(split_uri(OTHER), options, "az://c/t") == {"blocksize": 4}
     assert _options_for_other_place(split_uri(SAME), options, "az://c/t") == {
         "azure_storage_sas_key": "sv=1&sig=x", "bearer_token": "t", "blocksize": 4}
+
+
+@pytest.mark.parametrize("connection_string, account", [
+    ("AccountName=acct;AccountKey=a2V5;", "acct.core.windows.net"),                  # a trailing ';' is fine
+    ("accountname=acct;accountkey=a2V5;EndpointSuffix=core.chinacloudapi.cn", "acct.core.chinacloudapi.cn"),
+    ("AccountName=a;AccountKey=a2V5;AccountName=b", "b.core.windows.net"),            # the SDK: the later one
+    ("AccountName=acct;AccountKey=a2V5; AccountName=other", "acct.core.windows.net"),  # ' AccountName': ignored
+    ("AccountName=acct;AccountKey=a2V5;;", "acct.core.windows.net"),                # trailing ones all stripped
+    ("AccountName=acct;;AccountKey=a2V5", None),                                     # the SDK refuses an empty field
+    ("AccountName=acct;garbage", None),                                               # ... and one without '='
+])
+def test_a_connection_string_is_read_as_the_azure_sdk_reads_it(connection_string, account):
+    from airflow_provider_delta.log.read.data_paths import _connection_string_account
+    assert _connection_string_account(connection_string) == account

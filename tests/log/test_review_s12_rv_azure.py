@@ -59,12 +59,6 @@ class _Server:
         self.httpd.server_close()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "a table read over HTTP(S) with an Authorization header in its storage options sends that header to "
-    "whatever other host an add path names (_options_for_other_place gives a file of the same store in another "
-    "'bucket' all options, right for S3/GCS identities, wrong for HTTP where the host is the only scope of a "
-    "credential). Expected: a file on another host gets none of the table's credentials (Hadoop keys "
-    "credentials per host/account), as a file of another store gets none"))
 def test_an_http_tables_authorization_header_does_not_go_to_another_host(tmp_path):
     data = _parquet(7)
     (tmp_path / "other").mkdir()
@@ -88,11 +82,6 @@ def test_an_http_tables_authorization_header_does_not_go_to_another_host(tmp_pat
         other_server.close()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "a file on another SFTP/FTP/WebDAV host than the table's gets the table's username and password "
-    "(_options_for_other_place treats every store but Azure like S3, whose credentials are an identity's): the "
-    "password is sent to a server an add path names. Expected: host-scoped credentials only for the table's host "
-    "(Hadoop's SFTPFileSystem keys them per host: fs.sftp.password.<host>.<user>)"))
 @pytest.mark.parametrize("root, file_uri", [
     ("sftp://data.example.com/t", "sftp://evil.example/x.parquet"),
     ("ftp://data.example.com/t", "ftp://evil.example/x.parquet"),
@@ -104,12 +93,6 @@ def test_a_file_on_another_host_gets_no_host_password(root, file_uri):
     assert SECRET not in json.dumps(sent), f"{file_uri} gets the password of {root}: {sent}"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "hooks/config.storage_options_for hands a connection's credentials to any table URI of the base URI's "
-    "protocol, whatever its host or Azure account (docs/airflow/connections.md: 'only sent to tables on the base "
-    "URI's storage'): an absolute table_uri (templated from dag_run.conf, say) on another SFTP/HTTP host gets the "
-    "password, one in another Azure account gets the account's SAS token. Expected: host- or account-bound "
-    "credentials only for tables on the base URI's host/account (as data_paths does for data files)"))
 @pytest.mark.parametrize("base, table_uri, login, password, extra", [
     ("sftp://data.example.com/wh", "sftp://evil.example/t", "u", SECRET, {}),
     ("https://data.example.com/wh", "https://evil.example/t", "u", SECRET, {}),
@@ -123,11 +106,6 @@ def test_a_connection_does_not_hand_its_credentials_to_a_table_on_another_host(b
     assert SECRET not in json.dumps(sent), f"{table_uri} gets the credentials of {base}: {sent}"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "memory://m/t and memory:///m/t are one folder to fsspec's memory file system (its _strip_protocol makes "
-    "both '/m/t'), so the reader reads a live file named in the other spelling from the table, but data_paths "
-    "places it at another authority ('' vs 'm'), outside the table, and vacuum deletes it. Expected: reader and "
-    "vacuum agree on the place (the memory store's authority is the first path segment)"))
 @pytest.mark.parametrize("root, spelled", [("memory://{u}/t", "memory:///{u}/t/x.parquet"),
                                            ("memory:///{u}/t", "memory://{u}/t/x.parquet")],
                          ids=["authority-root", "path-root"])
@@ -146,11 +124,6 @@ def test_vacuum_keeps_a_live_memory_file_in_the_other_spelling(root, spelled):
     assert t.snapshot().to_pyarrow().column("id").to_pylist() == [7]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "DeltaConnectionConfig.describe() (documented: 'has no secrets', for logs and test_connection) shows credentials "
-    "whose option name base/secret_names.looks_like_secret misses: an HTTP 'Authorization' header (fsspec HTTP's "
-    "headers option), an 'auth' value, SFTP's 'passphrase' (paramiko, the private key's). Expected: '***' for "
-    "these too (the rule is 'broad on purpose: a false negative leaks a secret')"))
 @pytest.mark.parametrize("options", [
     {"headers": {"Authorization": f"Bearer {SECRET}"}},
     {"client_kwargs": {"auth": f"user:{SECRET}"}},
@@ -163,12 +136,6 @@ def test_describe_shows_no_credential_of_the_connection(options):
     assert SECRET not in json.dumps(cfg.describe()), cfg.describe()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "lineage.dataset_name keeps the URI's userinfo in the OpenLineage namespace: a table at "
-    "'sftp://u:<password>@host:22/t' (fsspec's SFTP and FTP file systems take user and password from the URL, "
-    "aiohttp takes them as basic auth for https) is emitted to the lineage backend as namespace "
-    "'sftp://u:<password>@host:22'. Expected: the namespace names the place, host and port only, as the "
-    "OpenLineage naming spec has it ('sftp://host:22'), with no credential"))
 @pytest.mark.parametrize("uri, namespace", [
     (f"sftp://u:{SECRET}@data.example.com:22/t", "sftp://data.example.com:22"),
     (f"ftp://u:{SECRET}@data.example.com/t", "ftp://data.example.com"),
@@ -179,12 +146,6 @@ def test_the_lineage_namespace_holds_no_userinfo_password(uri, namespace):
     assert dataset_name(uri)[0] == namespace
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "a table root fsspec_files.serves() accepts but fsspec cannot open escapes as a raw builtin error: an upper-case "
-    "scheme ('ABFS://c/t', 'S3://b/t': normalize_uri lower-cases it for serves(), url_to_fs gets it as written: "
-    "ValueError 'Protocol not known'), a protocol fsspec knows whose driver is not installed ('oss://': ImportError). "
-    "Expected: a typed error (StorageError, as for wasbs://) - or, for the upper-case scheme, the table opened as "
-    "its lower-case scheme (RFC 3986: schemes are case-insensitive)"))
 @pytest.mark.parametrize("root, options", [("ABFS://c/t", {"account_name": "acct", "anon": True}),
                                            ("S3://b/t", {"anon": True}), ("oss://b/t", {})])
 def test_a_table_root_fsspec_cannot_open_is_a_typed_error(root, options):
@@ -198,11 +159,6 @@ def test_a_table_root_fsspec_cannot_open_is_a_typed_error(root, options):
         pytest.fail(f"{root}: untyped {type(e).__name__}: {e}")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "hooks/config.storage_options_for compares the table URI's scheme text with the base URI's, not the store: a "
-    "connection for s3a://bucket/wh gives an absolute s3://bucket/wh/t (or abfss:// vs abfs://, gs:// vs gcs://) "
-    "no credentials at all, so the task fails with access denied on its own bucket. Expected: schemes of one store "
-    "are one storage (data_paths.store_of_scheme), as everywhere else in this package"))
 @pytest.mark.parametrize("base, table_uri, login, password", [
     ("s3a://bucket/wh", "s3://bucket/wh/t", "AKIA", SECRET),
     ("abfss://c@acct.dfs.core.windows.net/wh", "abfs://c@acct.dfs.core.windows.net/wh/t", "acct", SECRET),
@@ -214,14 +170,6 @@ def test_a_connection_gives_its_credentials_to_a_table_of_its_store_under_anothe
     assert SECRET in json.dumps(cfg.storage_options_for(table_uri))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "adlfs takes the account of a table opened as 'abfs://c/t' from AZURE_STORAGE_ACCOUNT_NAME when the options "
-    "name none (the table's account_key then signs for that account), but data_paths reads only "
-    "AZURE_STORAGE_CONNECTION_STRING from the environment: the table's account is 'unknown', so its own live file "
-    "spelled as Delta Spark writes it (abfss://c@acct.dfs.core.windows.net/t/x.parquet) is opened as another "
-    "account's file without the table's key (anonymous: the read fails) - vacuum keeps it (Undecided), so nothing "
-    "is lost. Expected: the account adlfs connects to is the table's (the environment's account name counts "
-    "as adlfs reads it), and the file is read through the table's storage"))
 def test_the_tables_own_file_is_read_with_its_key_when_the_account_name_is_in_the_environment(monkeypatch):
     from airflow_provider_delta.log.base.storage import Storage
     from airflow_provider_delta.log.read.data_paths import locate
@@ -236,13 +184,6 @@ def test_the_tables_own_file_is_read_with_its_key_when_the_account_name_is_in_th
         f"the table's own file is opened at {fs.account_url} without the table's key")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "data_paths._connection_string_account strips the blanks around a connection string's field names; the Azure "
-    "SDK does not (parse_connection_str: key.upper() only), so ' BlobEndpoint=...' or a second ' AccountName=...' "
-    "after '; ' is ignored by the SDK - adlfs connects to the first AccountName's account - but names the table's "
-    "account for data_paths. The table's own live file, spelled with the account adlfs reaches, is then 'outside' "
-    "and vacuum would delete it. Expected: fields read exactly as the SDK reads them (or such a string is doubt: "
-    "Undecided, kept)"))
 @pytest.mark.parametrize("connection_string", [
     "AccountName=acct;AccountKey=a2V5; BlobEndpoint=https://other.blob.core.windows.net/",
     "AccountName=acct;AccountKey=a2V5; AccountName=other",

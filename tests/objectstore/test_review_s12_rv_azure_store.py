@@ -24,13 +24,6 @@ def _parquet(value: int) -> bytes:
     return buf.getvalue().to_pybytes()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "an Azure add path whose container carries a ':' (URI userinfo 'c:x@acct...') is read by adlfs from container "
-    "'c' (fsspec's infer_storage_options takes 'c' as user name, 'x' as password) with the table's credentials, "
-    "but data_paths places it in container 'c:x' - another place - so vacuum deletes the live file the reader "
-    "just read. Expected: reader and vacuum agree (refuse such an authority like a two-'@' one and keep the file "
-    "as Undecided, or place it where adlfs reads it); Delta Spark (hadoop-azure) reads container 'c:x', an invalid "
-    "name, and fails"))
 @pytest.mark.parametrize("userinfo", ["x", ""], ids=["user-password", "empty-password"])
 def test_vacuum_keeps_a_live_file_whose_azure_container_has_a_userinfo_colon(object_stores, userinfo):
     store = object_stores("azure")
@@ -54,13 +47,6 @@ def test_vacuum_keeps_a_live_file_whose_azure_container_has_a_userinfo_colon(obj
     assert "x.parquet" in left, f"vacuum deleted the live file the reader read through {path}"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "an add path spelled 'abfss://<account>.dfs.core.windows.net/<container>/<key>/x.parquet' (adlfs's own "
-    "account-host form: no '@', the container as first path segment) is read by adlfs from the table's container "
-    "and key, but data_paths takes the whole host for the container name (container "
-    "'<account>.dfs.core.windows.net', path '/<container>/<key>/x.parquet'), a place outside the table, so vacuum "
-    "deletes the live file the reader just read. Expected: reader and vacuum agree (place it where adlfs reads "
-    "it, or refuse it and keep the file as Undecided); hadoop-azure reads no such container and fails"))
 def test_vacuum_keeps_a_live_file_spelled_with_the_account_host_and_no_container(object_stores):
     store = object_stores("azure")
     uri = store.uri("hostform")
@@ -83,13 +69,6 @@ def test_vacuum_keeps_a_live_file_spelled_with_the_account_host_and_no_container
     assert "x.parquet" in left, f"vacuum deleted the live file the reader read through {path}"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "an add path with an empty authority and the bucket/container as first path segment ('s3:///b/t/x.parquet', "
-    "'abfs:///c/t/x.parquet', 'gs:///b/t/x.parquet') is read by the fsspec driver from bucket b (its "
-    "_strip_protocol drops the empty authority), but data_paths places it at authority '' - another bucket - so "
-    "vacuum deletes the live file the reader just read. Expected: reader and vacuum agree (place it in bucket b, "
-    "or refuse to read it and keep the file as Undecided); Hadoop's S3A/ABFS/GCS file systems find no bucket in "
-    "such a URI and fail"))
 def test_vacuum_keeps_a_live_file_spelled_with_an_empty_authority(store):
     uri = store.uri("emptyauth")
     t = DeltaTable.create(uri, SCHEMA, **store.table_kwargs)

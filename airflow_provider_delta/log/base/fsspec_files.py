@@ -54,7 +54,13 @@ class FsspecFiles:
                 f"cannot open {root!r}: no fsspec driver serves {protocol}:// (a table root is spelled with an fsspec "
                 "protocol: Delta Spark's s3n://b/t is s3://b/t here, wasbs://c@acct.blob.core.windows.net/t is "
                 "abfs://c@acct.blob.core.windows.net/t)")
-        self.fs, _ = fsspec.core.url_to_fs(root, **storage_options)
+        try:
+            self.fs, _ = fsspec.core.url_to_fs(root, **storage_options)
+        except ImportError as e:        # a protocol fsspec knows whose driver is not installed (oss://: ossfs)
+            raise StorageError(f"cannot open {root!r}: the fsspec driver for {protocol}:// is not installed "
+                               f"({e})") from e
+        except ValueError as e:         # the driver refuses the URL or its options
+            raise StorageError(f"cannot open {root!r} through fsspec's {protocol}:// driver: {e}") from e
         self.root = self.fs._strip_protocol(root)
         self.single_writer = single_writer
         self.conditional_put = conditional_put

@@ -38,7 +38,8 @@ def normalize_uri(uri: str) -> tuple[str, str]:
     """(protocol, location) of a table URI: the one place that decides what is local.
 
     Local paths and ``file:`` URLs give ``("file", <absolute path>)`` (``file://localhost/x``
-    is ``/x``); any other URL keeps its form, without a trailing slash. A one-letter
+    is ``/x``); any other URL keeps its form, without a trailing slash, its scheme in lower case
+    (RFC 3986: schemes are case-insensitive; fsspec knows ``s3``, not ``S3``). A one-letter
     scheme is a Windows drive letter, not a protocol.
     """
     uri = str(uri)
@@ -48,7 +49,7 @@ def normalize_uri(uri: str) -> tuple[str, str]:
         if parsed.scheme == "file" and parsed.netloc not in ("", "localhost"):
             path = "//" + parsed.netloc + parsed.path
         return "file", os.path.abspath(os.path.expanduser(path)).rstrip("/") or "/"
-    return parsed.scheme, uri.rstrip("/")
+    return parsed.scheme, (parsed.scheme + uri[len(parsed.scheme):]).rstrip("/")
 
 
 def canonical_uri(uri: str) -> str:

@@ -23,7 +23,9 @@ A location is identified by :func:`location_of` - store, authority, path - never
 spelling: an Azure location is (container, account) whether the account is in the URI's
 host (``abfss://c@acct.dfs.core.windows.net/t``, ``wasbs://c@acct.blob.core.windows.net/t``)
 or in the storage options (``az://c/t`` with ``account_name``); when the account cannot be
-known, a path is :class:`Undecided` rather than outside. A file elsewhere is opened through fsspec's
+known, a path is :class:`Undecided` rather than outside. A spelling the fsspec driver opens elsewhere than
+it reads (:func:`unplaceable`: ``s3:///b/t/x``, ``abfss://c:x@acct...``) has no place at all: Undecided,
+never opened. A file elsewhere is opened through fsspec's
 protocol for its scheme (:func:`_fsspec_place`), with the table's storage options each going only
 where it was given for (:func:`_options_for_other_place`).
 
@@ -124,6 +126,7 @@ class Location(NamedTuple):
     authority: str | None  # the place's identity: bucket, host, ``container@account.cloud`` for Azure;
     #                        None when it cannot be known (an Azure account neither URI nor options name)
     path: str            # absolute, lexically resolved
+    unplaced: bool = False  # the driver may open another place, path included (:func:`unplaceable`)
 
 
 #: The storage emulator's account, which ``UseDevelopmentStorage=true`` names (the SDK: ``127.0.0.1:10000``)
@@ -132,12 +135,17 @@ _DEVELOPMENT_ACCOUNT = "devstoreaccount1"
 
 def _connection_string_account(connection_string: str) -> str | None:
     """``account.cloud`` an Azure connection string reaches, read as the SDK reads it (field names in any
-    case; ``UseDevelopmentStorage=true``: the emulator's ``devstoreaccount1``): its ``BlobEndpoint`` when that is
-    an account's endpoint (the SDK sends every request there, whatever ``AccountName`` says), else its
-    ``AccountName`` in its ``EndpointSuffix``'s cloud (an emulator's ``BlobEndpoint=http://127.0.0.1:10000/acct``);
-    None if it names none (a SAS connection string for a custom domain)."""
-    fields = {key.strip().upper(): value for key, _, value in
-              (part.partition("=") for part in str(connection_string).split(";") if "=" in part)}
+    case, blanks around them part of the name; ``UseDevelopmentStorage=true``: the emulator's
+    ``devstoreaccount1``): its ``BlobEndpoint`` when that is an account's endpoint (the SDK sends every
+    request there, whatever ``AccountName`` says), else its ``AccountName`` in its ``EndpointSuffix``'s cloud
+    (an emulator's ``BlobEndpoint=http://127.0.0.1:10000/acct``); None if it names none (a SAS connection
+    string for a custom domain) or the SDK refuses it (a field without ``=``)."""
+    parts = [part.split("=", 1) for part in str(connection_string).rstrip(";").split(";")]
+    if any(len(part) != 2 for part in parts):
+        return None             # the SDK refuses it ("blank or malformed"): no account adlfs connects to
+    # as azure-storage-blob's parse_connection_str: field names upper-cased, never stripped (' AccountName' is
+    # another field, which the SDK ignores), a later field of one name over an earlier one
+    fields = {key.upper(): value for key, value in parts}
     if fields.get("USEDEVELOPMENTSTORAGE") == "true":
         return f"{_DEVELOPMENT_ACCOUNT}.{_AZURE_CLOUD}"
     endpoint = _AZURE_HOST.fullmatch(fields.get("BLOBENDPOINT", "").split("://")[-1].split("/")[0])
@@ -154,13 +162,16 @@ def _host_account(host: str) -> str | None:
     return f"{match['account']}.{match['cloud']}".lower() if match else None
 
 
-def _accounts_named(storage_options: dict) -> set[str | None]:
+def _accounts_named(storage_options: dict, environment_name: bool = True) -> set[str | None]:
     """Every ``account.cloud`` that Azure storage options name, None for one that cannot be known. adlfs
     connects with the connection string - the option's, else ``AZURE_STORAGE_CONNECTION_STRING`` from
     the environment, which adlfs reads - whatever else is given; without one, with ``account_host`` (its
-    ``account_name`` the same account's name), else with ``account_name`` in the public cloud."""
+    ``account_name`` the same account's name), else with ``account_name`` in the public cloud - the option's,
+    else ``AZURE_STORAGE_ACCOUNT_NAME`` from the environment, as adlfs reads it (only when the URI names no
+    account: ``environment_name=False`` for one that does, as adlfs takes the URI's over the environment's)."""
     named: set[str | None] = set()
-    name = storage_options.get("account_name")
+    name = storage_options.get("account_name") or (
+        os.environ.get("AZURE_STORAGE_ACCOUNT_NAME") if environment_name else None)
     host = storage_options.get("account_host")
     if host:
         account = _host_account(str(host).split("://")[-1].strip("/"))
@@ -192,22 +203,58 @@ def table_location(parts: SplitUri, storage_options: dict | None = None) -> Loca
     if location.store != "azure" or location.authority is None:
         return location
     container, _, account = location.authority.partition("@")
-    named = _accounts_named(storage_options or {}) | {account}
+    # the URI's account, or the one the options (or the environment's name) give when it names none
+    named = _accounts_named(storage_options or {}, environment_name=False) | {account}
     return location if len(named) == 1 else location._replace(authority=None)
 
 
-def _two_at_signs(authority: str) -> bool:
-    """Whether an Azure authority has an ``@`` besides the container's (``c@evil.com@other.dfs...``): fsspec
-    and adlfs (``urlsplit``) take the host after the last ``@``, this module the container before the first,
-    so the two would disagree on the account. Such a place is never the table's and is not opened."""
-    return authority.count("@") > 1
+#: Stores whose first path segment a driver takes for the bucket/container when the URI's authority is empty
+#: (s3fs, gcsfs and adlfs drop ``s3:///b/t/x``'s empty authority and read bucket ``b``): Hadoop's S3A, GCS and
+#: ABFS file systems find no bucket in such a URI and fail
+_BUCKET_STORES = frozenset({"s3", "gs", "azure"})
+
+
+def unplaceable(parts: SplitUri) -> str | None:
+    """Why the fsspec driver may open another place than this module reads from an absolute URI (split), or
+    None when they agree. Such a place is never the table's (no identity: a vacuum keeps every file it may
+    name, :class:`Undecided`), and a file there is not opened (StorageError):
+
+    - an empty bucket or container (``s3:///b/t/x``, ``abfs:///c/t/x``, ``abfss://@acct.dfs.../c/x``): the
+      driver takes the first path segment for it;
+    - an Azure authority with an ``@`` besides the container's (``c@evil.com@other.dfs...``): fsspec and adlfs
+      (``urlsplit``) take the host after the last ``@``, this module the container before the first;
+    - an Azure container with a ``:`` (``c:x@acct...``): fsspec reads ``c`` as the URI's user name, ``x`` as
+      its password, and adlfs opens container ``c`` (hadoop-azure: container ``c:x``, an invalid name);
+    - an Azure authority that is a host without a container (``abfss://acct.dfs.core.windows.net/c/t/x``,
+      adlfs's account-host form, or one with a port): adlfs takes the container from the first path segment
+      (hadoop-azure fails). No container name holds a ``.`` or a ``:``; ``wasb://acct.blob.../x``, the Blob
+      endpoint's root container, is placed as ``$root`` (:func:`_azure_authority`) and opened so.
+    """
+    store = store_of_scheme(parts.scheme)
+    if store in _BUCKET_STORES and not parts.authority:
+        return "its bucket or container is empty, so the driver would take the first path segment for it"
+    if store != "azure":
+        return None
+    if parts.authority.count("@") > 1:
+        return "its authority has more than one '@', so adlfs would reach the account after the last one"
+    container, at, _ = parts.authority.partition("@")
+    if at and not container:
+        return "its container is empty, so adlfs would take the first path segment for it"
+    if at and ":" in container:
+        return f"its container {container!r} holds a ':', which fsspec reads as a user name and password"
+    if not at and parts.scheme in ("wasb", "wasbs") and "." in container:
+        return None                                     # wasb://acct.blob.core.windows.net/x: the root container
+    if not at and (":" in container or "." in container):
+        return (f"its authority {container!r} is a host, not a container, so adlfs would take the container "
+                "from the first path segment")
+    return None
 
 
 def _azure_authority(scheme: str, authority: str, storage_options: dict) -> tuple[str, str | None]:
     """(written, identity) of an Azure URI's authority: ``container@account.cloud``, the account from
     the host (DFS or Blob endpoint) or, when the URI has none, from the storage options; no identity for
-    an authority with two ``@`` (:func:`_two_at_signs`)."""
-    if _two_at_signs(authority):
+    an authority whose place adlfs may read otherwise (:func:`unplaceable`)."""
+    if unplaceable(SplitUri(scheme, authority, "/")):
         return authority.lower(), None
     container, at, host = authority.partition("@")
     if not at and scheme in ("wasb", "wasbs") and "." in authority:
@@ -247,7 +294,13 @@ def location_of(parts: SplitUri, storage_options: dict | None = None) -> Locatio
     path = _lexical(parts.path)
     if store == "azure":
         written, authority = _azure_authority(parts.scheme, parts.authority, storage_options or {})
-        return Location(store, written, authority, path)
+        return Location(store, written, authority, path, bool(unplaceable(parts)))
+    if store == "memory" and not parts.authority:
+        # fsspec's memory file system drops the authority's '//': memory:///m/t is memory://m/t, one folder
+        first, _, rest = path.lstrip("/").partition("/")
+        return Location(store, first, first, "/" + rest)
+    if unplaceable(parts):
+        return Location(store, parts.authority, None, path, True)
     return Location(store, parts.authority, parts.authority, path)
 
 
@@ -276,11 +329,13 @@ def within(inner: Location, outer: Location) -> str | Undecided | None:
         return Undecided(inner.path)                    # an object store's own file, by its web address?
     if inner.store != outer.store:
         return None
+    same = _same_authority(inner, outer)
+    if same is None and (inner.unplaced or outer.unplaced):
+        return Undecided(inner.path)                    # its path may name another key too
     root = outer.path.rstrip("/")
     if inner.path != (root or "/") and not inner.path.startswith(root + "/"):
         return None
     rel = "" if inner.path == (root or "/") else inner.path[len(root) + 1:]
-    same = _same_authority(inner, outer)
     if same is None:
         return Undecided(inner.path)
     return rel if same else None
@@ -458,10 +513,10 @@ def _fsspec_place(parts: SplitUri) -> str:
     its account, ``container@account.blob.cloud`` (a ``wasb`` root-container URI's ``$root``; the host
     without port or final dot, the account in lower case as adlfs expects it)."""
     protocol = _FSSPEC_PROTOCOL.get(parts.scheme, parts.scheme)
+    reason = unplaceable(parts)
+    if reason:
+        raise StorageError(f"refusing to open {parts.scheme}://{parts.authority}{parts.path}: {reason}")
     if store_of_scheme(parts.scheme) == "azure":
-        if _two_at_signs(parts.authority):
-            raise StorageError(f"refusing to open {parts.scheme}://{parts.authority}{parts.path}: its authority has "
-                               "more than one '@', so adlfs would reach the account after the last one")
         identity = location_of(parts).authority                   # container@account.cloud, from the URI
         if identity is not None:
             container, _, account = identity.partition("@")
@@ -549,20 +604,90 @@ def _azure_options_for_account(file_account: str, storage_options: dict, table_a
     return options
 
 
+#: Stores whose credentials are an identity's, valid in every bucket its policies allow (S3, GCS), or that have
+#: none (local, in-memory). Azure's are an account's or an identity's (:func:`_azure_options_for_account`). Every
+#: other store's credentials - an HTTP ``Authorization`` header, an SFTP/FTP/WebDAV user name and password, a
+#: store this package does not know - are a host's: they go to that host only (Hadoop keys them per host,
+#: ``fs.sftp.password.<host>.<user>``)
+_IDENTITY_STORES = frozenset({"s3", "gs", "file", "memory"})
+
+
+def _store_key(scheme: str) -> str:
+    """The store a scheme reaches (:func:`store_of_scheme`), else the scheme itself: ``sftp`` is no ``ftp``."""
+    return store_of_scheme(scheme) or scheme.lower()
+
+
+def _host_of(authority: str) -> str:
+    """``host[:port]`` of a URI's authority, without its user information, the host in lower case."""
+    return authority.rpartition("@")[2].lower()
+
+
+def _parts_of(uri: str) -> SplitUri:
+    """An absolute URI or local path, split; a local path (or ``file:`` URI) is the ``file`` store."""
+    parts = split_uri(uri)
+    if parts is None or parts.scheme == "":
+        return SplitUri("file", "", parts.path if parts is not None else uri)
+    return parts
+
+
+def _azure_account_scope(parts: SplitUri, storage_options: dict) -> str | None:
+    """The account an Azure URI opened with ``storage_options`` reaches (``account.cloud``), ``""`` for the one
+    the options (or adlfs's environment) name when neither they nor the URI say which, None when in doubt."""
+    if unplaceable(parts):
+        return None
+    identity = table_location(parts, storage_options).authority
+    if identity is not None:
+        return identity.partition("@")[2]
+    return "" if "@" not in parts.authority else None
+
+
+def one_credential_place(uri: str, given_for: str, storage_options: dict) -> bool:
+    """Whether credentials given (in ``storage_options``) for the place ``given_for`` may go to ``uri``: one
+    store (by :func:`store_of_scheme`: ``s3a`` and ``s3`` are one) and, where credentials are bound to a
+    host or an Azure account, the same host (port included) or account."""
+    place, origin = _parts_of(uri), _parts_of(given_for)
+    store = _store_key(place.scheme)
+    if store != _store_key(origin.scheme):
+        return False
+    if store in _IDENTITY_STORES:
+        return True
+    if store == "azure":
+        account = _azure_account_scope(place, storage_options)
+        return account is not None and account == _azure_account_scope(origin, storage_options)
+    return _host_of(place.authority) == _host_of(origin.authority)
+
+
+def options_for_place(uri: str, storage_options: dict, given_for: str) -> dict:
+    """The storage options given for the place ``given_for`` (a table root, a connection's base URI) that may
+    go to ``uri``: all of them within one credential place (:func:`one_credential_place`), else each only
+    where it was given for (:func:`_options_for_other_place`; nothing when ``uri`` cannot be opened)."""
+    if one_credential_place(uri, given_for, storage_options):
+        return dict(storage_options)
+    try:
+        return _options_for_other_place(_parts_of(uri), storage_options, given_for)
+    except StorageError:
+        return {}
+
+
 def _options_for_other_place(parts: SplitUri, storage_options: dict, table_root: str | None = None) -> dict:
     """The table's storage options for a file outside it. A file of another store (an ``https://`` URL
     in an ``s3://`` table) gets none: they are another file system's settings and credentials (fsspec's
     HTTP file system handed the S3 ``endpoint_url`` to aiohttp: a raw TypeError; and credentials would go
     to whatever host the URL names). A file of the same store in another bucket gets them all: S3 and GCS
-    credentials are an identity's, valid wherever its policies allow. An Azure URI that names its account
-    gets each credential only where it was given for (:func:`_azure_options_for_account`); one that does
-    not is in the account the table's options name, the table's own."""
+    credentials are an identity's, valid wherever its policies allow. A file on another host of a store whose
+    credentials are a host's (:data:`_IDENTITY_STORES`: HTTP headers, SFTP/FTP/WebDAV passwords) gets none.
+    An Azure URI that names its account gets each credential only where it was given for
+    (:func:`_azure_options_for_account`); one that does not is in the account the table's options name, the
+    table's own."""
     root = split_uri(table_root) if table_root else None
-    store = store_of_scheme(parts.scheme)
-    if root is not None and root.scheme and store != store_of_scheme(root.scheme):
+    store = _store_key(parts.scheme)
+    if root is not None and root.scheme and store != _store_key(root.scheme):
         return {}
-    if store == "azure" and _two_at_signs(parts.authority):
-        return {}                   # an account adlfs would read from after the last '@': none of the table's
+    if unplaceable(parts):
+        return {}                   # a place the driver may read otherwise than its URI says: none of the table's
+    if (store not in _IDENTITY_STORES and store != "azure" and root is not None
+            and _host_of(parts.authority) != _host_of(root.authority)):
+        return {}                   # another host: the table's host-bound credentials are not for it
     file_account = _azure_account_of(parts, {}) if store == "azure" else None
     if file_account is None:        # not Azure, or no account in the URI: the table's own
         return storage_options

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 from .commit_reader import parse_json_lines, read_listed_commit
+from .data_paths import split_uri, unplaceable
 from ..base.commit_source import CommitSource, require_through, serves_catalog
 from ..base.errors import CorruptLogError, InvalidArgumentError
 from ..base.features import Operation
@@ -52,6 +53,11 @@ class TableLog:
                  conditional_put: bool | None = None):
         if not uri:
             raise InvalidArgumentError("a table URI is required")
+        parts = split_uri(str(uri))
+        reason = unplaceable(parts) if parts is not None else None
+        if reason:      # the driver would open another place than the URI names: vacuum could not place files
+            raise InvalidArgumentError(f"cannot open the table at {uri!r}: {reason}; spell the root as "
+                                       "scheme://bucket/path (Azure: scheme://container@account.dfs.core.windows.net/path)")
         self.storage = Storage(uri, storage_options, single_writer=single_writer,
                                conditional_put=conditional_put)
         self.commit_owner = commit_owner
