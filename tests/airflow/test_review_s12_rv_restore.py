@@ -39,14 +39,6 @@ def _pair_compacted_undone_then_timestamp_restored(tmp_path) -> str:
     return uri
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "a timestamp RESTORE (no version recorded: Delta Spark's RESTORE TO TIMESTAMP AS OF, ours too) back to a version "
-    "where the pair's commit was live, after its files were rewritten (OPTIMIZE / DELETE / UPDATE) and an earlier "
-    "RESTORE undid it, is judged 'undone' ('touched nothing of an undone commit: still undone'): the hook fails "
-    "with DeltaPairUndoneByRestoreError saying 'the table holds none of its rows' although they are there, and "
-    "tells the user to re-run with a higher txn_version, which writes them twice. The same RESTORE by version "
-    "(version=3) is judged live. A user expects the skip (rows there) or at least PairRestoreUndecidedError "
-    "(cannot tell), never a confident 'rows gone'"))
 def test_a_timestamp_restore_back_past_an_undo_brings_the_pairs_rows_back(tmp_path):
     from airflow_provider_delta.hooks import DeltaTableHook
     uri = _pair_compacted_undone_then_timestamp_restored(tmp_path)
@@ -148,14 +140,6 @@ def test_a_timestamp_rollback_after_the_latest_commit_says_what_to_pass(make_tab
     assert "allow_after_latest" not in str(raised.value) and DeltaTable(uri).latest_version() == 1
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "a pair whose commit log cleanup deleted (a checkpoint after it, the log retention passed: a backfill of last "
-    "month's interval, as routine as it gets) is 'not known to be undone: the skip stands' (module docstring), even "
-    "when the RESTORE that undid it is still in the log and records a target (version 0) older than the log's "
-    "oldest commit: the hook skips, returns the latest version, the task is green and none of the pair's rows are "
-    "in the table (silent data loss). The pair's commit lies before that RESTORE and its target is past the "
-    "readable log, so whether it undid the commit cannot be told: a user expects PairRestoreUndecidedError "
-    "(check the rows, then skip or re-run with a higher txn_version), not a green skip"))
 def test_a_cleaned_up_pair_commit_undone_by_a_restore_still_in_the_log_is_not_skipped_silently(tmp_path):
     from airflow_provider_delta.hooks import DeltaTableHook
     uri = str(tmp_path / "t")

@@ -207,7 +207,14 @@ def restored_version_of(table: TableLog, operation_parameters: dict[str, Any] | 
 def restore_target_of(table: TableLog, operation_parameters: dict[str, Any] | None) -> int | None:
     """The version a recorded RESTORE (its ``operationParameters``) restored: its ``version``, else the
     version at its ``timestamp`` (Delta Spark records only the timestamp then; later commits do not
-    change which version that is). None when neither can be read or resolved."""
+    change which version that is). None when neither can be read or resolved.
+
+    The timestamp has no zone and is read as UTC: right for our own :func:`restore_table` (it writes
+    :func:`spark_timestamp_text`, UTC), and for Delta Spark only when its JVM ran in UTC: Delta Spark writes
+    ``java.sql.Timestamp.toString()``, the JVM's local wall-clock time, so a RESTORE from a JVM in another
+    zone resolves to the version at a time off by that zone's offset. A best guess, for display; a decision
+    that must be right (whether a RESTORE undid a commit: :mod:`.pair_undone_by_restore`) does not read the
+    timestamp but what the RESTORE did to the files."""
     params = operation_parameters or {}
     recorded, when = params.get("version"), params.get("timestamp")
     try:
