@@ -61,8 +61,8 @@ whether they went back before it. One recording a version at or after ``earliest
 after the commit (judged as the pair stood there, not known undone at ``earliest``); one recording an older
 version undid it when that version is readable and records the pair's ``txn`` below the asked version,
 else it cannot be told; one recording no version went back into the readable log (so after the commit) when
-its files afterwards hold one a commit of the readable log (not a RESTORE) wrote, a file that did not exist
-before that commit, else it cannot be told. Cannot be told is :class:`~..base.errors.PairRestoreUndecidedError`:
+its files afterwards hold one a commit of the readable log (not a RESTORE) wrote with ``dataChange``, a file
+that did not exist before that commit, else it cannot be told. Cannot be told is :class:`~..base.errors.PairRestoreUndecidedError`:
 never a silent skip over rows a RESTORE may have taken away.
 
 Cost: one listing, then the commits from the latest back to the pair's commit, no further (at most
@@ -513,8 +513,9 @@ def _cleaned_up(table: TableLog, listing: Any, app_id: str, app_version: int, re
 
 
 def _written_between(table: TableLog, listing: Any, first: int, last: int) -> set[Key]:
-    """The logical files the commits ``first`` .. ``last`` other than RESTOREs added (new files: a file's
-    logical key exists only from the commit that wrote it)."""
+    """The logical files the commits ``first`` .. ``last`` other than RESTOREs added with ``dataChange`` (new
+    files: a file's logical key exists only from the commit that wrote it; a ``dataChange=false`` add may
+    re-add an older file, as Delta Spark's statistics recompute and row-tracking backfill do)."""
     out: set[Key] = set()
     for v in range(first, last + 1):
         lf = listing.commits.get(v)
@@ -526,7 +527,7 @@ def _written_between(table: TableLog, listing: Any, first: int, last: int) -> se
             continue
         if _RESTORE in blob and (commit_info_of(blob) or {}).get("operation") == RESTORE_OPERATION:
             continue
-        out |= {_key(a) for a in _file_actions(blob, lf.path)[1]}
+        out |= {_key(a) for a in _file_actions(blob, lf.path)[1] if a.get("dataChange") is not False}
     return out
 
 
