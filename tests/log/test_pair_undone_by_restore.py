@@ -414,3 +414,19 @@ def test_a_cleaned_up_pair_commit_with_restores_inside_the_readable_log_still_sk
     assert pair_undone_by_restore(table, APP, 7) is None
     check_pair_not_undone(table, APP, 7)
     assert pair_undone_by_restore(table, "another", 7) is None and pair_undone_by_restore(table, APP, 8) is None
+
+
+def test_a_cleaned_up_position_commit_with_a_restore_past_the_log_is_undecided(tmp_path):
+    """An incremental consumer's position whose commit cleanup deleted, with a RESTORE in the output's log that went
+    back to a version no longer there: the position is not taken (undecided, saying the commit is gone); nothing
+    read or written."""
+    from airflow_provider_delta.log import pending_changes
+    source, out = _consumer(tmp_path)                                    # output: 1 position 1, 2 position 2
+    out.restore(version=1)                                               # version 3: undoes position 2's commit
+    out.write(pa.table({"id": pa.array([9], pa.int64())}))               # version 4
+    assert len(_cleanup(out, 3)) == 3                                    # 0..2 gone
+    log = sorted(os.listdir(os.path.join(out.storage.root, "_delta_log")))
+    with pytest.raises(PairRestoreUndecidedError) as raised:
+        pending_changes(source, out, CONSUMER, initial_version=1)
+    assert "no longer in the log" in str(raised.value) and "went back to version 1" in str(raised.value)
+    assert sorted(os.listdir(os.path.join(out.storage.root, "_delta_log"))) == log and out.latest_version() == 4
