@@ -57,9 +57,11 @@ class DeltaRestoreOperator(DeltaVersionAsOfOperator):
     restore to the latest version (nothing to do) emits none. Concurrent blind appends stay in the
     table; other concurrent changes fail the task with ``ConcurrentModificationError``, nothing
     written (retrying the task restores on top of them). A retry whose earlier try's RESTORE of the
-    same target landed reports it instead of restoring again (guarded: where the guard refuses;
-    unguarded: searched back to the DAG run's ``run_after``, and only while no task of this DAG run
-    committed after it: a rollback cleared together with its run's load restores the reloaded data away).
+    same target landed reports it instead of restoring again, searched back to the DAG run's
+    ``run_after`` (under commits of other DAGs, a streaming append say, which stay), and only while no
+    upstream task of this DAG run committed after it: a rollback cleared together with its run's load
+    restores the reloaded data away (guarded: the search runs where the guard refuses, and a refusal it
+    does not explain fails the task as above).
     """
 
     template_fields: Sequence[str] = ("table_uri", "delta_conn_id", "version", "timestamp", "expected_version",
@@ -90,7 +92,9 @@ class DeltaRestoreOperator(DeltaVersionAsOfOperator):
                 result = restore_table(table, version, timestamp, enforce_retention=enforce_retention,
                                        expected_version=expected_version, job=job_info(context))
             except UnexpectedVersionError as e:
-                done = self._earlier_try_restore(table, e.latest, version, timestamp, context)
+                # the run's own RESTORE: the latest commit, or under commits of others (another DAG's append)
+                done = (self._earlier_try_restore(table, e.latest, version, timestamp, context)
+                        or self._earlier_try_restore_in_history(table, version, timestamp, context))
                 if done is None:
                     raise DeltaRollbackRefusedError(str(e), expected=e.expected, latest=e.latest) from e
                 result = done
@@ -109,7 +113,7 @@ class DeltaRestoreOperator(DeltaVersionAsOfOperator):
 
     def _earlier_try_restore_in_history(self, table: Any, version: int | None, timestamp: Any,
                                         context: "Context") -> Any:
-        """An unguarded retry: this task run's RESTORE of the same target that still stands (an earlier
+        """A retry (unguarded: first; guarded: where the guard refuses): this task run's RESTORE of the same target that still stands (an earlier
         try committed it, then its worker died before reporting) is the rollback done, reported again;
         restoring a second time would undo what other writers committed after it.
 

@@ -39,14 +39,6 @@ def _pair_compacted_undone_then_timestamp_restored(tmp_path) -> str:
     return uri
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "a timestamp RESTORE (no version recorded: Delta Spark's RESTORE TO TIMESTAMP AS OF, ours too) back to a version "
-    "where the pair's commit was live, after its files were rewritten (OPTIMIZE / DELETE / UPDATE) and an earlier "
-    "RESTORE undid it, is judged 'undone' ('touched nothing of an undone commit: still undone'): the hook fails "
-    "with DeltaPairUndoneByRestoreError saying 'the table holds none of its rows' although they are there, and "
-    "tells the user to re-run with a higher txn_version, which writes them twice. The same RESTORE by version "
-    "(version=3) is judged live. A user expects the skip (rows there) or at least PairRestoreUndecidedError "
-    "(cannot tell), never a confident 'rows gone'"))
 def test_a_timestamp_restore_back_past_an_undo_brings_the_pairs_rows_back(tmp_path):
     from airflow_provider_delta.hooks import DeltaTableHook
     uri = _pair_compacted_undone_then_timestamp_restored(tmp_path)
@@ -83,18 +75,7 @@ def _try(make_context, task_id: str, try_number: int, run_id: str | None = None)
     return ctx
 
 
-GUARDED_RETRY_REASON = (
-    "a guarded DeltaRestoreOperator retry recognises its earlier try's RESTORE only when that RESTORE is still the "
-    "latest commit (_earlier_try_restore looks at e.latest alone); one blind append by another DAG after it (a "
-    "streaming ingest) and the retry fails with DeltaRollbackRefusedError, no retries, saying 'Nothing was "
-    "written: look at the table's history and restore by hand', although version expected+1 is this task run's "
-    "own RESTORE: the rollback is done. Following the message (restore by hand to the target) undoes the other "
-    "DAG's append. The docstring promises the guarded retry recognises it 'where the guard refuses'; the unguarded "
-    "retry does (history search). A user expects the retry to report the RESTORE, as the unguarded one does")
-
-
-@pytest.mark.parametrize("guard", [pytest.param({"expected_version": 2}, id="guarded",
-                                                marks=pytest.mark.xfail(strict=True, reason=GUARDED_RETRY_REASON)),
+@pytest.mark.parametrize("guard", [pytest.param({"expected_version": 2}, id="guarded"),
                                    pytest.param({}, id="unguarded-holds")])
 def test_a_rollback_retry_after_another_dags_append_reports_its_restore(make_table, make_context, guard):
     from airflow_provider_delta.hooks import DeltaTableHook
@@ -114,11 +95,6 @@ def test_a_rollback_retry_after_another_dags_append_reports_its_restore(make_tab
     assert DeltaTable(uri).latest_version() == 4 and 777 in _ids(uri)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "DeltaRestoreOperator(timestamp=...) with a time after the table's latest commit (a rollback 'as of the run's "
-    "start' when the load never committed) fails with TimestampOutOfRangeError telling the user to 'pass "
-    "allow_after_latest=True', a parameter neither the operator nor DeltaTable.restore has. A user expects a message naming what they can do (or the documented harmless no-op: the "
-    "table as of that time is the latest version)"))
 def test_a_timestamp_rollback_after_the_latest_commit_names_a_parameter_the_operator_has(make_table, make_context):
     from airflow_provider_delta.operators import DeltaRestoreOperator
     table = make_table("a", commits=1)
@@ -133,14 +109,37 @@ def test_a_timestamp_rollback_after_the_latest_commit_names_a_parameter_the_oper
     assert isinstance(out, dict) and not out["committed"] or "allow_after_latest" not in out, out
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "a pair whose commit log cleanup deleted (a checkpoint after it, the log retention passed: a backfill of last "
-    "month's interval, as routine as it gets) is 'not known to be undone: the skip stands' (module docstring), even "
-    "when the RESTORE that undid it is still in the log and records a target (version 0) older than the log's "
-    "oldest commit: the hook skips, returns the latest version, the task is green and none of the pair's rows are "
-    "in the table (silent data loss). The pair's commit lies before that RESTORE and its target is past the "
-    "readable log, so whether it undid the commit cannot be told: a user expects PairRestoreUndecidedError "
-    "(check the rows, then skip or re-run with a higher txn_version), not a green skip"))
+def test_a_guarded_retry_whose_try_restored_nothing_still_refuses_over_another_dags_append(make_table, make_context):
+    """The other side: try 1 restored nothing (it failed before committing), another DAG appended: the guard
+    refuses try 2 (DeltaRollbackRefusedError, nothing written); the other DAG's append is not undone."""
+    from airflow_provider_delta.hooks import DeltaTableHook
+    from airflow_provider_delta.operators import DeltaRestoreOperator
+    from airflow_provider_delta.operators.restore import DeltaRollbackRefusedError
+    table = make_table("a", commits=2)
+    uri = table.storage.root
+    other = {"dag_id": "ingest", "task_id": "append", "run_id": "scheduled__x", "try_number": 1}
+    DeltaTableHook().write_table(uri, pa.table({"id": [777], "day": ["2026-01-09"]}), job=other)   # version 3
+    rollback = DeltaRestoreOperator(task_id="rollback", table_uri=uri, version=1, expected_version=2)
+    with pytest.raises(DeltaRollbackRefusedError):
+        rollback.execute(_try(make_context, "rollback", 2))
+    assert DeltaTable(uri).latest_version() == 3 and 777 in _ids(uri)
+
+
+def test_a_timestamp_rollback_after_the_latest_commit_says_what_to_pass(make_table, make_context):
+    """The message names what the operator takes (a time at or before the latest commit, or the latest version);
+    nothing written."""
+    from airflow_provider_delta.log import TimestampOutOfRangeError
+    from airflow_provider_delta.operators import DeltaRestoreOperator
+    table = make_table("a", commits=1)
+    uri = table.storage.root
+    latest_ts = DeltaTable(uri).history(limit=1)[0]["timestamp"]
+    rollback = DeltaRestoreOperator(task_id="rollback", table_uri=uri, timestamp=latest_ts + 60_000)
+    with pytest.raises(TimestampOutOfRangeError) as raised:
+        rollback.execute(_try(make_context, "rollback", 1))
+    assert "version=1" in str(raised.value) and "Nothing was written" in str(raised.value)
+    assert "allow_after_latest" not in str(raised.value) and DeltaTable(uri).latest_version() == 1
+
+
 def test_a_cleaned_up_pair_commit_undone_by_a_restore_still_in_the_log_is_not_skipped_silently(tmp_path):
     from airflow_provider_delta.hooks import DeltaTableHook
     uri = str(tmp_path / "t")
@@ -163,11 +162,6 @@ def test_a_cleaned_up_pair_commit_undone_by_a_restore_still_in_the_log_is_not_sk
 DAGS = __import__("pathlib").Path(__file__).parent / "review_s12_rv_restore_dags"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "the same as test_a_guarded_rollback_retry_after_another_dags_append_reports_its_restore under a real dag.test "
-    "run: try 1 of a guarded rollback (expected_version=3) commits its RESTORE (version 4), another DAG appends "
-    "(version 5), the worker is lost; try 2 fails with DeltaRollbackRefusedError ('restore by hand'), no more "
-    "retries, though the rollback is done. The unguarded DAG (delta_rollback_retry) succeeds in the same run"))
 def test_under_dag_test_a_guarded_rollback_retry_reports_its_restore(make_table, run_dag):
     table = make_table("a", commits=3)
     uri = table.storage.root

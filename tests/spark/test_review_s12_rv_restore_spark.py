@@ -44,13 +44,6 @@ def dv_delete_undone(spark, tmp_path) -> str:
     return path
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "a pair commit that rewrote a file with a deletion vector (Delta Spark's DELETE / UPDATE / MERGE with DVs: "
-    "remove f, add f+DV under the same path) undone by a RESTORE TO TIMESTAMP AS OF (which removes f+DV and adds f "
-    "back) is judged live: 'a file of the commit added (back)' matches f's path, though the RESTORE dropped the "
-    "commit's DV. The retried/cleared task skips, green, and the deleted row (id 3) stays in the table: the delete "
-    "is silently not applied. A user expects PairUndoneByRestoreError (the same history with RESTORE VERSION AS OF 0 "
-    "is judged undone); Delta Spark's file identity is (path, DV id), not the path alone"))
 def test_a_dv_delete_undone_by_a_spark_timestamp_restore_is_not_skipped(dv_delete_undone):
     from airflow_provider_delta.hooks import DeltaTableHook
     path = dv_delete_undone

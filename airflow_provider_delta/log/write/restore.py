@@ -68,8 +68,8 @@ from ..base import ict
 from ..base.actions import Metadata, Protocol
 from ..base.commit_actions import AddFile
 from ..base.path_spelling import LOG_PATH_COLUMN, existing_spelling
-from ..base.errors import (DataFileNotFoundError, DeltaError, InvalidArgumentError, UnexpectedVersionError,
-                           VersionNotFoundError)
+from ..base.errors import (DataFileNotFoundError, DeltaError, InvalidArgumentError, TimestampOutOfRangeError,
+                           UnexpectedVersionError, VersionNotFoundError)
 from ..base.features import (COMMIT_COORDINATOR_PROPERTIES, ISOLATION_LEVEL_PROPERTY, MANAGED_OWNER_CONF_PROPERTY, Operation,
                              protocol_with_features, supported_features)
 from ..base.intervals import deleted_file_retention_ms
@@ -170,7 +170,20 @@ def _target_version(table: TableLog, latest: Snapshot, version: Any, timestamp: 
                 f"cannot restore {table.uri} to version {target}: the latest version is {latest.version}",
                 version=target, latest=latest.version)
         return target
-    return table.version_at(to_epoch_ms(timestamp))   # before the first / after the latest commit: errors
+    ts = to_epoch_ms(timestamp)
+    try:
+        return table.version_at(ts)                   # before the first / after the latest commit: errors
+    except TimestampOutOfRangeError as e:
+        if e.latest is None:
+            raise                                     # before the first commit: its message says so
+        # Delta Spark's RESTORE refuses a time after the latest commit too (it has no way to ask otherwise);
+        # version_at's own advice names a parameter restore does not have
+        raise TimestampOutOfRangeError(
+            f"cannot restore {table.uri} to {format_ms(ts)}: that is after its latest commit (version "
+            f"{latest.version} at {format_ms(e.latest)}), so the table as of that time is the latest version and "
+            f"there is nothing to restore. Nothing was written. Pass a time at or before {format_ms(e.latest)}, or "
+            f"version={latest.version} (a restore to the latest version commits nothing)",
+            timestamp=ts, latest=e.latest) from None
 
 
 def restored_version_of(table: TableLog, operation_parameters: dict[str, Any] | None, version: Any = None,
@@ -194,7 +207,14 @@ def restored_version_of(table: TableLog, operation_parameters: dict[str, Any] | 
 def restore_target_of(table: TableLog, operation_parameters: dict[str, Any] | None) -> int | None:
     """The version a recorded RESTORE (its ``operationParameters``) restored: its ``version``, else the
     version at its ``timestamp`` (Delta Spark records only the timestamp then; later commits do not
-    change which version that is). None when neither can be read or resolved."""
+    change which version that is). None when neither can be read or resolved.
+
+    The timestamp has no zone and is read as UTC: right for our own :func:`restore_table` (it writes
+    :func:`spark_timestamp_text`, UTC), and for Delta Spark only when its JVM ran in UTC: Delta Spark writes
+    ``java.sql.Timestamp.toString()``, the JVM's local wall-clock time, so a RESTORE from a JVM in another
+    zone resolves to the version at a time off by that zone's offset. A best guess, for display; a decision
+    that must be right (whether a RESTORE undid a commit: :mod:`.pair_undone_by_restore`) does not read the
+    timestamp but what the RESTORE did to the files."""
     params = operation_parameters or {}
     recorded, when = params.get("version"), params.get("timestamp")
     try:

@@ -60,9 +60,9 @@ def check_restored_files(read: Snapshot, restored: Snapshot, adds: Iterable[AddF
     removed logical files plus the added ones.
     """
     removed = {(r.path, dv_unique_id(r.deletion_vector)) for r in removes}
-    after = {k for k in _logical_files(read) if k not in removed}
+    after = {k for k in logical_files(read.files()) if k not in removed}
     after |= {(a.path, dv_unique_id(a.deletion_vector)) for a in adds}
-    then = _logical_files(restored)
+    then = logical_files(restored.files())
     if after != then:
         extra, missing = sorted(after - then, key=str), sorted(then - after, key=str)
         raise InvalidArgumentError(
@@ -73,11 +73,11 @@ def check_restored_files(read: Snapshot, restored: Snapshot, adds: Iterable[AddF
             "nothing was committed")
 
 
-def _logical_files(snap: Snapshot) -> set[tuple[str, str | None]]:
-    """The snapshot's live logical files, (path, DV unique id), from two columns (no row dicts are
-    built): the unique id is PROTOCOL.md's ``<storageType><pathOrInlineDv>[@<offset>]``."""
-    files = snap.files()
-    paths = files.column("path").to_pylist()
+def logical_files(files: pa.Table, path_column: str = "path") -> set[tuple[str, str | None]]:
+    """A file list's (a snapshot's ``files()``) logical files, (path, DV unique id), from two columns (no row
+    dicts are built): the unique id is PROTOCOL.md's ``<storageType><pathOrInlineDv>[@<offset>]``.
+    ``path_column``: the decoded ``path`` or the log's spelling."""
+    paths = files.column(path_column).to_pylist()
     dv = files.column("deletion_vector").combine_chunks()
     if dv.null_count == len(dv):
         return {(p, None) for p in paths}
