@@ -19,14 +19,6 @@ pytestmark = pytest.mark.spark
 SCHEMA = pa.schema([("id", pa.int64())])
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "commit_dataframe's commit lands in a hole that cleanup raced it into (v-1 and the other writer's v gone, "
-    "checkpoint 4 above); the hole check cannot decide (delta.deletedFileRetentionDuration 1 hour) and raises "
-    "CommitOutcomeUnknownError with the commit file left in place. _resolve_failed_commit then asks "
-    "txn.landed_version(), which finds that file by name, logs 'version 3 holds this write's commit: committed' "
-    "and returns 3: the Airflow task succeeds, the app_id/app_version pair is not in the table and neither are "
-    "the rows (readers start at checkpoint 4). Expected: the unknown outcome reaches the caller "
-    "(CommitOutcomeUnknownError, data files kept) - never a version whose commit no snapshot reads."))
 def test_commit_dataframe_does_not_report_a_commit_left_in_a_hole_as_committed(spark, tmp_path):
     from airflow_provider_delta.spark.commit import commit_dataframe
     root = str(tmp_path / "t")
