@@ -199,7 +199,7 @@ def commit_is_read(storage: Storage, version: int) -> bool:
 
 def _listing_from(storage: Storage, version: int) -> LogListing:
     """The log's files from ``version`` on (the whole folder where the store cannot list from a name)."""
-    entries = storage.list_dir_from(LOG_DIR, f"{version:020d}")
+    entries = storage.list_dir_from(LOG_DIR, f"{version:020d}", scan_local=True)
     if entries is None:
         entries = storage.list_dir(LOG_DIR)
     return sorted_listing(entries)
