@@ -8,7 +8,6 @@ import os
 from typing import Any, Callable
 
 import pyarrow as pa
-import pytest
 
 from airflow_provider_delta.log import DeltaTable
 from airflow_provider_delta.log.base.errors import DeltaError
@@ -162,7 +161,9 @@ def test_a_writer_catching_up_through_a_hole_commit_does_not_skip_the_cleaned_up
 
 
 # ------------------------------------------------------------------ the outcome resolver after an unknown outcome
-def test_landed_version_does_not_report_a_commit_left_in_a_hole_as_landed(tmp_path):
+def undecided_hole_table(tmp_path) -> DeltaTable:
+    """v0..v2 (ids 1, 2); our next commit (v3) lands in a hole below checkpoint 4 (another writer's v3, v4; 0..3
+    cleaned up inside our put) that the check cannot decide: ``delta.deletedFileRetentionDuration`` is 1 hour."""
     root = str(tmp_path / "t")
     t = DeltaTable.create(root, SCHEMA, properties={"delta.deletedFileRetentionDuration": "interval 1 hour"})
     t.auto_checkpoint = False
@@ -170,6 +171,12 @@ def test_landed_version_does_not_report_a_commit_left_in_a_hole_as_landed(tmp_pa
     t.write(pa.table({"id": [2]}))
     t.storage.files = CleanupRacesThePut(t.storage.files, root, [_append(50), _append(60)],
                                          gone=lambda ours, top: range(0, ours + 1))   # 0..3 gone, checkpoint 4
+    return t
+
+
+def test_landed_version_does_not_report_a_commit_left_in_a_hole_as_landed(tmp_path):
+    t = undecided_hole_table(tmp_path)
+    root = t.storage.root
     txn = t.transaction()
     txn.__enter__()
     txn.add_file(_parquet_add(t, "x.parquet", [3]))
@@ -229,13 +236,8 @@ def test_landed_version_does_not_take_the_committing_tables_cached_snapshot_for_
     """The other side of landed_version's txn-record proof: the committing DeltaTable's cached snapshot, updated
     incrementally from the read version, replays the commit file left in the hole and shows its txn record; a
     fresh load (readers start at the checkpoint) does not. landed_version reads the latter: None."""
-    root = str(tmp_path / "t")
-    t = DeltaTable.create(root, SCHEMA, properties={"delta.deletedFileRetentionDuration": "interval 1 hour"})
-    t.auto_checkpoint = False
-    t.write(pa.table({"id": [1]}))
-    t.write(pa.table({"id": [2]}))
-    t.storage.files = CleanupRacesThePut(t.storage.files, root, [_append(50), _append(60)],
-                                         gone=lambda ours, top: range(0, ours + 1))   # 0..3 gone, checkpoint 4
+    t = undecided_hole_table(tmp_path)
+    root = t.storage.root
     txn = t.transaction()
     txn.__enter__()
     txn.set_txn("job", 1)
