@@ -12,30 +12,17 @@ import pytest
 from airflow_provider_delta.log import DeltaTable
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "log"))
-from test_review_s12_rv_hole import CleanupRacesThePut, _append, _outcome  # noqa: E402 - tests/log's wrappers
+from test_review_s12_rv_hole import _outcome, undecided_hole_table  # noqa: E402 - tests/log's wrappers
 
 pytestmark = pytest.mark.spark
 
 SCHEMA = pa.schema([("id", pa.int64())])
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "commit_dataframe's commit lands in a hole that cleanup raced it into (v-1 and the other writer's v gone, "
-    "checkpoint 4 above); the hole check cannot decide (delta.deletedFileRetentionDuration 1 hour) and raises "
-    "CommitOutcomeUnknownError with the commit file left in place. _resolve_failed_commit then asks "
-    "txn.landed_version(), which finds that file by name, logs 'version 3 holds this write's commit: committed' "
-    "and returns 3: the Airflow task succeeds, the app_id/app_version pair is not in the table and neither are "
-    "the rows (readers start at checkpoint 4). Expected: the unknown outcome reaches the caller "
-    "(CommitOutcomeUnknownError, data files kept) - never a version whose commit no snapshot reads."))
 def test_commit_dataframe_does_not_report_a_commit_left_in_a_hole_as_committed(spark, tmp_path):
     from airflow_provider_delta.spark.commit import commit_dataframe
-    root = str(tmp_path / "t")
-    t = DeltaTable.create(root, SCHEMA, properties={"delta.deletedFileRetentionDuration": "interval 1 hour"})
-    t.auto_checkpoint = False
-    t.write(pa.table({"id": [1]}))
-    t.write(pa.table({"id": [2]}))
-    t.storage.files = CleanupRacesThePut(t.storage.files, root, [_append(50), _append(60)],
-                                         gone=lambda ours, top: range(0, ours + 1))   # 0..3 gone, checkpoint 4
+    t = undecided_hole_table(tmp_path)
+    root = t.storage.root
     df = spark.createDataFrame([(3,)], "id long")
     result: list = []
     outcome = _outcome(lambda: result.append(commit_dataframe(df, t, app_id="job", app_version=1)))

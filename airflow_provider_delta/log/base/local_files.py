@@ -44,6 +44,27 @@ class LocalFiles:
         """No ranged listing here (a local directory lists fast; callers probe names instead)."""
         return None
 
+    def scan_from(self, d: str, first_name: str) -> list[FileInfo]:
+        """Files in ``d`` named ``first_name`` or later: the names of one scan (no stat), a stat of those only.
+        For a caller that needs every kind of file from a version on (checkpoints cannot be probed by name)
+        where a full listing would stat a long log's every file."""
+        out: list[FileInfo] = []
+        try:
+            with os.scandir(d) as it:
+                for e in it:
+                    if e.name < first_name:
+                        continue
+                    try:
+                        if not e.is_file():
+                            continue
+                        st = e.stat()
+                    except FileNotFoundError:
+                        continue
+                    out.append(FileInfo(e.path, e.name, st.st_size, st.st_mtime_ns // 1_000_000))
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        return out
+
     def file_info(self, p: str) -> FileInfo | None:
         try:
             st = os.stat(p)

@@ -139,10 +139,14 @@ class Storage:
         """Files (not directories) directly in ``rel_dir``; empty list if it does not exist."""
         return self.files.list_dir(self.path(rel_dir))
 
-    def list_dir_from(self, rel_dir: str, first_name: str) -> list[FileInfo] | None:
+    def list_dir_from(self, rel_dir: str, first_name: str, scan_local: bool = False) -> list[FileInfo] | None:
         """Files in ``rel_dir`` named ``first_name`` or later (string order), in one ranged
-        listing where the store has one (see :mod:`.object_store`); None where it has not."""
-        return self.files.list_from(self.path(rel_dir), first_name)
+        listing where the store has one (see :mod:`.object_store`); None where it has not.
+        ``scan_local``: on a local disk, one scan of the names and a stat of those from ``first_name`` on."""
+        entries = self.files.list_from(self.path(rel_dir), first_name)
+        if entries is None and scan_local and getattr(self.files, "is_local", False):
+            entries = self.files.scan_from(self.path(rel_dir), first_name)
+        return entries
 
     def file_info(self, rel: str) -> FileInfo | None:
         """Size and mtime of one file in one call (a stat, or a HEAD); None if it is not there."""

@@ -9,26 +9,27 @@ loads after committing does not end at the attempted version, and it fails with
 before the put (nothing is written) and once more after it, for a cleanup racing the put:
 
 * before: version ``v - 1`` must exist, as a commit file or as a complete checkpoint with nothing
-  newer in the log (:func:`check_commit_follows_log`); after a lost race ``v - 1`` is a winner read by
-  name, maybe another writer's commit left in a hole, so the log from ``v`` is listed too
-  (:func:`check_caught_up_log`) and judged after the put instead of trusting the stat of ``v - 1``;
-* after: our commit may have fallen into a hole only if ``v - 1``'s commit file is gone now (cleanup
-  deletes commits oldest first, so the one that freed ``v`` removed ``v - 1`` before it) and a checkpoint
-  above ``v`` is not newer than our commit file (equal times count, for stores with whole-second times).
-  File times alone prove nothing either way: a writer on a skewed clock that built on our commit writes an
-  older-looking checkpoint, and on an idle table the cleanup after it removes ``v - 1`` too (past log
-  retention). So each such checkpoint is judged by its content (:func:`_judge`, :class:`CommitEvidence`):
-  built on our commit if it names a file new to the table that we added (written under a new unique name
-  by this writer, or a path the read snapshot shows unknown - not a file added back after a remove, which
-  a checkpoint written before our put names as a tombstone), or holds our remove as a tombstone with our
-  remove's very ``deletionTimestamp``; not built on it if a commit between ours and it is gone while ours
-  is there, or (tombstones kept long enough) it names none of our new files while every commit between ours
-  and it was read and none removes one, or holds a file we removed as live with no commit after ours adding
-  it back, or not at all. Evidence on both sides is undecided. Only a proven hole is withdrawn: below
-  the checkpoint no reader replays it, and left in place its file time would enter the monotonized
-  timestamps that time travel by timestamp uses (ours, Delta Spark's and delta-rs', which then looks for
-  the commits cleanup removed). Anything unproven leaves the commit file in place and the committer
-  reports :class:`CommitOutcomeUnknownError`: withdrawing a live commit would lose it.
+  newer in the log (:func:`check_commit_follows_log`); after a lost race the winners were read by name, and
+  one may be another writer's commit left in a hole in place of the real one, which conflict checking then
+  never saw, so the log from the read version is listed too (:func:`check_caught_up_log`);
+* after: the log from ``v`` is listed (the whole cost on the common path). Our commit may lie in a hole only if
+  a checkpoint ``C`` above ``v`` exists and a commit between the last checkpoint at or below ``v`` and ``C``
+  (other than ours) is gone (:func:`hole_possible`): whatever order a cleaner deletes in, it leaves a gap on
+  one side of ``v`` or the other; with every commit there, committed. Otherwise every checkpoint above ``v``
+  is judged by its content, whatever its file time (clocks skew either way) (:func:`_judge`,
+  :class:`CommitEvidence`): built on our commit if it names a file new to the table that we added (written
+  under a new unique name by this writer, or a path the read snapshot shows unknown - not a file added back
+  after a remove, which a checkpoint written before our put names as a tombstone), or holds our remove as a
+  tombstone with our remove's very ``deletionTimestamp``; not built on it if a commit between ours and it is
+  gone while ours is there (only commits older than the log retention are cleaned up, and one built on ours is
+  newer), or (tombstones kept long enough) it names none of our new files while every commit between ours and
+  it was read and none removes one, or holds a file we removed as live with no commit after ours adding it
+  back, or not at all. Evidence on both sides is undecided. Only a proven hole is withdrawn: below the
+  checkpoint no reader replays it, and left in place its file time would enter the monotonized timestamps
+  that time travel by timestamp uses (ours, Delta Spark's and delta-rs', which then looks for the commits
+  cleanup removed). Anything unproven leaves the commit file in place and the committer reports
+  :class:`CommitOutcomeUnknownError`: withdrawing a live commit would lose it. :func:`commit_is_read` tells a
+  caller resolving an outcome later whether a commit file found by name is one snapshots read.
 
 Only file-system commits need this: a commit owner or catalog ratifies versions itself.
 """
@@ -51,22 +52,36 @@ from ..read.checkpoint_reader import read_checkpoint
 from ..read.listing import LogListing, list_backfilled, sorted_listing
 
 
-def check_caught_up_log(storage: Storage, version: int) -> None:
-    """Raise :class:`InvalidCommittedVersionError` if ``version`` lies in a hole, for a writer whose ``v - 1`` is a
-    commit it read by name after losing a race - not the version its read snapshot found at the top of a
-    listing. That commit may be another writer's left in a hole (an undecided post-put check keeps its file),
-    so its presence proves nothing: the log from ``v`` is listed, and a checkpoint at ``v`` or above while
-    ``v``'s commit is gone means ``v`` was committed and cleaned up (nobody built on our commit: it is not
-    written yet). One listing, only after a lost race; :func:`check_commit_follows_log` runs as well.
+def check_caught_up_log(storage: Storage, read_version: int, version: int) -> None:
+    """Raise :class:`InvalidCommittedVersionError` unless the winners a writer caught up through after a lost race
+    (``read_version + 1`` .. ``version - 1``, read by name and checked for conflicts) are the log's real commits.
+
+    A winner read by name may be another writer's commit left in a hole (an undecided post-put check keeps its
+    file) in place of the real one, which cleanup removed below a newer checkpoint: conflict checking needs
+    every winning commit, and a rebase onto that checkpoint is no conflict check (Delta Spark fails with
+    ``DELTA_INVALID_COMMITTED_VERSION`` when it cannot read them). So the log from ``read_version`` is listed
+    once: with a checkpoint above ``read_version``, the read version (as a commit or a complete checkpoint)
+    and every commit up to that checkpoint must be there (:func:`hole_possible`'s rule); a checkpoint at or
+    above ``version`` while ``version``'s commit is gone is a hole too (``version`` was committed and cleaned
+    up). Only after a lost race; :func:`check_commit_follows_log` runs as well. A cleanup that removed the read
+    version's commit (older than the log retention) after the read makes this refuse too: typed, and the
+    operation redone on a fresh read then succeeds.
     """
-    above = _listing_from(storage, version)
-    if version not in above.commits and any(c >= version for c in above.checkpoints):
+    listing = _listing_from(storage, read_version)
+    top = max((c for c in listing.checkpoints if c > read_version), default=None)
+    if top is None:
+        return
+    gone = [u for u in range(read_version + 1, top + 1) if u not in listing.commits]
+    if read_version not in listing.commits and listing.complete_checkpoint(read_version) is None:
+        gone.insert(0, read_version)
+    if gone:
         raise InvalidCommittedVersionError(
-            f"cannot commit version {version} of {storage.uri}: checkpoint {max(above.checkpoints)} is above it "
-            f"while its commit is gone, so version {version - 1}, which this transaction caught up to, lies in a "
-            "hole below that checkpoint (a commit that landed after metadata cleanup); a commit there would fall "
-            "where no reader sees it. Read the table again and redo the operation",
-            version=version, current_version=above.latest)
+            f"cannot commit version {version} of {storage.uri}: checkpoint {top} is above version {read_version}, "
+            f"which this transaction read, while commit {gone[0]} below it is gone: metadata cleanup removed "
+            "commits this transaction must check for conflicts, and a commit found by name among them may be one "
+            "left in a hole below that checkpoint (a commit that landed after the cleanup) rather than the one "
+            "the table holds. Read the table again and redo the operation",
+            version=version, current_version=listing.latest)
 
 
 def check_commit_follows_log(storage: Storage, version: int) -> None:
@@ -119,47 +134,72 @@ CLOCK_MARGIN_MS = 3_600_000
 
 
 def landed_below_newer_log(storage: Storage, version: int,
-                           evidence: frozenset[str] | CommitEvidence | Callable[[], CommitEvidence] = frozenset(),
-                           predecessor_listed: bool = True) -> NewerCheckpoint | None:
-    """After our put of ``version``: a checkpoint above it that does not hold our commit, when ``version - 1``'s
-    commit is gone too (the state a racing cleanup leaves), or None.
+                           evidence: frozenset[str] | CommitEvidence | Callable[[], CommitEvidence] = frozenset()
+                           ) -> NewerCheckpoint | None:
+    """After our put of ``version``: a checkpoint above it that does not hold our commit, when the log around
+    it is the state a racing cleanup leaves (:func:`hole_possible`), or None.
 
     ``evidence``: what of our commit to look for (a set: just the new files' paths; a callable is asked only
     once the log looks like a hole). Paths are spelled as the log spells them (encoded:
-    :func:`~..base.path_spelling.log_spelling`, never the decoded ``AddFile.path``). Only checkpoints not
-    newer than our commit file are judged, each by :func:`_judge`: one built on our commit keeps it (None),
-    one proven without it is a hole, and nothing proven either way is undecided. The common case costs one
-    stat: ``v - 1``'s commit file is still there, so no cleanup freed ``v``. That proves nothing when
-    ``v - 1`` is a commit read by name after a lost race (``predecessor_listed=False``: it may sit in a hole
-    itself, see :func:`check_commit_follows_log`): the log from ``v`` is listed and judged then.
+    :func:`~..base.path_spelling.log_spelling`, never the decoded ``AddFile.path``). The common case costs one
+    listing from ``version``: no checkpoint above it, so no reader starts past it. Otherwise, when a commit that
+    a hole needs gone is gone, every checkpoint above ``version`` is judged by :func:`_judge`, whatever its file
+    time (clocks skew either way): one built on our commit keeps it (None), one proven without it is a hole,
+    and nothing proven either way is undecided. With every commit there no hole is possible: committed.
     """
-    if version == 0 or (predecessor_listed and storage.file_info(commit_path(version - 1)) is not None):
-        return None
-    own = storage.file_info(commit_path(version))
-    if own is None:
+    if version == 0:
         return None
     listing = _listing_from(storage, version)
-    older = sorted((v for v, files in listing.checkpoints.items()
-                    if v > version and min(f.mtime_ms for f in files) <= own.mtime_ms), reverse=True)
-    if not older:
+    if version not in listing.commits or not any(c > version for c in listing.checkpoints):
         return None
+    listing = sorted_listing(storage.list_dir(LOG_DIR))
+    if not hole_possible(listing, version):
+        return None
+    above = sorted((c for c in listing.checkpoints if c > version), reverse=True)
     if callable(evidence):
         evidence = evidence()
     elif not isinstance(evidence, CommitEvidence):
         evidence = CommitEvidence(added=frozenset(evidence))
-    verdicts = {v: _judge(storage, listing, version, own.mtime_ms, v, evidence) for v in older}
+    own_ms = listing.commits[version].mtime_ms
+    verdicts = {v: _judge(storage, listing, version, own_ms, v, evidence) for v in above}
     built_on = [v for v, verdict in verdicts.items() if verdict is True]
     holes = [v for v, verdict in verdicts.items() if verdict is False]
     if built_on and not holes:
         return None
     if holes and not built_on:
         return NewerCheckpoint(max(holes))
-    return NewerCheckpoint(older[0], undecided=True)     # no proof, or proofs that disagree: keep the commit
+    return NewerCheckpoint(above[0], undecided=True)     # no proof, or proofs that disagree: keep the commit
+
+
+def hole_possible(listing: LogListing, version: int) -> bool:
+    """Whether the commit of ``version`` may lie in a hole, from the whole log's listing: a checkpoint ``C`` above
+    it exists and a commit between the last complete checkpoint ``B`` at or below it (or version 0) and ``C`` -
+    other than ``version`` - is gone.
+
+    A hole needs the commit another writer put at ``version`` removed by cleanup after ``C`` was written from
+    it. With every commit from ``B`` to ``C`` there, nothing was removed around ``version``: whatever order a
+    cleaner deletes in (delta-rs deletes concurrently; a failed delete leaves one behind), the state it leaves
+    shows a gap on one side of ``version`` or the other. Left out: a cleaner that removed ``version`` alone.
+    """
+    top = max((c for c in listing.checkpoints if c > version), default=None)
+    if top is None:
+        return False
+    base = max((c for c in listing.checkpoints if c <= version and listing.complete_checkpoint(c) is not None),
+               default=None)
+    low = 0 if base is None else base + 1
+    return any(u not in listing.commits for u in range(low, top) if u != version)
+
+
+def commit_is_read(storage: Storage, version: int) -> bool:
+    """Whether a snapshot reads the commit file of ``version`` (found by name): no checkpoint above it, or no hole
+    possible (:func:`hole_possible`). A commit left in place by an undecided hole check, or proven in a hole but
+    not withdrawn, does not count. One listing of the log."""
+    return not hole_possible(sorted_listing(storage.list_dir(LOG_DIR)), version)
 
 
 def _listing_from(storage: Storage, version: int) -> LogListing:
     """The log's files from ``version`` on (the whole folder where the store cannot list from a name)."""
-    entries = storage.list_dir_from(LOG_DIR, f"{version:020d}")
+    entries = storage.list_dir_from(LOG_DIR, f"{version:020d}", scan_local=True)
     if entries is None:
         entries = storage.list_dir(LOG_DIR)
     return sorted_listing(entries)

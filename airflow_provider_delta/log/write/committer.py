@@ -171,7 +171,7 @@ class Committer:
         reference is deleted.
         """
         if not self._predecessor_listed(version):
-            check_caught_up_log(self.table.storage, version)
+            check_caught_up_log(self.table.storage, self.plan.read_version, version)
         check_commit_follows_log(self.table.storage, version)
         self.outcome_unknown = True     # while the put is in flight (an interrupt leaves it so)
         try:
@@ -216,15 +216,14 @@ class Committer:
 
     def _refuse_if_in_hole(self, version: int) -> None:
         """After our put landed: if cleanup raced it and left our commit below a newer checkpoint
-        (:func:`.commit_successor.landed_below_newer_log`: ``v - 1`` gone and a checkpoint above ``v``, not
-        newer than our commit file, proven not to hold our commit), withdraw the commit file - no reader
+        (:func:`.commit_successor.landed_below_newer_log`: a checkpoint above ``v`` while a commit around ``v``
+        is gone, proven not to hold our commit), withdraw the commit file - no reader
         replays it below the checkpoint and nobody built on it, while left in place it would skew time travel
         by timestamp - and raise :class:`InvalidCommittedVersionError`. A checkpoint that cannot be told
         apart from one built on our commit leaves the file (withdrawing a live commit would lose it) and
         reports :class:`CommitOutcomeUnknownError`."""
         try:
-            newer = landed_below_newer_log(self.table.storage, version, self._hole_evidence,
-                                           self._predecessor_listed(version))
+            newer = landed_below_newer_log(self.table.storage, version, self._hole_evidence)
         except Exception as e:      # our commit landed: whether it lies in a hole is what is not known
             self.outcome_unknown = True
             raise CommitOutcomeUnknownError(
@@ -235,8 +234,8 @@ class Committer:
             return
         if newer.undecided:
             raise CommitOutcomeUnknownError(
-                f"version {version} of {self.table.uri} landed, and checkpoint {newer.version} above it is not newer "
-                f"than it while version {version - 1} is gone: either metadata cleanup raced this commit (then it "
+                f"version {version} of {self.table.uri} landed, and checkpoint {newer.version} is above it while "
+                "commits around it are gone: either metadata cleanup raced this commit (then it "
                 "lies below the checkpoint, unread) or another writer built on it at once (on a clock of its own), "
                 "and the checkpoint does not tell which. "
                 "The commit file was left in place. Before redoing the change, read the latest snapshot: the change "
@@ -257,7 +256,8 @@ class Committer:
 
     def _predecessor_listed(self, version: int) -> bool:
         """Whether ``version - 1`` is the read snapshot's version (found at the top of a listing), not a winner
-        read by name after a lost race - which may be another writer's commit left in a hole."""
+        read by name after a lost race - which may be another writer's commit left in a hole in place of the
+        real one (:func:`.commit_successor.check_caught_up_log`)."""
         return version - 1 <= self.plan.read_version
 
     def _hole_evidence(self) -> CommitEvidence:

@@ -28,6 +28,7 @@ from ..base.actions import Metadata, Protocol
 from ..base.commit_actions import AddFile, DomainMetadata, RemoveFile, Txn
 from .commit_info import CommitProvenance, is_own_commit
 from .commit_plan import CommitPlan, PendingChanges, dv_unique_id, plan_commit
+from .commit_successor import commit_is_read
 from .committer import Committer
 from .conflicts import canonical_partition_value
 from .isolation import ISOLATION_LEVELS
@@ -41,7 +42,7 @@ from ..base.schema import schema_to_arrow, serialize_partition_value
 from ..read.column_mapping import partition_keys
 from ..read.protocol_metadata import load_protocol_metadata
 from ..read.segment import build_segment
-from ..read.snapshot import Snapshot
+from ..read.snapshot import Snapshot, load_snapshot
 from ..read.table_log import TableLog
 
 log = logging.getLogger(__name__)
@@ -476,15 +477,36 @@ class Transaction:
         return version
 
     def landed_version(self) -> int | None:
-        """The version holding this transaction's commit, found in the log (None if none does).
+        """The version holding this transaction's commit, found in the log and read by snapshots (None if none).
 
         After :meth:`commit` raised, this resolves the outcome before anything the commit
         would reference is deleted: the commits after the version it read are searched
         for its ``commitInfo.txnId``. Only an answer from the log counts; a transaction
         whose outcome is unknown (:attr:`outcome_unknown`) and not found may still land.
+        A commit file found by name counts only if a snapshot reads it: no hole is possible
+        around it (:func:`.commit_successor.commit_is_read`), or the latest snapshot shows
+        the txn records it set. One left in a hole (an undecided hole check keeps its file; a
+        failed withdrawal leaves it) is not the table's, and neither is it surely not committed.
         """
         if self.version is not None:
             return self.version
+        found = self._own_commit_file()
+        if found is None or self.table.commit_owner is not None:
+            return found        # commits through an owner or catalog are ratified by it: no hole
+        if commit_is_read(self.table.storage, found):
+            return found
+        txns = self._changes.txns
+        if txns:
+            try:   # a fresh load: an incremental update of a cached snapshot replays a commit file in a hole
+                latest = load_snapshot(self.table, None)
+            except Exception:   # noqa: BLE001 - not readable now: not shown read
+                return None
+            if all(latest.transaction_version(t.app_id) == t.version for t in txns.values()):
+                return found
+        return None
+
+    def _own_commit_file(self) -> int | None:
+        """The version whose commit file carries this transaction's ``txnId`` (None if none does)."""
         if self._state in ("open", "aborted"):
             return None
         start = self._read_version + 1 if isinstance(self._read_version, int) else 0
@@ -503,14 +525,14 @@ class Transaction:
 
     def surely_not_committed(self) -> bool:
         """Whether the log shows that this transaction did not commit: only then may what it would
-        have referenced be deleted. False on any doubt (outcome unknown, found in the log, or the
-        log cannot be read)."""
+        have referenced be deleted. False on any doubt (outcome unknown, its commit file found in the
+        log, even one no snapshot reads, or the log cannot be read)."""
         if self._state in ("open", "aborted"):
             return True
         if self._state == "committed" or self.outcome_unknown:
             return False
         try:
-            return self.landed_version() is None
+            return self._own_commit_file() is None
         except Exception:  # the log cannot be read now: keep everything
             return False
 
