@@ -36,10 +36,11 @@ URLs among the secrets are registered with Airflow's secrets masker (:func:`_mas
 The driver reads ``NAME``, else the file ``NAME_FILE`` names
 (:func:`~..spark.delta_job.env_json_object`). The files are removed when the submission ends
 (:meth:`DriverSecrets.close`). A worker killed before that (SIGKILL, a lost machine) leaves its folder:
-each folder holds a marker naming its host, process id and that process's start time
+each folder holds a marker naming its host, PID namespace, process id and that process's start time
 (:data:`OWNER_MARKER`), and the next submission on the host removes the folders of this user whose
 process is gone (:func:`sweep_orphaned_secrets`). A folder without a readable marker, of another host,
-whose process runs (or cannot be checked), or that a live process may still name (in any spelling of its
+of another PID namespace or none recorded (a container sharing the host name and ``/tmp``: its process ids
+mean nothing here; a marker of an earlier version), whose process runs (or cannot be checked), or that a live process may still name (in any spelling of its
 path; :func:`_named_by_processes`) is kept. Kubernetes cluster mode is refused rather than given a file:
 ``--files`` would upload it to ``spark.kubernetes.file.upload.path``, a shared location nobody
 cleans.
@@ -66,7 +67,7 @@ from ..spark.job_args import SECRETS_ENV
 SECRET_ENV_NAMES = (SECRETS_ENV, ENV_HADOOP_CONF)
 #: the prefix of a submission's secrets folder in the temporary directory
 SECRETS_DIR_PREFIX = "delta-spark-secrets-"
-#: the file in a secrets folder naming the process that owns it: ``{"host", "pid", "started"}``
+#: the file in a secrets folder naming the process that owns it: ``{"host", "pidns", "pid", "started"}``
 OWNER_MARKER = "owner.json"
 #: how far (seconds) a process's start time may differ from the recorded one and still be that process
 _START_TOLERANCE_S = 1.0
@@ -183,9 +184,27 @@ def _process_started(pid: int) -> float | None:
         return None
 
 
+def _pid_namespace() -> int | None:
+    """The inode of this process's PID namespace (``/proc/self/ns/pid``), when ``/proc`` is that namespace's:
+    only then are the process ids psutil reads there the ones ``os.getpid()`` gives. None otherwise (no
+    ``/proc``, not Linux, a ``/proc`` of another namespace): a folder's owner cannot be checked then."""
+    try:
+        if os.readlink("/proc/self") != str(os.getpid()):
+            return None
+        return os.stat("/proc/self/ns/pid").st_ino
+    except (OSError, ValueError):
+        return None
+
+
 def _write_owner_marker(folder: str) -> None:
-    """Name this process as the folder's owner (written whole, then renamed: a reader sees all or nothing)."""
-    owner = {"host": socket.gethostname(), "pid": os.getpid(), "started": _process_started(os.getpid())}
+    """Name this process as the folder's owner (written whole, then renamed: a reader sees all or nothing).
+
+    A process id means something only inside its PID namespace (a container sharing the host name and the
+    temporary directory has its own), so the namespace is recorded with it; without one (and without a start
+    time) no sweep ever removes the folder."""
+    pidns = _pid_namespace()
+    owner = {"host": socket.gethostname(), "pidns": pidns, "pid": os.getpid(),
+             "started": _process_started(os.getpid()) if pidns is not None else None}
     partial = os.path.join(folder, f".{OWNER_MARKER}.{uuid.uuid4().hex}")
     fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as f:
@@ -203,6 +222,10 @@ def _orphaned(folder: str) -> bool:
         pid, started = int(owner["pid"]), float(owner["started"])
         if owner["host"] != socket.gethostname():
             return False                # another machine's (a shared /tmp): its processes are not visible here
+        here = _pid_namespace()
+        if owner.get("pidns") is None or here is None or int(owner["pidns"]) != here:
+            return False                # another PID namespace's pid (a container), none recorded (a marker of an
+            #                             earlier version: its namespace is unknown), or no /proc of ours: keep
         running = _process_started(pid)
     except (OSError, ValueError, TypeError, KeyError, psutil.Error):
         return False                    # no readable marker (being created, not ours) or cannot be checked: keep

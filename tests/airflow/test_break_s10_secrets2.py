@@ -17,14 +17,16 @@ import uuid
 
 import psutil
 
-from airflow_provider_delta.operators.spark_secrets import OWNER_MARKER, SECRETS_DIR_PREFIX, sweep_orphaned_secrets
+from airflow_provider_delta.operators.spark_secrets import (OWNER_MARKER, SECRETS_DIR_PREFIX, _pid_namespace,
+                                                            sweep_orphaned_secrets)
 from airflow_provider_delta.spark.job_args import SECRETS_ENV
 
 
 def _gone_owner() -> dict:
     """The owner marker of a worker process that has exited (as one killed with SIGKILL)."""
     proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(0.3)"])
-    owner = {"host": socket.gethostname(), "pid": proc.pid, "started": psutil.Process(proc.pid).create_time()}
+    owner = {"host": socket.gethostname(), "pidns": _pid_namespace(), "pid": proc.pid,
+             "started": psutil.Process(proc.pid).create_time()}
     proc.wait()
     return owner
 

@@ -193,7 +193,8 @@ def _dead_owner() -> dict:
     started = psutil.Process(proc.pid).create_time()
     proc.kill()
     proc.wait()
-    return {"host": socket.gethostname(), "pid": proc.pid, "started": started}
+    from airflow_provider_delta.operators.spark_secrets import _pid_namespace
+    return {"host": socket.gethostname(), "pidns": _pid_namespace(), "pid": proc.pid, "started": started}
 
 
 def _orphan_folder(directory: str, name: str) -> str:

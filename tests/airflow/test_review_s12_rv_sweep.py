@@ -37,12 +37,6 @@ time.sleep(60)
 
 
 @pytest.mark.skipif(shutil.which("unshare") is None, reason="needs util-linux unshare")
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "the sweep removes the secrets folder of a LIVE task that runs in another PID namespace on the same host "
-    "name (a container sharing /tmp and the host's network/UTS): the marker's pid means nothing outside that "
-    "namespace, so _orphaned finds 'another process' under that pid and calls the folder orphaned. Expected: "
-    "a folder whose owner cannot be identified from this PID namespace is kept (e.g. record the owner's "
-    "/proc/self/ns/pid inode, or the boot id + pid namespace, and keep folders of other namespaces)"))
 def test_a_live_owner_in_another_pid_namespace_keeps_its_folder(tmp_path):
     probe = subprocess.run(["unshare", "-Urpf", "--mount-proc", "true"], capture_output=True)
     if probe.returncode != 0:

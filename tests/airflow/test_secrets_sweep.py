@@ -18,7 +18,7 @@ import textwrap
 import pytest
 
 from airflow_provider_delta.operators.spark_secrets import (OWNER_MARKER, SECRETS_DIR_PREFIX, DriverSecrets,
-                                                            sweep_orphaned_secrets)
+                                                            _pid_namespace, sweep_orphaned_secrets)
 
 pytestmark = pytest.mark.airflow
 
@@ -64,16 +64,22 @@ def test_the_folder_of_a_killed_worker_is_swept_and_a_live_ones_kept(tmp_path, m
         killed.send_signal(signal.SIGKILL)
         killed.wait(30)
         assert os.path.isdir(killed_folder)                      # SIGKILL: nothing removed it
-        me = {"host": socket.gethostname(), "pid": os.getpid()}
+        me = {"host": socket.gethostname(), "pidns": _pid_namespace(), "pid": os.getpid()}
         unmarked = _folder(tmp_path, "unmarked", None)
         elsewhere = _folder(tmp_path, "elsewhere", {**me, "host": "another-host", "pid": killed.pid, "started": 1.0})
         reused = _folder(tmp_path, "reused", {**me, "started": 1.0})           # our pid, another start: gone
         broken = _folder(tmp_path, "broken", {"pid": "x"})
+        # the killed worker's pid and start time, but no PID namespace (a marker of an earlier version: its pid
+        # may be a container's) or another one (a container sharing /tmp and the host name): kept
+        with open(os.path.join(killed_folder, OWNER_MARKER)) as f:
+            gone = json.load(f)
+        legacy = _folder(tmp_path, "legacy", {k: v for k, v in gone.items() if k != "pidns"})
+        other_ns = _folder(tmp_path, "other-ns", {**gone, "pidns": (gone["pidns"] or 0) + 1})
         monkeypatch.setattr("tempfile.tempdir", tmp)
         secrets = DriverSecrets(_Log())
         secrets._files(None, {"DELTA_SPARK_JOB_SECRETS": "{}"}, ship=False)   # the next submission sweeps
         assert not os.path.exists(killed_folder) and not os.path.exists(reused)
-        assert all(os.path.isdir(p) for p in (live_folder, unmarked, elsewhere, broken, secrets._dir))
+        assert all(os.path.isdir(p) for p in (live_folder, unmarked, elsewhere, broken, legacy, other_ns, secrets._dir))
         assert len(os.listdir(live_folder)) == 2                                # its secret and marker, untouched
         assert sweep_orphaned_secrets(directory=tmp) == []                     # nothing else is orphaned
         secrets.close()

@@ -2,9 +2,14 @@
 
 Delta Spark records ``operationParameters.predicate`` of ``OPTIMIZE ... WHERE`` as a JSON list of the
 predicates' text (measured with the Delta Spark 4.4 jars: ``'p IN (a,b)`` for ``WHERE p IN ('a', 'b')``).
-DESCRIBE HISTORY, audits and tools that show the predicate read that text; ours is Python's ``repr`` of the
-filter value (``(p in ['a', 'b'])``, ``(d = datetime.date(2024, 1, 2))``). The test compares with what
-Delta Spark writes for the same three filters.
+DESCRIBE HISTORY, audits and tools that show the predicate read that text; ours was Python's ``repr`` of the
+filter value (``(p in ['a', 'b'])``, ``(d = datetime.date(2024, 1, 2))``), now the same text
+(``optimize_plan.delta_spark_predicate_text``). The test compares with what Delta Spark writes for the same
+filters. Also measured on the jars (s12 maint-fix): ``n = 1`` -> ``('n = 1)``, ``n > -1`` -> ``('n > -1)``,
+``n IN (1, 2)`` -> ``'n IN (1,2)``, ``p IS NULL`` -> ``isnull('p)``, ``p <> 'a'`` -> ``NOT ('p = a)``,
+``p = 'x"y'`` -> ``('p = x"y)``, ``(p = 'a' AND n = 1) OR (p = 'b' AND n = 2)`` ->
+``((('p = a) AND ('n = 1)) OR (('p = b) AND ('n = 2)))``; ``p = 1`` on a string column casts ``p`` to BIGINT
+(CAST_INVALID_INPUT on ``'a\\b'``), which our filter refuses as a type mismatch.
 """
 from __future__ import annotations
 
@@ -23,6 +28,12 @@ CASES = [
     ([("p", "in", ["a", "b"])], "p IN ('a', 'b')"),
     ([("p", "=", "it's")], "p = 'it\\'s'"),
     ([("d", "=", dt.date(2024, 1, 2))], "d = DATE'2024-01-02'"),
+    ([("p", "=", "a"), ("d", ">=", dt.date(2024, 1, 2))], "p = 'a' AND d >= DATE'2024-01-02'"),
+    ([[("p", "=", "a")], [("p", "=", "b"), ("d", "<", dt.date(2024, 1, 3))]],
+     "p = 'a' OR (p = 'b' AND d < DATE'2024-01-03')"),
+    ([("p", "!=", "a")], "p != 'a'"),
+    ([("p", "not in", ["a"])], "p NOT IN ('a')"),
+    ([("p", "is not", None)], "p IS NOT NULL"),
 ]
 
 
@@ -45,11 +56,6 @@ def _our_predicate(path: str, partition_filter) -> str:
     return table.history(limit=1)[0]["operationParameters"]["predicate"]
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "OPTIMIZE's commitInfo predicate is Python's repr of the filter, not the text Delta Spark records for the "
-    "same WHERE: ours (p in ['a', 'b']), (p = \"it's\"), (d = datetime.date(2024, 1, 2)) - Delta Spark 4.4 "
-    "wrote 'p IN (a,b) for the first; DESCRIBE HISTORY shows Python reprs, and docs/maintenance.md claims "
-    "Delta Spark's operationParameters (predicate)"))
 def test_optimize_predicate_text_is_delta_sparks(spark, tmp_path):
     ours, theirs = [], []
     for n, (partition_filter, where) in enumerate(CASES):

@@ -115,7 +115,7 @@ def test_partition_filter_limits_the_rewrite(tmp_path):
     assert sorted(dict(p)["p"] for p in parts).count("b") == 8
     assert _rows(table).equals(before)
     info = table.history(1)[0]
-    assert json.loads(info["operationParameters"]["predicate"]) == ["(p = 'a')"]
+    assert json.loads(info["operationParameters"]["predicate"]) == ["('p = a)"]  # Delta Spark's text (simpleString)
 
 
 @pytest.mark.parametrize("kwargs, match", [
@@ -404,3 +404,34 @@ def test_the_dictionary_probe_rows_are_a_distinct_deterministic_draw_over_the_ro
         assert len(np.unique(at * 20_000 // rows)) < 7_100
     assert probe_positions(rows, probe).tolist() == at.tolist()         # the same rows, the same files
     assert probe_positions(probe, probe).tolist() == list(range(probe))
+
+
+def test_a_string_partition_compared_with_a_number_is_a_type_mismatch(tmp_path):
+    """Delta Spark's ``OPTIMIZE ... WHERE p = 1`` on a string partition column casts the values (``'01'`` is
+    selected too); a filter that compares text would select other partitions: refused, nothing written."""
+    uri = str(tmp_path / "t")
+    table = DeltaTable.create(uri, pa.schema([("x", pa.int64()), ("p", pa.string())]), partition_by=["p"])
+    for p in ("1", "01", "1", "01"):
+        table.write(pa.table({"x": [1], "p": [p]}))
+    before = sorted(os.path.join(d, f) for d, _, fs in os.walk(uri) for f in fs)
+    for partition_filter in ([("p", "=", 1)], [("p", "in", ["1", 1])], [[("p", "=", "1")], [("p", ">", 0)]]):
+        with pytest.raises(InvalidArgumentError, match="type mismatch"):
+            table.optimize(partition_filter=partition_filter)
+    assert sorted(os.path.join(d, f) for d, _, fs in os.walk(uri) for f in fs) == before
+    assert table.optimize(partition_filter=[("p", "=", "1")])["numFilesRemoved"] == 2
+
+
+def test_the_predicate_text_is_delta_sparks_for_each_kind_of_value():
+    """Spark's unresolved-expression text (measured on the jars in tests/interop/test_review_s12_rv_maint_spark.py)."""
+    import datetime as dt
+    from decimal import Decimal
+
+    from airflow_provider_delta.log.write.optimize_plan import delta_spark_predicate_text as text
+    assert text(None) == []
+    assert text([("n", ">", -1), ("b", "=", True), ("f", "<=", 1.5), ("m", "=", Decimal("2.50"))]) == \
+        ["(((('n > -1) AND ('b = true)) AND ('f <= 1.5)) AND ('m = 2.50))"]
+    assert text([("t", "=", dt.datetime(2024, 1, 2, 3, 4, 5, 500000, tzinfo=dt.timezone.utc))]) == \
+        ["('t = 2024-01-02 03:04:05.5)"]
+    assert text([("a b", "in", {"y", "x"})]) == ["'`a b` IN (x,y)"]
+    assert text([[("p", "is", None)], [("p", "=", "a")], [("p", "!=", "b")]]) == \
+        ["((isnull('p) OR ('p = a)) OR NOT ('p = b))"]

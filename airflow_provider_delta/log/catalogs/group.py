@@ -169,7 +169,8 @@ class CatalogTransaction:
             return txn.commit()
         except BaseException:
             self._written.pop(table.uri, None)
-            delete_quietly(table, written)
+            if txn.surely_not_committed():      # (an enlisted commit lands only with its group: here always)
+                delete_quietly(table, written)
             raise
 
     def _enlist(self, txn: Transaction, writer: str | None = None) -> None:

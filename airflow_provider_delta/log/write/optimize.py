@@ -136,8 +136,9 @@ def commit_optimize(table: TableLog, plan: OptimizePlan, results: list[list[AddF
                     **txn_kwargs: Any) -> dict[str, Any]:
     """Commit the rewritten bins (``results[i]``: the new files of ``plan.bins[i]``); returns the metrics.
 
-    On a conflict or any failure the new files are deleted again (unless the commit's
-    outcome is unknown) and the error is raised.
+    On a conflict or any failure the new files are deleted again, only when the log shows the
+    commit did not land (:meth:`Transaction.surely_not_committed`: not on an unknown outcome, nor
+    after an interrupt in the post-commit checkpoint of a landed commit), and the error is raised.
     """
     snap, settings = plan.snapshot, plan.settings
     written = list(written)
@@ -156,7 +157,7 @@ def commit_optimize(table: TableLog, plan: OptimizePlan, results: list[list[AddF
         txn.add_files(adds)
         version = txn.commit()
     except BaseException:
-        if txn is None or not txn.outcome_unknown:
+        if txn is None or txn.surely_not_committed():   # the log decides: a landed commit keeps its files
             delete_quietly(table, written)
         raise
     log.info("%s of %s committed version %d: %d file(s) -> %d file(s)", settings.operation, table.uri, version,

@@ -21,6 +21,7 @@ Spark's ``optimize.minFileSize`` default equals its ``maxFileSize``).
 """
 from __future__ import annotations
 
+import datetime as _dt
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -80,29 +81,66 @@ class OptimizeSettings:
 
     def operation_parameters(self) -> dict[str, Any]:
         """commitInfo ``operationParameters`` as Delta Spark records them (JSON lists as strings)."""
-        predicate = param_value(predicate_strings(self.partition_filter))
+        predicate = param_value(delta_spark_predicate_text(self.partition_filter))
         if self.purge:
             return {"predicate": predicate, "applyPurge": True}
         return {"predicate": predicate, "zOrderBy": param_value(list(self.z_order_by)), "clusterBy": "[]",
                 "auto": False}
 
 
-def predicate_strings(partition_filter: Any) -> list[str]:
-    """The partition filter as SQL-like text, one string per OR branch (Delta Spark: per predicate)."""
+def delta_spark_predicate_text(partition_filter: Any) -> list[str]:
+    """The partition filter as Delta Spark records ``OPTIMIZE ... WHERE``'s predicate in commitInfo: a list of
+    one string, the ``simpleString`` of the expression its SQL parser makes of the WHERE text (unresolved:
+    columns as ``'p``, literals unquoted), for the WHERE a user writes for this filter (branches ORed, atoms
+    ANDed, left to right). Measured with the Delta Spark jars (``tests/interop/test_review_s12_rv_maint_spark.py``):
+    ``p IN ('a', 'b')`` -> ``'p IN (a,b)``, ``p = 'a' AND n = 1`` -> ``(('p = a) AND ('n = 1))``,
+    ``p != 'a'`` -> ``NOT ('p = a)``, ``p IS NULL`` -> ``isnull('p)``, ``d = DATE'2024-01-02'`` ->
+    ``('d = 2024-01-02)``."""
     if partition_filter is None:
         return []
     branches = partition_filter if partition_filter and isinstance(partition_filter[0], list) \
         else [partition_filter]
-    out = []
-    for conj in branches:
-        out.append(" AND ".join(_predicate_text(c, op, v) for c, op, v in conj))
-    return out
+    text = ""
+    for b, conj in enumerate(branches):
+        branch = ""
+        for i, (column, op, value) in enumerate(conj):
+            atom = _spark_atom_text(column, op, value)
+            branch = atom if i == 0 else f"({branch} AND {atom})"
+        text = branch if b == 0 else f"({text} OR {branch})"
+    return [text]
 
 
-def _predicate_text(column: str, op: str, value: Any) -> str:
-    if value is None:                          # the filter rule: None with =/is is IS NULL, with !=/is not IS NOT NULL
-        return f"({column} IS {'NOT ' if op in ('!=', 'is not') else ''}NULL)"
-    return f"({column} {op} {value!r})"
+_SPARK_SYMBOL = {"=": "=", "==": "=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
+
+
+def _spark_atom_text(column: str, op: str, value: Any) -> str:
+    """One atom as Spark prints its unresolved expression (``Expression.simpleString``)."""
+    col = "'" + (column if re.fullmatch(r"[A-Za-z0-9_]+", column) and not column.isdigit()
+                 else "`" + column.replace("`", "``") + "`")
+    if value is None:       # the filter rule: None with =/is is IS NULL, with !=/is not IS NOT NULL
+        return f"is{'not' if op in ('!=', 'is not') else ''}null({col})"
+    if op in ("in", "not in"):
+        values = sorted(value, key=repr) if isinstance(value, (set, frozenset)) else list(value)
+        text = f"{col} IN ({','.join(_spark_literal_text(v) for v in values)})"
+        return f"NOT {text}" if op == "not in" else text
+    if op == "!=":
+        return f"NOT ({col} = {_spark_literal_text(value)})"
+    return f"({col} {_SPARK_SYMBOL[op]} {_spark_literal_text(value)})"
+
+
+def _spark_literal_text(value: Any) -> str:
+    """Spark's ``Literal.toString``: strings unquoted, dates ``2024-01-02``, timestamps ``2024-01-02 03:04:05[.f]``
+    (UTC; trailing fraction zeros dropped), booleans ``true``/``false``."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, _dt.datetime):
+        if value.tzinfo is not None:
+            value = value.astimezone(_dt.timezone.utc).replace(tzinfo=None)
+        text = value.strftime("%Y-%m-%d %H:%M:%S")
+        return text + (f".{value.microsecond:06d}".rstrip("0") if value.microsecond else "")
+    if isinstance(value, _dt.date):
+        return value.isoformat()
+    return str(value)
 
 
 def settings_for(snap: Snapshot, *, target_size: Any = None, min_file_size: Any = None,
@@ -202,11 +240,30 @@ def _check_partition_filter(snap: Snapshot, partition_filter: Any) -> None:
         raise InvalidArgumentError("partition_filter must be (column, op, value) tuples or lists of them, "
                                    "not an Expression (OPTIMIZE records the predicate as text)")
     for conj in dnf:
-        for column, _, _ in conj:
+        for column, op, value in conj:
             if column not in snap.partition_columns:
                 raise InvalidArgumentError(
                     f"partition_filter may only name partition columns {list(snap.partition_columns)}; "
                     f"{column!r} is not one (OPTIMIZE rewrites whole partitions)")
+            _check_string_column_value(snap, column, op, value)
+
+
+def _check_string_column_value(snap: Snapshot, column: str, op: str, value: Any) -> None:
+    """A string partition column compared with a non-string value is refused: Delta Spark casts the column's
+    values to the value's type (measured on the jars: ``OPTIMIZE ... WHERE p = 1`` casts ``p`` to BIGINT, so
+    ``'01'`` is selected too and a value that is no number fails the command, CAST_INVALID_INPUT); this filter
+    compares text (``'1'`` only), so the two would select different partitions."""
+    t = snap.schema.field(column).type
+    if value is None or not (pa.types.is_string(t) or pa.types.is_large_string(t)):
+        return
+    values = value if op in ("in", "not in") else [value]
+    wrong = [v for v in values if not isinstance(v, str)]
+    if wrong:
+        raise InvalidArgumentError(
+            f"partition_filter ({column!r}, {op!r}, {value!r}): type mismatch, {column!r} is a string column and "
+            f"{wrong[0]!r} is a {type(wrong[0]).__name__}; Delta Spark's WHERE casts the column's values to the "
+            f"value's type (p = 1 also selects '01'), this filter would compare text: compare with a string "
+            f"({str(wrong[0])!r}); nothing was read or written")
 
 
 @dataclass(frozen=True)
