@@ -57,12 +57,6 @@ def test_commit_watch_through_the_connection_from_a_version(tmp_path, monkeypatc
     assert [c["version"] for c in watch.commits] == [2]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "docs/examples.md, 'Run the examples under a real Airflow': the listed steps add only the delta_example "
-    "connection, but dags_examples/ (the deployed DAG folder) also holds delta_write_audit_publish, which needs "
-    "delta_wap; scripts/airflow_deploy.py (and so tests/airflow/test_real_deployment.py) adds both. Following "
-    "the page, triggering delta_write_audit_publish fails at 'begin': \"Airflow connection 'delta_wap' is not "
-    "defined\". The page's steps should add every connection the deployed DAGs name (what the script does)."))
 def test_the_pages_steps_add_every_connection_the_script_adds():
     page = (ROOT / "docs" / "examples.md").read_text()
     section = page.split("## Run the examples under a real Airflow", 1)[1]
