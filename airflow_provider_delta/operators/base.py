@@ -14,7 +14,7 @@ from ..assets import asset_uri_for_table
 from ..hooks.delta_table import DeltaTableHook
 from ..lineage import operator_lineage
 from ..log import DeltaError, to_epoch_ms
-from ..hooks.arguments import optional_int, optional_value
+from ..hooks.arguments import version_or_timestamp
 from ..hooks.run_identity import job_info
 from ..spark.exactly_once import commit_info_at
 
@@ -203,6 +203,8 @@ class DeltaVersionAsOfOperator(DeltaBaseOperator):
         self.version = version
         self.timestamp = timestamp
 
-    def version_as_of(self) -> tuple[int | None, Any]:
-        """The rendered ``(version, timestamp)``: a version number or None, a time or None."""
-        return optional_int(self.version, "version"), optional_value(self.timestamp)
+    def version_as_of(self, required: str | None = None) -> tuple[int | None, Any]:
+        """The rendered ``(version, timestamp)``: a version number or None, a time or None; both given, a
+        value that is neither, or neither when ``required`` (what needs one), fail without retry
+        (:func:`~..hooks.arguments.version_or_timestamp`)."""
+        return version_or_timestamp(self.version, self.timestamp, required)

@@ -44,10 +44,10 @@ class DeltaCloneOperator(DeltaVersionAsOfOperator):
         self.source_conn_id = source_conn_id
 
     def execute(self, context: "Context") -> dict[str, Any]:
+        version, timestamp = self.version_as_of()
         source_hook = DeltaTableHook(delta_conn_id=self.source_conn_id) if self.source_conn_id else self.hook
         source = source_hook.get_table(self.source_uri)
         target = self.hook.get_table(self.table_uri)
-        version, timestamp = self.version_as_of()
         try:
             result = clone_table(source, target, version, timestamp, job=job_info(context))
         except TableAlreadyExistsError:

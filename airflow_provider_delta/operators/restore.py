@@ -77,7 +77,7 @@ class DeltaRestoreOperator(DeltaVersionAsOfOperator):
 
     def execute(self, context: "Context") -> dict[str, Any]:
         enforce_retention = flag(self.enforce_retention, "enforce_retention", deletes=True)
-        version, timestamp = self.version_as_of()
+        version, timestamp = self.version_as_of(required="restore")
         expected_version = optional_int(given_value(
             self.expected_version, self.guarded, "expected_version",
             "the rollback guard came with no version (the load task pushed no XCom?); restoring without it "

@@ -82,12 +82,6 @@ def test_deferred_commit_sensor_on_a_managed_table_fires(tmp_path, monkeypatch):
     assert payload["version"] == 2, payload
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "DeltaRestoreOperator(version=\"{{ dag_run.conf.get('version') }}\") run without conf renders 'None': "
-    "nothing is restored (safe), but the error is the log layer's plain InvalidArgumentError ('restore needs "
-    "exactly one of version or timestamp'), not DeltaArgumentError / AirflowFailException, so Airflow retries "
-    "the task with the same rendered value (issue #23: invalid arguments should fail without retry, as the "
-    "other flags' DeltaArgumentError does)."))
 def test_restore_with_a_version_rendered_none_fails_without_retry(tmp_path):
     from airflow.providers.common.compat.sdk import AirflowFailException
 
