@@ -206,8 +206,9 @@ def version_or_timestamp(version: Any, timestamp: Any, required: str | None = No
                                  f"{timestamp!r})")
     if number is None and when is None and required:
         raise DeltaArgumentError(
-            f"{required} needs {version_name} or {timestamp_name}, but {version_name} is {version!r} and "
-            f"{timestamp_name} {timestamp!r} (a template of a missing value renders 'None'). Nothing was done.")
+            f"{required} needs exactly one of {version_name} or {timestamp_name}, but {version_name} is "
+            f"{version!r} and {timestamp_name} {timestamp!r} (a template of a missing value renders 'None'). "
+            "Nothing was done.")
     return number, when
 
 

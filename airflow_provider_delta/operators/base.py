@@ -221,8 +221,8 @@ class DeltaTaskMixin:
             self.drop_asset_events(f"{what} was announced by an earlier try of this task run (its asset event "
                                    f"for version {version} exists): the run was cleared, not announcing it again")
             return False
-        self.log.info("%s: no earlier try of this task run announced version %s: announcing it now",  # type: ignore[attr-defined]
-                      what, version)
+        self.log.info(  # type: ignore[attr-defined]
+            "%s: no earlier try of this task run announced version %s: announcing it now", what, version)
         self.emit_asset_events(context, extra)
         return True
 

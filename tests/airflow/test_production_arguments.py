@@ -145,8 +145,8 @@ def test_version_and_timestamp_arguments_that_mean_nothing_fail_without_retry(ma
     log = sorted(os.listdir(table.storage.path("_delta_log")))
     clone_uri = str(tmp_path / "clone")
     cases = [
-        (DeltaRestoreOperator, {"version": "None"}, "restore needs version or timestamp, but version is 'None'"),
-        (DeltaRestoreOperator, {"version": "", "timestamp": "None"}, "restore needs version or timestamp"),
+        (DeltaRestoreOperator, {"version": "None"}, "restore needs exactly one of version or timestamp, but version is 'None'"),
+        (DeltaRestoreOperator, {"version": "", "timestamp": "None"}, "restore needs exactly one of version or timestamp"),
         (DeltaRestoreOperator, {"version": "1", "timestamp": "2026-01-01T00:00:00Z"}, "not both"),
         (DeltaRestoreOperator, {"timestamp": "yesterday"}, "timestamp: cannot parse timestamp"),
         (DeltaRestoreOperator, {"version": "v1"}, "version must be a table version"),
