@@ -58,8 +58,14 @@ def remember_version() -> int:
 @task
 def load() -> int:
     """Append the landed batch; returns the version it committed."""
-    with open(LANDING) as f:
-        rows = json.load(f)
+    try:
+        with open(LANDING) as f:
+            rows = json.load(f)
+    except FileNotFoundError:
+        raise FileNotFoundError(
+            f"no batch has landed at {LANDING}: put the batch to load there, a JSON list of "
+            '{"id": <int>, "amount": <number>} objects such as [{"id": 1, "amount": 9.5}], then trigger '
+            "the DAG again (nothing was loaded; the rollback has nothing to undo)") from None
     return DeltaTableHook().write_table(PAYMENTS, pa.Table.from_pylist(rows, schema=SCHEMA))
 
 

@@ -12,8 +12,9 @@ real Airflow", lists:
 2. a PostgreSQL database of its own for the metadata (``--postgres-url`` names the
    server, default ``$DELTA_TEST_POSTGRES_URL``; created if missing), or SQLite with
    ``--sqlite``; then ``airflow db migrate``;
-3. the example's connection with ``airflow connections add delta_example --conn-json ...``
-   (stored in the metadata database, so every process sees it; DAG files define none);
+3. the examples' connections (:func:`example_connections`: ``delta_example``, ``delta_wap``) with
+   ``airflow connections add <id> --conn-json ...`` (stored in the metadata database, so every process
+   sees them; DAG files define none); the page shows the same commands, and a test checks they agree;
 4. the four processes, each in a process group of its own, logs in ``<home>/processes/``,
    pids in ``<home>/processes/<name>.pid`` (``down`` stops exactly those);
 5. waits until the api-server answers, all four report running and the example DAGs

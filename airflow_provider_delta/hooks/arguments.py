@@ -29,7 +29,7 @@ from typing import Any, Iterable, Iterator
 from airflow.providers.common.compat.sdk import AirflowFailException
 
 from .commits import as_version
-from ..log import InvalidArgumentError, checked_properties
+from ..log import InvalidArgumentError, checked_properties, to_epoch_ms
 
 #: the only spellings a flag accepts (case-insensitive, surrounding blanks ignored), besides real bools
 TRUE_WORDS = ("true", "1", "yes")
@@ -185,6 +185,31 @@ def optional_int(value: Any, name: str) -> int | None:
         return as_version(value, name)
     except InvalidArgumentError as e:
         raise DeltaArgumentError(str(e)) from None
+
+
+def version_or_timestamp(version: Any, timestamp: Any, required: str | None = None, version_name: str = "version",
+                         timestamp_name: str = "timestamp") -> tuple[int | None, Any]:
+    """A table version as of ``version`` or ``timestamp``, as rendered: ``(version or None, timestamp or None)``.
+
+    ``""`` and ``"None"`` mean not given (:func:`optional_int`, :func:`optional_value`); a timestamp must be
+    one the log reads (epoch ms, datetime or ISO-8601; it is returned as given). Both given, or neither when
+    ``required`` names what needs one (``"restore"``), is :class:`DeltaArgumentError`: a retry renders the
+    same values. Whether the table has such a version is the table's answer, not checked here.
+    """
+    number = optional_int(version, version_name)
+    when = optional_value(timestamp)
+    if when is not None:
+        with refused_without_retry(timestamp_name):
+            to_epoch_ms(when)
+    if number is not None and when is not None:
+        raise DeltaArgumentError(f"pass either {version_name} or {timestamp_name}, not both (got {version!r} and "
+                                 f"{timestamp!r})")
+    if number is None and when is None and required:
+        raise DeltaArgumentError(
+            f"{required} needs exactly one of {version_name} or {timestamp_name}, but {version_name} is "
+            f"{version!r} and {timestamp_name} {timestamp!r} (a template of a missing value renders 'None'). "
+            "Nothing was done.")
+    return number, when
 
 
 def optional_positive_int(value: Any, name: str) -> int | None:

@@ -40,7 +40,7 @@ from airflow.sdk.exceptions import AirflowNotFoundException
 
 from ..log import (AddFile, ChangeRange, DeltaTable, IncrementalStep, InvalidArgumentError, StorageError,
                    format_ms, pending_changes, process_changes, to_epoch_ms)
-from .arguments import flag, optional_hours, optional_int
+from .arguments import flag, optional_hours, optional_int, version_or_timestamp
 from .config import DeltaConnectionConfig, commit_owner_conn_id, is_absolute_uri, storage_conn_id, uri_protocol
 from .env_connections import env_variable, unparsable_env_connection
 from .manifest import build_manifest, default_manifest_uri, resolve_manifest_uri, write_json
@@ -279,11 +279,10 @@ class DeltaTableHook(BaseHook):
         a time still in the future is refused: commits may yet land before it.
         """
         allow_after_latest = flag(allow_after_latest, "allow_after_latest")
+        version, timestamp = version_or_timestamp(version, timestamp)
         table = self.get_table(table_uri)
-        if version is not None and timestamp is not None:
-            raise InvalidArgumentError("pass either version or timestamp, not both")
         if version is not None:
-            return int(version)
+            return version
         if timestamp is None:
             return table.latest_version()
         ts = to_epoch_ms(timestamp)

@@ -5,6 +5,7 @@ Kept in a mixin so the sensor (a ``BaseSensorOperator``) and the operators (plai
 """
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -14,7 +15,7 @@ from ..assets import asset_uri_for_table
 from ..hooks.delta_table import DeltaTableHook
 from ..lineage import operator_lineage
 from ..log import DeltaError, to_epoch_ms
-from ..hooks.arguments import optional_int, optional_value
+from ..hooks.arguments import version_or_timestamp
 from ..hooks.run_identity import job_info
 from ..spark.exactly_once import commit_info_at
 
@@ -81,6 +82,54 @@ def earlier_try_commit(table: Any, version: int, operation: str, context: "Conte
     if info is not None and info.get("operation") == operation and same_task_run(info.get("job"), context):
         return info
     return None
+
+
+#: how long before the DAG run's ``run_after`` an earlier try's asset event is looked for (clocks apart)
+EVENT_SEARCH_MARGIN_MS = 10 * 60 * 1000
+#: at most this many of an outlet's newest events since then are read (a very busy asset: announce again)
+EVENT_SEARCH_LIMIT = 1000
+
+
+def announced_by_task_run(task: Any, context: "Context", version: Any) -> bool:
+    """Whether every asset outlet of ``task`` holds an event of this task run (DAG, run, task, map index)
+    for table version ``version``: an earlier try of the run succeeded and announced that commit.
+
+    Asset events survive a clear; a try that died before reporting recorded none. They are read through
+    the Task SDK's asset-event access (what ``inlet_events`` uses; the execution API answers it), newest
+    first, from the DAG run's ``run_after`` on (:func:`run_start_ms`, less a margin). False when the task
+    has no asset outlet, when the events cannot be read (outside a task runner: ``execute`` called
+    directly) or when too many events came since: then the commit is announced (perhaps again)."""
+    outlets = [o for o in (getattr(task, "outlets", None) or []) if isinstance(o, Asset)]
+    if not outlets or not isinstance(version, int):
+        return False
+    mine = job_info(context)
+    if None in (mine["dag_id"], mine["run_id"], mine["task_id"]):
+        return False
+    start = run_start_ms(context)
+    try:
+        from airflow.sdk.execution_time.context import InletEventsAccessor
+
+        for asset in outlets:
+            events = InletEventsAccessor(asset_name=asset.name, asset_uri=asset.uri).ascending(False)
+            events = events.limit(EVENT_SEARCH_LIMIT)
+            if start is not None:
+                events = events.after(datetime.fromtimestamp((start - EVENT_SEARCH_MARGIN_MS) / 1000, timezone.utc))
+            if not any(_event_of_task_run(event, mine, version) for event in events):
+                return False
+    except Exception as e:  # noqa: BLE001 - no answer is "not announced": announcing twice beats never
+        task.log.info("Could not read the asset events of %s (%s: %s): taking the commit as not announced",
+                      [a.uri for a in outlets], type(e).__name__, e)
+        return False
+    return True
+
+
+def _event_of_task_run(event: Any, mine: dict[str, Any], version: int) -> bool:
+    extra = getattr(event, "extra", None) or {}
+    source_map_index = getattr(event, "source_map_index", None)
+    return (getattr(event, "source_dag_id", None) == mine["dag_id"] and getattr(event, "source_run_id", None) ==
+            mine["run_id"] and getattr(event, "source_task_id", None) == mine["task_id"]
+            and (source_map_index if source_map_index is not None else -1) == mine.get("map_index", -1)
+            and extra.get("version") == version)
 
 
 def metrics_of(info: dict[str, Any]) -> dict[str, int]:
@@ -157,6 +206,26 @@ class DeltaTaskMixin:
                                  asset.uri, mine)
             events[asset].extra.update(extra)
 
+    def announce_earlier_try_commit(self, context: "Context", extra: dict[str, Any], what: str) -> bool:
+        """Announce ``extra["version"]``, a commit an earlier try of this task run made (:meth:`emit_asset_events`),
+        unless that try announced it already; True when announced now.
+
+        A try that committed and died before reporting recorded no asset event: the commit is announced
+        now, or consumers never hear of the data. A task run cleared after it succeeded finds the same
+        commit, but its earlier try's event is there: announcing again would start every consumer again
+        for data they had. Which of the two it is, the asset events tell (:func:`announced_by_task_run`).
+        """
+        version = extra.get("version")
+        announced = announced_by_task_run(self, context, version)
+        if announced:
+            self.drop_asset_events(f"{what} was announced by an earlier try of this task run (its asset event "
+                                   f"for version {version} exists): the run was cleared, not announcing it again")
+            return False
+        self.log.info(  # type: ignore[attr-defined]
+            "%s: no earlier try of this task run announced version %s: announcing it now", what, version)
+        self.emit_asset_events(context, extra)
+        return True
+
     def drop_asset_events(self, reason: str) -> None:
         """Emit no asset event for this try: it changed nothing its outlets stand for.
 
@@ -203,6 +272,8 @@ class DeltaVersionAsOfOperator(DeltaBaseOperator):
         self.version = version
         self.timestamp = timestamp
 
-    def version_as_of(self) -> tuple[int | None, Any]:
-        """The rendered ``(version, timestamp)``: a version number or None, a time or None."""
-        return optional_int(self.version, "version"), optional_value(self.timestamp)
+    def version_as_of(self, required: str | None = None) -> tuple[int | None, Any]:
+        """The rendered ``(version, timestamp)``: a version number or None, a time or None; both given, a
+        value that is neither, or neither when ``required`` (what needs one), fail without retry
+        (:func:`~..hooks.arguments.version_or_timestamp`)."""
+        return version_or_timestamp(self.version, self.timestamp, required)

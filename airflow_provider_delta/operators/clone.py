@@ -44,21 +44,27 @@ class DeltaCloneOperator(DeltaVersionAsOfOperator):
         self.source_conn_id = source_conn_id
 
     def execute(self, context: "Context") -> dict[str, Any]:
+        version, timestamp = self.version_as_of()
+        earlier = False         # the clone is an earlier try's of this task run
         source_hook = DeltaTableHook(delta_conn_id=self.source_conn_id) if self.source_conn_id else self.hook
         source = source_hook.get_table(self.source_uri)
         target = self.hook.get_table(self.table_uri)
-        version, timestamp = self.version_as_of()
         try:
             result = clone_table(source, target, version, timestamp, job=job_info(context))
         except TableAlreadyExistsError:
             result = self._earlier_try_clone(source, target, version, timestamp, context)
             if result is None:
                 raise
+            earlier = True
         self.log.info("Cloned %s at version %d to %s (%d files, shallow)", source.uri, result.source_version,
                       target.uri, result.metrics["sourceNumOfFiles"])
         self.record_lineage(result.version, [(source.uri, result.source_version)])
-        self.emit_asset_events(context, {"version": result.version, "committed": True, "operation": "CLONE",
-                                         "source_uri": source.uri, "source_version": result.source_version})
+        event = {"version": result.version, "committed": True, "operation": "CLONE", "source_uri": source.uri,
+                 "source_version": result.source_version}
+        if earlier:
+            self.announce_earlier_try_commit(context, event, f"the clone {target.uri}")
+        else:
+            self.emit_asset_events(context, event)
         return {"table_uri": target.uri, "version": result.version, "source_uri": source.uri,
                 "source_version": result.source_version, "metrics": dict(result.metrics)}
 
@@ -80,6 +86,6 @@ class DeltaCloneOperator(DeltaVersionAsOfOperator):
                 return None                 # cannot tell which version this try asks for: refuse
         if version is not None and source_version != version:
             return None                     # that try cloned another version than this one asks for
-        self.log.info("%s is this task run's clone, committed by try %s, which did not report it: announcing it "
-                      "now", target.uri, (info.get("job") or {}).get("try_number"))
+        self.log.info("%s is this task run's clone, committed by try %s, which did not report it or whose run was "
+                      "cleared", target.uri, (info.get("job") or {}).get("try_number"))
         return CloneResult(version=0, source_version=source_version, metrics=metrics_of(info))

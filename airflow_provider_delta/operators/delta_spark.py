@@ -62,8 +62,8 @@ from ..spark import exactly_once
 from ..spark import delta_job
 from ..spark.delta_job import APPLICATION_ARG, CONTEXT_ARG, ENV_HADOOP_CONF, ENV_VARS, DeltaJobContext
 from ..spark.uris import spark_uri
-from ..hooks.arguments import (NOT_GIVEN, flag, input_manifest, is_template, manifest_argument, optional_int,
-                               optional_value)
+from ..hooks.arguments import (NOT_GIVEN, DeltaArgumentError, flag, input_manifest, is_template, manifest_argument,
+                               optional_value, version_or_timestamp)
 from .base import DeltaTaskMixin, job_info
 from ..hooks.undone_by_restore import refuse_undone_pair
 from .spark_base import (LocalSparkMixin, committed_pair_id, StopDriverOnKillMixin, incremental_range,
@@ -195,24 +195,22 @@ class DeltaSparkApplicationOperator(DeltaTaskMixin, StopDriverOnKillMixin, Local
         """
         manifest = input_manifest(self.input_manifest_uri, self.reads_manifest)
         table_uri = optional_value(self.input_table_uri)
-        version = optional_int(self.input_version, "input_version")
-        timestamp = optional_value(self.input_timestamp)
+        version, timestamp = version_or_timestamp(self.input_version, self.input_timestamp,
+                                                  version_name="input_version", timestamp_name="input_timestamp")
         if manifest is not None and table_uri is not None:
-            raise InvalidArgumentError("pass input_manifest_uri or input_table_uri, not both")
-        if version is not None and timestamp is not None:
-            raise InvalidArgumentError("pass input_version or input_timestamp, not both")
+            raise DeltaArgumentError("pass input_manifest_uri or input_table_uri, not both")
         if manifest is not None:
             if version is not None or timestamp is not None:
-                raise InvalidArgumentError("input_manifest_uri pins the version itself: do not pass "
-                                           "input_version or input_timestamp with it")
+                raise DeltaArgumentError("input_manifest_uri pins the version itself: do not pass "
+                                         "input_version or input_timestamp with it")
             manifest = str(manifest)
             doc = read_manifest(manifest, self.hook.get_config(manifest).storage_options_for(manifest))
             table_uri, version = doc.get("table_uri"), doc.get("version")
             if not isinstance(table_uri, str) or isinstance(version, bool) or not isinstance(version, int):
-                raise InvalidArgumentError(f"the manifest {manifest} names no table_uri and version")
+                raise DeltaArgumentError(f"the manifest {manifest} names no table_uri and version")
         if table_uri is None:
             if version is not None or timestamp is not None:
-                raise InvalidArgumentError("input_version and input_timestamp need input_table_uri")
+                raise DeltaArgumentError("input_version and input_timestamp need input_table_uri")
             return None, None
         table_uri = self.hook.resolve_uri(str(table_uri))
         table = self.hook.get_table(table_uri)
@@ -312,7 +310,7 @@ class DeltaSparkApplicationOperator(DeltaTaskMixin, StopDriverOnKillMixin, Local
         """Submit for the changes between the last processed version and the pinned one (if any)."""
         in_uri, pinned = self.resolve_input()
         if in_uri is None or pinned is None:
-            raise InvalidArgumentError("input_changes=True needs an input: input_table_uri or input_manifest_uri")
+            raise DeltaArgumentError("input_changes=True needs an input: input_table_uri or input_manifest_uri")
         rng = incremental_range(self, context, in_uri, pinned)
         app_id = rng.app_id
         if rng.empty:

@@ -79,7 +79,7 @@ class DeltaRestoreOperator(DeltaVersionAsOfOperator):
 
     def execute(self, context: "Context") -> dict[str, Any]:
         enforce_retention = flag(self.enforce_retention, "enforce_retention", deletes=True)
-        version, timestamp = self.version_as_of()
+        version, timestamp = self.version_as_of(required="restore")
         expected_version = optional_int(given_value(
             self.expected_version, self.guarded, "expected_version",
             "the rollback guard came with no version (the load task pushed no XCom?); restoring without it "
@@ -87,6 +87,7 @@ class DeltaRestoreOperator(DeltaVersionAsOfOperator):
         table = self.hook.get_table(self.table_uri)
         # a guarded retry finds its earlier try's RESTORE where the guard refuses; an unguarded one looks first
         result = None if self.guarded else self._earlier_try_restore_in_history(table, version, timestamp, context)
+        earlier = result is not None        # a commit of an earlier try of this task run
         if result is None:
             try:
                 result = restore_table(table, version, timestamp, enforce_retention=enforce_retention,
@@ -97,14 +98,17 @@ class DeltaRestoreOperator(DeltaVersionAsOfOperator):
                         or self._earlier_try_restore_in_history(table, version, timestamp, context))
                 if done is None:
                     raise DeltaRollbackRefusedError(str(e), expected=e.expected, latest=e.latest) from e
-                result = done
+                result, earlier = done, True
         out = {"table_uri": table.uri, "version": result.version, "restored_version": result.restored_version,
                "committed": result.committed, "metrics": dict(result.metrics)}
-        if result.committed:
+        event = {"version": result.version, "committed": True, "operation": "RESTORE",
+                 "restored_version": result.restored_version}
+        if result.committed and earlier:
+            self.announce_earlier_try_commit(context, event, f"the RESTORE at version {result.version} of {table.uri}")
+        elif result.committed:
             self.log.info("Restored %s to version %d as version %d: %s", table.uri, result.restored_version,
                           result.version, result.metrics)
-            self.emit_asset_events(context, {"version": result.version, "committed": True, "operation": "RESTORE",
-                                             "restored_version": result.restored_version})
+            self.emit_asset_events(context, event)
         else:
             self.log.info("%s is at version %d already: nothing to restore", table.uri, result.version)
             self.record_lineage(result.version)
@@ -149,7 +153,7 @@ class DeltaRestoreOperator(DeltaVersionAsOfOperator):
             if restored is None:
                 return None                 # this run's restore of another target: do as this try asks
             self.log.info("Version %d of %s is this task run's RESTORE of version %d, committed by try %s, which "
-                          "did not report it: the rollback is done, announcing it now instead of restoring again",
+                          "did not report it, or the run was cleared: the rollback is done, not restoring again",
                           info["version"], table.uri, restored, (origin or {}).get("try_number"))
             return RestoreResult(version=info["version"], restored_version=restored, committed=True,
                                  metrics=metrics_of(info))
@@ -169,6 +173,6 @@ class DeltaRestoreOperator(DeltaVersionAsOfOperator):
         if restored is None:
             return None                     # that try restored another target than this one asks for
         self.log.info("Version %d of %s is this task run's RESTORE of version %d, committed by try %s, which did "
-                      "not report it: the rollback is done, announcing it now", latest, table.uri, restored,
+                      "not report it, or the run was cleared: the rollback is done", latest, table.uri, restored,
                       (info.get("job") or {}).get("try_number"))
         return RestoreResult(version=latest, restored_version=restored, committed=True, metrics=metrics_of(info))

@@ -31,7 +31,7 @@ from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOpe
 
 from ..hooks.arguments import (NOT_GIVEN, DeltaArgumentError, column_names, flag, input_manifest, is_template,
                                checked_table_properties, manifest_argument, mapping, optional_int,
-                               optional_value, parse_transaction_id, string_map)
+                               optional_value, parse_transaction_id, refused_without_retry, string_map)
 from ..hooks.manifest import read_manifest
 from ..hooks.run_identity import task_key
 from ..log import CommitFailedError, InvalidArgumentError, check_mode
@@ -175,7 +175,7 @@ class DeltaSparkSubmitOperator(DeltaTaskMixin, StopDriverOnKillMixin, LocalSpark
     def _incremental(self, context: "Context", input_table: Any) -> tuple[str, int, int]:
         """(app_id, pinned input version = app_version, first unprocessed version) of an incremental run."""
         if input_table is None:
-            raise InvalidArgumentError("input_changes=True needs input_table_uri")
+            raise DeltaArgumentError("input_changes=True needs input_table_uri")
         uri = self.hook.resolve_uri(str(input_table))
         pinned = optional_int(self.input_version, "input_version")
         if pinned is None:
@@ -201,7 +201,10 @@ class DeltaSparkSubmitOperator(DeltaTaskMixin, StopDriverOnKillMixin, LocalSpark
             input_version = optional_int(self.input_version, "input_version")
         params = self.transform_params
         if isinstance(params, str):
-            params = json.loads(params) if params.strip() else {}
+            try:
+                params = json.loads(params) if params.strip() else {}
+            except ValueError as e:
+                raise DeltaArgumentError(f"transform_params must be a JSON object, got {params!r}: {e}") from None
         spec = JobSpec(
             output_table_uri=self.hook.resolve_uri(self.output_table_uri), transform=str(self.transform),
             mode=write_mode(self.mode),
@@ -212,7 +215,9 @@ class DeltaSparkSubmitOperator(DeltaTaskMixin, StopDriverOnKillMixin, LocalSpark
             input_version=input_version, input_starting_version=starting, app_id=app_id,
             app_version=app_version, params=params, job=job_info(context),
             transaction_id=self._transaction(),
-            writer=task_key(context, self) if self._transaction() else None).validate()
+            writer=task_key(context, self) if self._transaction() else None)
+        with refused_without_retry("the Spark job's arguments"):     # a retry renders the same values
+            spec.validate()
         secrets: dict[str, Any] = {}
         out_side = self._side(self.output_table_uri)
         if out_side:

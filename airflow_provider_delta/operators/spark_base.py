@@ -187,8 +187,10 @@ def report_commit(task: Any, context: "Context", table: "DeltaTable", app_id: st
     run's identity; the marker only a hint): that try died
     after committing and before it could report, so no asset event was recorded for the data.
     The event then carries the payload of a fresh commit (``committed`` true, the input recorded
-    with the commit when known). Data committed by another run stays silent: downstream DAGs
-    must not start again for it.
+    with the commit when known). A task run cleared after it succeeded finds its commit the same
+    way, but its earlier try's asset event for that version is there: it stays silent
+    (:meth:`~.base.DeltaTaskMixin.announce_earlier_try_commit`). Data committed by another run
+    stays silent too: downstream DAGs must not start again for it.
     """
     version = exactly_once.find_txn_commit(table, app_id, app_version)
     current = exactly_once.committed_txn_version(table, app_id)
@@ -197,19 +199,18 @@ def report_commit(task: Any, context: "Context", table: "DeltaTable", app_id: st
                          "runs are processed out of order (backfills), give each run its own app_id",
                          table.uri, current, app_id, app_version)
     ours = committed
+    earlier = None          # what the earlier try of this task run that made the commit was
     if not committed and version is not None:
         origin = exactly_once.commit_origin(table, version)
         if same_task_run(origin, context):
             ours = True
             more = {**more, **{k: origin[k] for k in more if k in origin}}   # the input it really read
-            task.log.info("version %s of %s holds this run's commit, made by try %s, which did not report it: "
-                          "announcing it now", version, table.uri, origin.get("try_number"))  # type: ignore[union-attr]
+            earlier = (f"version {version} of {table.uri}, this task run's commit made by try "
+                       f"{origin.get('try_number')}")  # type: ignore[union-attr]
         elif origin is None and anonymous_commits_of_run_pair and _is_run_pair(app_id, app_version, context, task):
             ours = True
-            task.log.info("version %s of %s holds this run's own txn pair (%r, %s) but says nothing of the run "
-                          "that made it (its userMetadata was replaced): the pair is this run's, so an earlier "
-                          "try made it and did not report it: announcing it now", version, table.uri,
-                          app_id, app_version)
+            earlier = (f"version {version} of {table.uri}, holding this run's own txn pair ({app_id!r}, {app_version}) "
+                       "but naming no run (its userMetadata was replaced)")
     info = {"version": version, "committed": committed, "table_uri": table.uri,
             "app_id": app_id, "app_version": app_version, **more}
     ti = context.get("ti")
@@ -218,7 +219,10 @@ def report_commit(task: Any, context: "Context", table: "DeltaTable", app_id: st
     inputs = [(more["input_table_uri"], more.get("input_version"))] if more.get("input_table_uri") else []
     task.record_lineage(version, inputs, output_statistics(table, version) if ours and version is not None
                         else None)
-    if ours:
+    if ours and earlier is not None:      # a try that died before reporting, or a cleared run: which one?
+        task.announce_earlier_try_commit(context, {**{k: v for k, v in info.items() if k != "table_uri"},
+                                                   "committed": True}, earlier)
+    elif ours:
         task.emit_asset_events(context, {**{k: v for k, v in info.items() if k != "table_uri"}, "committed": True})
     else:   # the data was there before this run: downstream DAGs must not start again for it
         task.drop_asset_events(f"{table.uri} already held version {app_version} of {app_id!r}")

@@ -5,7 +5,9 @@ home, database and connections its environment names (Airflow reads them at
 import). ``dag.test()`` does not raise when a task fails; the report carries the
 run's state, each task's state, all XComs and all asset events for the tests to check.
 ``DELTA_DAG_RUN_CONF`` (JSON) is passed as the run's conf; ``DELTA_DAG_RUN_NO_LOGICAL_DATE`` makes
-the run a manual one without a logical date (what ``airflow dags trigger`` makes in Airflow 3).
+the run a manual one without a logical date (what ``airflow dags trigger`` makes in Airflow 3);
+``DELTA_DAG_RUN_LOGICAL_DATE`` (ISO) fixes the logical date and ``run_after``: a second run with the same
+one is the same run (run id) with its tasks cleared, as ``airflow tasks clear`` leaves it.
 """
 from __future__ import annotations
 
@@ -28,6 +30,10 @@ def main(dag_id: str) -> int:
     kwargs: dict = {"run_conf": json.loads(conf)} if conf else {}
     if os.environ.get("DELTA_DAG_RUN_NO_LOGICAL_DATE"):  # as `airflow dags trigger` / the UI's Trigger make it
         kwargs["logical_date"] = None
+    if os.environ.get("DELTA_DAG_RUN_LOGICAL_DATE"):     # run again with it: dag.test clears the run's tasks
+        from datetime import datetime
+        when = datetime.fromisoformat(os.environ["DELTA_DAG_RUN_LOGICAL_DATE"])
+        kwargs["logical_date"] = kwargs["run_after"] = when
     dr = dag.test(**kwargs)
 
     from sqlalchemy import select

@@ -92,3 +92,23 @@ def test_start_and_end_markers_pair_up_with_unique_names():
             body = text.split(f"# [START {name}]", 1)[1].split(f"# [END {name}]", 1)[0]
             assert body.strip(), (path, name)
     assert len(seen) >= 8, seen
+
+
+def test_the_deployment_steps_of_the_page_add_the_connections_the_script_adds(bag):
+    """docs/examples.md, "Run the examples under a real Airflow", and scripts/airflow_deploy.py (what
+    ``make airflow-up`` and test_real_deployment.py run) add the same connections, with the same JSON
+    (the page's ``/ABSOLUTE/PATH/TO/example_output`` standing for the tables' base), and they are every
+    connection the deployed DAGs name (``*_CONN_ID`` in example_settings.py)."""
+    import json
+
+    import example_settings
+    from airflow_test_support import airflow_deploy
+
+    page = (EXAMPLES.parent / "docs" / "examples.md").read_text()
+    section = page.split("## Run the examples under a real Airflow", 1)[1].split("\n## ", 1)[0]
+    base = "/ABSOLUTE/PATH/TO/example_output"
+    shown = {conn_id: json.loads(conn_json) for conn_id, conn_json in re.findall(
+        r"airflow connections add (\w+) --conn-json \\\n\s*'([^']*)'", section)}
+    assert shown == airflow_deploy.example_connections(base)
+    named = {getattr(example_settings, n) for n in dir(example_settings) if n.endswith("_CONN_ID")}
+    assert named == set(shown), named

@@ -1,9 +1,10 @@
 """The rollback example DAG (``dags_examples/delta_load_with_rollback.py``) under real Airflow.
 
-``dag.test()`` runs it three times: a good batch is loaded and published (the rollback is
+``dag.test()`` runs it four times: a good batch is loaded and published (the rollback is
 skipped); a bad batch is loaded, fails the check and is rolled back by a RESTORE commit to
 the version before the load; a batch that cannot even be loaded fails before committing,
-and the rollback then has nothing to do and commits nothing.
+and the rollback then has nothing to do and commits nothing; so does a run triggered before any batch
+landed, whose load says where to put one.
 """
 from __future__ import annotations
 
@@ -52,3 +53,9 @@ def test_load_check_and_rollback_on_both_branches(run_dag, tmp_path):
     assert DeltaTable(str(base / "payments")).latest_version() == 3
     # no new asset event from the rollback that restored nothing (the database keeps the earlier runs')
     assert [e for e in broken.asset_events if e["source_task_id"] == "rollback"] == events
+
+    (landing / "payments.json").unlink()                    # triggered by hand before any batch landed
+    missing = run_dag("delta_load_with_rollback", env=env, dags_folder=dags)
+    assert missing.tasks["load"] == "failed" and missing.tasks["rollback"] == "success", missing.output[-5000:]
+    assert f"no batch has landed at {landing / 'payments.json'}: put the batch to load there" in missing.output
+    assert DeltaTable(str(base / "payments")).latest_version() == 3

@@ -132,6 +132,60 @@ def test_other_bad_rendered_values_fail_without_retry_before_touching_anything(m
             cls(task_id="t", table_uri=table.storage.root, **kwargs)
 
 
+def test_version_and_timestamp_arguments_that_mean_nothing_fail_without_retry(make_table, make_context, tmp_path):
+    """Review s12-rv-airflow: DeltaRestoreOperator(version="None") raised the log layer's plain
+    InvalidArgumentError (Airflow retried it). Every operator taking a version as of ``version`` or
+    ``timestamp`` refuses both given, a timestamp that is no time, and (restore) neither, with
+    DeltaArgumentError before touching anything; the hook and the Spark operator's inputs likewise."""
+    from airflow_provider_delta.hooks import DeltaTableHook
+    from airflow_provider_delta.operators import (DeltaCloneOperator, DeltaRestoreOperator,
+                                                  DeltaSparkApplicationOperator, DeltaSparkSubmitOperator)
+
+    table = make_table(commits=2)
+    log = sorted(os.listdir(table.storage.path("_delta_log")))
+    clone_uri = str(tmp_path / "clone")
+    cases = [
+        (DeltaRestoreOperator, {"version": "None"}, "restore needs exactly one of version or timestamp, but version is 'None'"),
+        (DeltaRestoreOperator, {"version": "", "timestamp": "None"}, "restore needs exactly one of version or timestamp"),
+        (DeltaRestoreOperator, {"version": "1", "timestamp": "2026-01-01T00:00:00Z"}, "not both"),
+        (DeltaRestoreOperator, {"timestamp": "yesterday"}, "timestamp: cannot parse timestamp"),
+        (DeltaRestoreOperator, {"version": "v1"}, "version must be a table version"),
+        (DeltaTimeTravelSnapshotOperator, {"version": 1, "timestamp": "2026-01-01"}, "not both"),
+        (DeltaTimeTravelSnapshotOperator, {"timestamp": "soon"}, "timestamp: cannot parse timestamp"),
+    ]
+    for cls, kwargs, message in cases:
+        with pytest.raises(DeltaArgumentError, match=message) as e:
+            rendered(cls, table_uri=table.storage.root, **kwargs).execute(make_context())
+        assert isinstance(e.value, AirflowFailException), (cls, kwargs)
+    for kwargs, message in (({"version": "0", "timestamp": "2026-01-01"}, "not both"),
+                            ({"timestamp": "later"}, "cannot parse timestamp")):
+        op = rendered(DeltaCloneOperator, table_uri=clone_uri, source_uri=table.storage.root, **kwargs)
+        with pytest.raises(DeltaArgumentError, match=message):
+            op.execute(make_context())
+    with pytest.raises(DeltaArgumentError, match="not both"):
+        DeltaTableHook().resolve_version(table.storage.root, version=1, timestamp="2026-01-01")
+    spark_cases = [
+        ({"input_table_uri": table.storage.root, "input_version": "1", "input_timestamp": "2026-01-01"},
+         "pass either input_version or input_timestamp, not both"),
+        ({"input_table_uri": table.storage.root, "input_timestamp": "whenever"}, "input_timestamp: cannot parse timestamp"),
+        ({"input_version": "1"}, "input_version and input_timestamp need input_table_uri"),
+    ]
+    for kwargs, message in spark_cases:
+        op = DeltaSparkApplicationOperator(task_id="t", application="job.py", output_table_uri=str(tmp_path / "out"),
+                                      **kwargs)
+        with pytest.raises(DeltaArgumentError, match=message):
+            op.resolve_input()
+    for kwargs, message in (({"transform_params": "{not json"}, "transform_params must be a JSON object"),
+                            ({"input_version": "1"}, "input.version needs input.table_uri")):
+        op = DeltaSparkSubmitOperator(task_id="t", transform="append", output_table_uri=str(tmp_path / "out"),
+                                      app_id="orders", app_version=1, **kwargs)
+        with pytest.raises(DeltaArgumentError, match=message):
+            op.execute(make_context())
+    assert sorted(os.listdir(table.storage.path("_delta_log"))) == log       # nothing restored
+    assert not os.path.exists(clone_uri) and not os.path.exists(tmp_path / "out")
+    assert not os.path.exists(table.storage.path("_delta_manifests"))
+
+
 def test_every_argument_is_a_template_field():
     import inspect
     from airflow_provider_delta.operators import DeltaBackfillOperator

@@ -38,15 +38,6 @@ def _connection(monkeypatch, owner_url: str) -> None:
                                                           "backfill_batch_size": 1}}}))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "A fresh reader of a managed-commit table (its commit owner given) cannot list commits after a version: "
-    "commits_since(1) lists the log from version 1 only, then looks up the table id for the commit owner by "
-    "building a segment from that partial listing, and raises VersionNotFoundError 'commit 0 is gone' although "
-    "every commit is there (backfilled). The same table without the owner answers [2]. Seen under the real "
-    "deployment: after `airflow triggerer` was restarted, delta_orders_audit's watcher resumed from its stored "
-    "position and logged 'Polling .../orders failed: VersionNotFoundError: cannot reconstruct version 3' every "
-    "poke_interval, so no audit run happened for later ingest commits (also any DeltaCommitSensor with "
-    "after_version >= 0 or the run_start baseline on a managed table)."))
 def test_commits_since_a_version_on_a_fresh_managed_table(tmp_path):
     uri, owner_url = _managed_table(tmp_path)
     assert [c.version for c in DeltaTable(uri).commits_since(1).commits] == [2]      # without the owner: fine
@@ -54,11 +45,6 @@ def test_commits_since_a_version_on_a_fresh_managed_table(tmp_path):
     assert [c.version for c in reader.commits_since(1).commits] == [2]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "What the watcher and DeltaCommitSensor poll (CommitWatch over the hook's table, the connection naming the "
-    "commit owner as the example's delta_example does) fails on a managed table as soon as it starts from a "
-    "version >= 0 (a stored watcher position after a triggerer restart, after_version=N, the run_start "
-    "baseline): VersionNotFoundError instead of the commits after that version."))
 def test_commit_watch_through_the_connection_from_a_version(tmp_path, monkeypatch):
     from airflow_provider_delta.hooks import DeltaTableHook
     from airflow_provider_delta.hooks.commits import CommitWatch
@@ -71,12 +57,6 @@ def test_commit_watch_through_the_connection_from_a_version(tmp_path, monkeypatc
     assert [c["version"] for c in watch.commits] == [2]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "docs/examples.md, 'Run the examples under a real Airflow': the listed steps add only the delta_example "
-    "connection, but dags_examples/ (the deployed DAG folder) also holds delta_write_audit_publish, which needs "
-    "delta_wap; scripts/airflow_deploy.py (and so tests/airflow/test_real_deployment.py) adds both. Following "
-    "the page, triggering delta_write_audit_publish fails at 'begin': \"Airflow connection 'delta_wap' is not "
-    "defined\". The page's steps should add every connection the deployed DAGs name (what the script does)."))
 def test_the_pages_steps_add_every_connection_the_script_adds():
     page = (ROOT / "docs" / "examples.md").read_text()
     section = page.split("## Run the examples under a real Airflow", 1)[1]
@@ -84,13 +64,6 @@ def test_the_pages_steps_add_every_connection_the_script_adds():
     assert set(airflow_deploy.example_connections(ROOT / "example_output")) <= added, added
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "A deferred DeltaCommitSensor on a managed-commit table (connection with a commit owner, as delta_example) "
-    "fails as soon as it waits from a version >= 0: the trigger opens a fresh table in the triggerer and its "
-    "first poll raises VersionNotFoundError ('commit 0 is gone'), so it yields a status 'error' event and the "
-    "sensor task fails, although the commit it waits for (version 2, after 1) is there. delta_downstream's "
-    "wait_for_orders (deferrable, on orders) only passed under the deployment because the commit was already "
-    "there at its first poke; a downstream run made before the ingest commit would defer and fail."))
 def test_deferred_commit_sensor_on_a_managed_table_fires(tmp_path, monkeypatch):
     import asyncio
 
@@ -109,12 +82,6 @@ def test_deferred_commit_sensor_on_a_managed_table_fires(tmp_path, monkeypatch):
     assert payload["version"] == 2, payload
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "DeltaRestoreOperator(version=\"{{ dag_run.conf.get('version') }}\") run without conf renders 'None': "
-    "nothing is restored (safe), but the error is the log layer's plain InvalidArgumentError ('restore needs "
-    "exactly one of version or timestamp'), not DeltaArgumentError / AirflowFailException, so Airflow retries "
-    "the task with the same rendered value (issue #23: invalid arguments should fail without retry, as the "
-    "other flags' DeltaArgumentError does)."))
 def test_restore_with_a_version_rendered_none_fails_without_retry(tmp_path):
     from airflow.providers.common.compat.sdk import AirflowFailException
 

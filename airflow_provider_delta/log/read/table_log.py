@@ -18,7 +18,7 @@ from ..base.commit_source import CommitSource, require_through, serves_catalog
 from ..base.errors import CorruptLogError, InvalidArgumentError
 from ..base.features import Operation
 from .history import history, history_back, version_at
-from .listing import LogListing, list_log
+from .listing import LogListing, list_backfilled, list_log
 from ..base.names import commit_path
 from .new_commits import CommitsSince, read_commits_since
 from .action_lines import may_carry
@@ -109,8 +109,15 @@ class TableLog:
         return listing
 
     def _table_id_of(self, listing: LogListing) -> str | None:
-        """The table id (metaData.id) the commit source keys the table by, read once."""
+        """The table id (metaData.id) the commit source keys the table by, read once.
+
+        The id is the latest metadata's, so it is read from a segment of the latest version. A
+        listing from a known version on (``partial_from``: a poll's) did not look at the older files
+        that segment may need (the checkpoint, or commit 0 and the commits up to that version), so
+        the id is then read from one full listing of ``_delta_log`` instead."""
         if self._table_id is None and listing.latest is not None:
+            if listing.partial_from is not None:
+                listing = list_backfilled(self.storage)
             _, metadata = load_protocol_metadata(self.storage, build_segment(self.storage, listing))
             self._table_id = metadata.id
         return self._table_id
