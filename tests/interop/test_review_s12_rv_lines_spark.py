@@ -91,11 +91,6 @@ def test_a_metadata_without_an_id_is_not_the_tables_metadata(spark, tmp_path, wi
     assert DeltaTable(root).snapshot().schema.names == theirs
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "ConcurrentDeleteRead missed against a real Delta Spark DELETE: we read partition p=1 whose live file the "
-    "log spells './p=1/b.parquet'; Delta Spark's DELETE removes it as 'p=1/b.parquet' (its snapshot's canonical "
-    "path); our replay cancels the file by that remove, but our conflict check compares spellings and our commit "
-    "lands. Delta Spark, whose read files carry canonical paths, raises ConcurrentDeleteReadException"))
 def test_a_delta_spark_delete_of_a_file_we_read_conflicts(spark, tmp_path):
     root = str(tmp_path / "t")
     _table_with_live(root, "./p=1/b.parquet")

@@ -71,13 +71,6 @@ SPELLINGS = [("./p=1/b.parquet", "p=1/b.parquet"), ("x/../p=1/b.parquet", "p=1/b
              ("p=1//b.parquet", "p=1/b.parquet"), ("{root}/p=1/b.parquet", "file://{root}/p=1/b.parquet")]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "ConcurrentDeleteRead missed: we read partition p=1 (its live file spelled './p=1/b.parquet', 'x/../..', "
-    "'p=1//b.parquet' or scheme-less '/t/p=1/b.parquet') while a winner removed it by its canonical key "
-    "('p=1/b.parquet', 'file:///t/...'; Delta Spark writes removes so); our replay cancels the file by that "
-    "remove, but conflicts._is_one_of compares raw/decoded strings, so our commit lands on data it never saw "
-    "removed. Delta Spark compares the winner's remove with its canonical read-file paths and raises "
-    "ConcurrentDeleteReadException."))
 @pytest.mark.parametrize("live,winner", SPELLINGS)
 def test_a_winner_removing_a_read_file_by_its_canonical_spelling_conflicts(tmp_path, live, winner):
     root = str(tmp_path / "t")
@@ -93,12 +86,6 @@ def test_a_winner_removing_a_read_file_by_its_canonical_spelling_conflicts(tmp_p
             txn.add_file(AddFile("p=1/n.parquet", size, {"p": "1"}, NOW, True, None))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "ConcurrentDeleteDelete missed: we remove the live file the log spells './p=1/b.parquet' (we write that "
-    "spelling back) and a winner removed it as 'p=1/b.parquet' (Delta Spark's canonical spelling): both "
-    "removes commit, so two rewrites of one file both land (rows duplicated). Delta Spark's removes carry the "
-    "canonical path and checkForDeletedFilesAgainstCurrentTxnDeletedFiles raises "
-    "ConcurrentDeleteDeleteException."))
 def test_a_winner_removing_our_removed_file_by_its_canonical_spelling_conflicts(tmp_path):
     root = str(tmp_path / "t")
     _table_with_live(root, "./p=1/b.parquet")
