@@ -49,12 +49,6 @@ def _spark_rows(spark, root: str) -> list:
 REMOVE_A = {"path": "a.parquet", "deletionTimestamp": NOW, "dataChange": True}
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "A line whose add has no path ({'add': {}} / path null / path missing) next to a remove: Delta Spark reads "
-    "the remove (Snapshot.stateReconstruction rebuilds 'add' only when add.path is not null, then "
-    "SingleAction.unwrap takes the remove) and the table is empty; we refuse the whole log with "
-    "CorruptLogError ('a add action needs an object with a string path'), so a table Delta Spark reads cannot be "
-    "read, checkpointed or vacuumed by us"))
 @pytest.mark.parametrize("add", [{}, {"path": None, "size": 1}, {"size": 1, "partitionValues": {}}],
                          ids=["empty", "path-null", "path-missing"])
 def test_a_pathless_add_next_to_a_remove_reads_as_the_remove(spark, tmp_path, add):

@@ -128,12 +128,6 @@ def _two_file_table(root: str) -> dict[str, int]:
     return sizes
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "A line whose add has no path ({'add': {}}, path null, path missing) next to a remove of a.parquet: Delta "
-    "Spark reads the remove (Snapshot.stateReconstruction rebuilds 'add' only when add.path is not null, then "
-    "SingleAction.unwrap takes the remove): the table is empty (checked on the jars). We refuse the whole log "
-    "(CorruptLogError 'a add action needs an object with a string path'): a table Delta Spark reads cannot be "
-    "read, checkpointed or vacuumed by us"))
 @pytest.mark.parametrize("add", [{}, {"path": None, "size": 1}, {"size": 1, "partitionValues": {}}],
                          ids=["empty", "path-null", "path-missing"])
 def test_a_pathless_add_next_to_a_remove_reads_as_the_remove(tmp_path, add):
@@ -171,12 +165,6 @@ def test_a_metadata_without_an_id_is_not_the_tables_metadata(tmp_path, without):
     assert snap.schema.names == ["id"] and "user.k" not in snap.metadata.configuration
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "Change feed reads a cdc that shares its line with an action before it in SingleAction.unwrap's order "
-    "({'txn'|'metaData'|'protocol': ..., 'cdc': C}): Delta Spark's CDCReader reads each commit's actions by "
-    "Action.fromJson (unwrap), so that line is the txn/metaData/protocol, the commit holds no AddCDCFile, and its "
-    "changes come from its adds/removes (here the insert of row 3); change_feed takes every line's 'cdc' "
-    "(parsed.others with a cdc key), so we return the change file's row 99 and lose the insert of row 3"))
 @pytest.mark.parametrize("other", ["txn", "metaData", "protocol"])
 def test_a_cdc_sharing_its_line_with_an_earlier_action_is_not_the_commits_change_data(tmp_path, other):
     root = str(tmp_path / "t")
@@ -222,11 +210,6 @@ def test_control_a_cdc_before_the_other_action_in_unwraps_order_is_the_change_da
     assert changes.column("id").to_pylist() == [99]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "History takes a commitInfo that shares its line with an add ({'add': A, 'commitInfo': C}): Delta Spark's "
-    "DeltaHistoryManager.getCommitInfoOpt reads the commit by Action.fromJson (SingleAction.unwrap: the line is "
-    "the add) and finds no CommitInfo, so DESCRIBE HISTORY shows CommitInfo.empty (operation null) for that "
-    "version; we show C's operation 'MERGE' (action_lines.first_action takes any line whose commitInfo is non-null)"))
 def test_a_commit_info_sharing_its_line_with_an_add_is_not_the_commits_info(tmp_path):
     root = str(tmp_path / "t")
     sizes = _two_file_table(root)
