@@ -60,11 +60,6 @@ def test_a_pathless_add_next_to_a_remove_reads_as_the_remove(spark, tmp_path, ad
     assert sorted(DeltaTable(root).snapshot().to_pyarrow().column("id").to_pylist()) == theirs
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "A metaData action without an id (absent or null) on its own line: Delta Spark's protocol/metadata "
-    "reconstruction keeps only rows with 'metaData.id is not null' (Snapshot.protocolMetadataICTAndLMCReconstruction), "
-    "so its reader goes on with the previous metadata (schema [id]) and the full state check refuses the "
-    "table; we take the id-less metadata (its schema, with the new column 'extra', and configuration)"))
 @pytest.mark.parametrize("without", ["absent", "null"])
 def test_a_metadata_without_an_id_is_not_the_tables_metadata(spark, tmp_path, without):
     root = str(tmp_path / "t")

@@ -137,13 +137,6 @@ def test_a_pathless_add_next_to_a_remove_reads_as_the_remove(tmp_path, add):
     assert DeltaTable(root).snapshot().to_pyarrow().num_rows == 0      # Delta Spark: [] (no rows)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "A metaData action without an id (absent or null) on its own line: Delta Spark's protocol/metadata "
-    "reconstruction keeps only rows with 'metaData.id is not null' (Snapshot.protocolMetadataICTAndLMCReconstruction), "
-    "so its reader goes on with the previous metadata (schema [id]), and its full state check "
-    "(SnapshotState.computedState) refuses the table (DELTA_STATE_RECOVER_ERROR: replay's metadata differs); we "
-    "take the id-less metadata as the table's (its schema with the new column 'extra', its configuration). "
-    "From Delta Spark's source; the jars run is in the interop file"))
 @pytest.mark.parametrize("without", ["absent", "null"])
 def test_a_metadata_without_an_id_is_not_the_tables_metadata(tmp_path, without):
     root = str(tmp_path / "t")
