@@ -13,7 +13,7 @@ import pytest
 from airflow_provider_delta.log import DeltaTable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_review_s12_rv_lines import NOW, _commit, _two_file_table  # noqa: E402
+from test_review_s12_rv_lines import NOW, _commit, _idless_metadata, _two_file_table  # noqa: E402
 
 REMOVE_A = {"path": "a.parquet", "deletionTimestamp": NOW, "dataChange": True}
 
@@ -79,17 +79,6 @@ def test_history_takes_the_commit_info_only_from_a_line_that_is_one(tmp_path, sp
     table = DeltaTable(root)
     assert sorted(table.snapshot().to_pyarrow().column("id").to_pylist()) == [1, 2, 3]
     assert next(h for h in table.history() if h["version"] == 1)["operation"] == "UPDATE"
-
-
-def _idless_metadata(without: str) -> dict:
-    schema = json.dumps({"type": "struct", "fields": [
-        {"name": "id", "type": "long", "nullable": True, "metadata": {}},
-        {"name": "extra", "type": "string", "nullable": True, "metadata": {}}]})
-    m = {"id": None, "format": {"provider": "parquet", "options": {}}, "schemaString": schema,
-         "partitionColumns": [], "configuration": {"user.k": "v"}, "createdTime": NOW}
-    if without == "absent":
-        del m["id"]
-    return m
 
 
 @pytest.mark.parametrize("without", ["absent", "null"])

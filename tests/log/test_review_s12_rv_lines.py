@@ -137,10 +137,8 @@ def test_a_pathless_add_next_to_a_remove_reads_as_the_remove(tmp_path, add):
     assert DeltaTable(root).snapshot().to_pyarrow().num_rows == 0      # Delta Spark: [] (no rows)
 
 
-@pytest.mark.parametrize("without", ["absent", "null"])
-def test_a_metadata_without_an_id_is_not_the_tables_metadata(tmp_path, without):
-    root = str(tmp_path / "t")
-    sizes = _two_file_table(root)
+def _idless_metadata(without: str) -> dict:
+    """A metaData with the new column 'extra' and property user.k, its id ``absent`` or ``null``."""
     schema = json.dumps({"type": "struct", "fields": [
         {"name": "id", "type": "long", "nullable": True, "metadata": {}},
         {"name": "extra", "type": "string", "nullable": True, "metadata": {}}]})
@@ -148,7 +146,14 @@ def test_a_metadata_without_an_id_is_not_the_tables_metadata(tmp_path, without):
          "partitionColumns": [], "configuration": {"user.k": "v"}, "createdTime": NOW}
     if without == "absent":
         del m["id"]
-    _commit(root, 1, [{"metaData": m}, {"add": {"path": "b.parquet", "partitionValues": {}, "size": sizes["b"],
+    return m
+
+
+@pytest.mark.parametrize("without", ["absent", "null"])
+def test_a_metadata_without_an_id_is_not_the_tables_metadata(tmp_path, without):
+    root = str(tmp_path / "t")
+    sizes = _two_file_table(root)
+    _commit(root, 1, [{"metaData": _idless_metadata(without)}, {"add": {"path": "b.parquet", "partitionValues": {}, "size": sizes["b"],
                                                  "modificationTime": NOW, "dataChange": True}}])
     from airflow_provider_delta.log.base.errors import DeltaError
     try:
