@@ -49,12 +49,6 @@ def _spark_rows(spark, root: str) -> list:
 REMOVE_A = {"path": "a.parquet", "deletionTimestamp": NOW, "dataChange": True}
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "A line whose add has no path ({'add': {}} / path null / path missing) next to a remove: Delta Spark reads "
-    "the remove (Snapshot.stateReconstruction rebuilds 'add' only when add.path is not null, then "
-    "SingleAction.unwrap takes the remove) and the table is empty; we refuse the whole log with "
-    "CorruptLogError ('a add action needs an object with a string path'), so a table Delta Spark reads cannot be "
-    "read, checkpointed or vacuumed by us"))
 @pytest.mark.parametrize("add", [{}, {"path": None, "size": 1}, {"size": 1, "partitionValues": {}}],
                          ids=["empty", "path-null", "path-missing"])
 def test_a_pathless_add_next_to_a_remove_reads_as_the_remove(spark, tmp_path, add):
@@ -66,11 +60,6 @@ def test_a_pathless_add_next_to_a_remove_reads_as_the_remove(spark, tmp_path, ad
     assert sorted(DeltaTable(root).snapshot().to_pyarrow().column("id").to_pylist()) == theirs
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "A metaData action without an id (absent or null) on its own line: Delta Spark's protocol/metadata "
-    "reconstruction keeps only rows with 'metaData.id is not null' (Snapshot.protocolMetadataICTAndLMCReconstruction), "
-    "so its reader goes on with the previous metadata (schema [id]) and the full state check refuses the "
-    "table; we take the id-less metadata (its schema, with the new column 'extra', and configuration)"))
 @pytest.mark.parametrize("without", ["absent", "null"])
 def test_a_metadata_without_an_id_is_not_the_tables_metadata(spark, tmp_path, without):
     root = str(tmp_path / "t")
@@ -91,11 +80,6 @@ def test_a_metadata_without_an_id_is_not_the_tables_metadata(spark, tmp_path, wi
     assert DeltaTable(root).snapshot().schema.names == theirs
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "ConcurrentDeleteRead missed against a real Delta Spark DELETE: we read partition p=1 whose live file the "
-    "log spells './p=1/b.parquet'; Delta Spark's DELETE removes it as 'p=1/b.parquet' (its snapshot's canonical "
-    "path); our replay cancels the file by that remove, but our conflict check compares spellings and our commit "
-    "lands. Delta Spark, whose read files carry canonical paths, raises ConcurrentDeleteReadException"))
 def test_a_delta_spark_delete_of_a_file_we_read_conflicts(spark, tmp_path):
     root = str(tmp_path / "t")
     _table_with_live(root, "./p=1/b.parquet")

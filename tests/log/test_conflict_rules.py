@@ -379,3 +379,69 @@ def test_a_commit_of_ours_that_drops_a_feature_is_refused(table):
             txn.set_protocol(Protocol.from_json({**proto, "writerFeatures": [
                 f for f in proto["writerFeatures"] if f != "domainMetadata"]}))
     assert table.latest_version() == before
+
+
+# Files are compared by their reconciliation key (Delta Spark's canonical path, as replay cancels adds by):
+# the live file './p=a/f.parquet' and a winner's remove of 'p=a/f.parquet' are one file, either way round.
+LIVE_AND_REMOVED = [("./p=a/f.parquet", "p=a/f.parquet"), ("p=a/f.parquet", "./p=a/f.parquet"),
+                    ("p=a//f.parquet", "x/../p=a/f.parquet"), ("{root}/p=a/f.parquet", "file://{root}/p=a/f.parquet"),
+                    ("file://{root}/p=a/f.parquet", "{root}/p=a/f.parquet")]
+
+
+def _spelled_table(tmp_path, live: str) -> tuple[DeltaTable, str]:
+    root = str(tmp_path / "t")
+    t = DeltaTable.create(root, SCHEMA, partition_by=["p"])
+    t.auto_checkpoint = False
+    raw_commit(t, [{"add": {"path": live.format(root=root), "partitionValues": {"p": "a"}, "size": 100,
+                            "modificationTime": 1, "dataChange": True}}])
+    return t, root
+
+
+def _remove(path: str) -> dict:
+    return {"remove": {"path": path, "partitionValues": {"p": "a"}, "deletionTimestamp": 1, "dataChange": True}}
+
+
+@pytest.mark.parametrize("live,removed", LIVE_AND_REMOVED)
+@pytest.mark.parametrize("how", ["mark_read", "read_partitions", "remove_file"])
+def test_a_winners_remove_of_our_file_under_another_spelling_conflicts(tmp_path, live, removed, how):
+    t, root = _spelled_table(tmp_path, live)
+    txn = pinned(t)
+    spelled = txn.snapshot.files().column("path").to_pylist()[0]       # decoded, as files() gives it
+    if how == "mark_read":
+        txn.mark_read(spelled)
+    elif how == "read_partitions":
+        txn.read_partitions({"p": "a"})
+    else:
+        txn.remove_file(spelled)
+    txn.add_file(add("p=a/new.parquet"))
+    raw_commit(t, [_remove(removed.format(root=root))])
+    assert t.snapshot().files().num_rows == 0                          # replay: the winner removed our file
+    before = t.latest_version()
+    with pytest.raises(ConcurrentModificationError) as e:
+        txn.commit()
+    assert e.value.spark_name in ("ConcurrentDeleteReadException", "ConcurrentDeleteDeleteException")
+    assert t.latest_version() == before
+
+
+def test_a_winners_remove_of_another_file_does_not_conflict_whatever_the_spellings(tmp_path):
+    """The key comparison matches one file only: './p=a/f.parquet' read, 'p=a/g.parquet' removed."""
+    t, root = _spelled_table(tmp_path, "./p=a/f.parquet")
+    raw_commit(t, [{"add": {"path": "p=a/g.parquet", "partitionValues": {"p": "a"}, "size": 100,
+                            "modificationTime": 1, "dataChange": True}}])
+    txn = pinned(t)
+    txn.mark_read([p for p in txn.snapshot.files().column("path").to_pylist() if p.endswith("f.parquet")])
+    txn.add_file(add("p=a/new.parquet"))
+    raw_commit(t, [_remove("./p=a/g.parquet")])
+    txn.commit()
+    assert sorted(t.snapshot().files().column("path").to_pylist()) == ["./p=a/f.parquet", "p=a/new.parquet"]
+
+
+def test_a_staged_commit_rebases_against_a_remove_of_its_add_under_another_spelling():
+    """staged_rebase.read_set_of keeps the staged commit's raw paths; the check compares their keys."""
+    from airflow_provider_delta.log.base.errors import ConcurrentDeleteDeleteError
+    from airflow_provider_delta.log.write.conflicts import WinningCommit, check_conflicts
+    from airflow_provider_delta.log.write.staged_rebase import read_set_of
+    staged = [{"commitInfo": {"isBlindAppend": True}}, {"add": {"path": "p=a//n.parquet"}}]
+    with pytest.raises(ConcurrentDeleteDeleteError):
+        check_conflicts(read_set_of(staged), WinningCommit.from_actions(3, [_remove("p=a/n.parquet")]))
+    check_conflicts(read_set_of(staged), WinningCommit.from_actions(3, [_remove("p=a/m.parquet")]))

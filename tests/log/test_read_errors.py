@@ -400,8 +400,8 @@ _A = {"add": {"path": "f1.parquet", "partitionValues": {}, "size": 1, "modificat
 MALFORMED = {
     "add-size-not-a-number": ([_P, _M, {"add": {**_A["add"], "size": "big"}}], "pyarrow ArrowInvalid"),
     "add-not-an-object": ([_P, _M, {"add": "nope"}], "AttributeError"),
-    "add-without-path": ([_P, _M, {"add": {k: v for k, v in _A["add"].items() if k != "path"}}],
-                         None),
+    # an add without a path is no action, as for Delta Spark (register row C12f,
+    # tests/log/test_line_unwrap_rules.py::test_a_pathless_file_action_alone_on_its_line_is_no_action)
     "remove-timestamp-not-a-number": ([_P, _M, _A, {"remove": {"path": "f1.parquet", "deletionTimestamp": "yesterday",
                                                                "dataChange": True}}], "pyarrow ArrowInvalid"),
     "partition-values-not-an-object": ([_P, _M, {"add": {**_A["add"], "partitionValues": "x"}}], "AttributeError"),

@@ -71,13 +71,6 @@ SPELLINGS = [("./p=1/b.parquet", "p=1/b.parquet"), ("x/../p=1/b.parquet", "p=1/b
              ("p=1//b.parquet", "p=1/b.parquet"), ("{root}/p=1/b.parquet", "file://{root}/p=1/b.parquet")]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "ConcurrentDeleteRead missed: we read partition p=1 (its live file spelled './p=1/b.parquet', 'x/../..', "
-    "'p=1//b.parquet' or scheme-less '/t/p=1/b.parquet') while a winner removed it by its canonical key "
-    "('p=1/b.parquet', 'file:///t/...'; Delta Spark writes removes so); our replay cancels the file by that "
-    "remove, but conflicts._is_one_of compares raw/decoded strings, so our commit lands on data it never saw "
-    "removed. Delta Spark compares the winner's remove with its canonical read-file paths and raises "
-    "ConcurrentDeleteReadException."))
 @pytest.mark.parametrize("live,winner", SPELLINGS)
 def test_a_winner_removing_a_read_file_by_its_canonical_spelling_conflicts(tmp_path, live, winner):
     root = str(tmp_path / "t")
@@ -93,12 +86,6 @@ def test_a_winner_removing_a_read_file_by_its_canonical_spelling_conflicts(tmp_p
             txn.add_file(AddFile("p=1/n.parquet", size, {"p": "1"}, NOW, True, None))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "ConcurrentDeleteDelete missed: we remove the live file the log spells './p=1/b.parquet' (we write that "
-    "spelling back) and a winner removed it as 'p=1/b.parquet' (Delta Spark's canonical spelling): both "
-    "removes commit, so two rewrites of one file both land (rows duplicated). Delta Spark's removes carry the "
-    "canonical path and checkForDeletedFilesAgainstCurrentTxnDeletedFiles raises "
-    "ConcurrentDeleteDeleteException."))
 def test_a_winner_removing_our_removed_file_by_its_canonical_spelling_conflicts(tmp_path):
     root = str(tmp_path / "t")
     _table_with_live(root, "./p=1/b.parquet")
@@ -141,12 +128,6 @@ def _two_file_table(root: str) -> dict[str, int]:
     return sizes
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "A line whose add has no path ({'add': {}}, path null, path missing) next to a remove of a.parquet: Delta "
-    "Spark reads the remove (Snapshot.stateReconstruction rebuilds 'add' only when add.path is not null, then "
-    "SingleAction.unwrap takes the remove): the table is empty (checked on the jars). We refuse the whole log "
-    "(CorruptLogError 'a add action needs an object with a string path'): a table Delta Spark reads cannot be "
-    "read, checkpointed or vacuumed by us"))
 @pytest.mark.parametrize("add", [{}, {"path": None, "size": 1}, {"size": 1, "partitionValues": {}}],
                          ids=["empty", "path-null", "path-missing"])
 def test_a_pathless_add_next_to_a_remove_reads_as_the_remove(tmp_path, add):
@@ -156,17 +137,8 @@ def test_a_pathless_add_next_to_a_remove_reads_as_the_remove(tmp_path, add):
     assert DeltaTable(root).snapshot().to_pyarrow().num_rows == 0      # Delta Spark: [] (no rows)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "A metaData action without an id (absent or null) on its own line: Delta Spark's protocol/metadata "
-    "reconstruction keeps only rows with 'metaData.id is not null' (Snapshot.protocolMetadataICTAndLMCReconstruction), "
-    "so its reader goes on with the previous metadata (schema [id]), and its full state check "
-    "(SnapshotState.computedState) refuses the table (DELTA_STATE_RECOVER_ERROR: replay's metadata differs); we "
-    "take the id-less metadata as the table's (its schema with the new column 'extra', its configuration). "
-    "From Delta Spark's source; the jars run is in the interop file"))
-@pytest.mark.parametrize("without", ["absent", "null"])
-def test_a_metadata_without_an_id_is_not_the_tables_metadata(tmp_path, without):
-    root = str(tmp_path / "t")
-    sizes = _two_file_table(root)
+def _idless_metadata(without: str) -> dict:
+    """A metaData with the new column 'extra' and property user.k, its id ``absent`` or ``null``."""
     schema = json.dumps({"type": "struct", "fields": [
         {"name": "id", "type": "long", "nullable": True, "metadata": {}},
         {"name": "extra", "type": "string", "nullable": True, "metadata": {}}]})
@@ -174,7 +146,14 @@ def test_a_metadata_without_an_id_is_not_the_tables_metadata(tmp_path, without):
          "partitionColumns": [], "configuration": {"user.k": "v"}, "createdTime": NOW}
     if without == "absent":
         del m["id"]
-    _commit(root, 1, [{"metaData": m}, {"add": {"path": "b.parquet", "partitionValues": {}, "size": sizes["b"],
+    return m
+
+
+@pytest.mark.parametrize("without", ["absent", "null"])
+def test_a_metadata_without_an_id_is_not_the_tables_metadata(tmp_path, without):
+    root = str(tmp_path / "t")
+    sizes = _two_file_table(root)
+    _commit(root, 1, [{"metaData": _idless_metadata(without)}, {"add": {"path": "b.parquet", "partitionValues": {}, "size": sizes["b"],
                                                  "modificationTime": NOW, "dataChange": True}}])
     from airflow_provider_delta.log.base.errors import DeltaError
     try:
@@ -184,12 +163,6 @@ def test_a_metadata_without_an_id_is_not_the_tables_metadata(tmp_path, without):
     assert snap.schema.names == ["id"] and "user.k" not in snap.metadata.configuration
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "Change feed reads a cdc that shares its line with an action before it in SingleAction.unwrap's order "
-    "({'txn'|'metaData'|'protocol': ..., 'cdc': C}): Delta Spark's CDCReader reads each commit's actions by "
-    "Action.fromJson (unwrap), so that line is the txn/metaData/protocol, the commit holds no AddCDCFile, and its "
-    "changes come from its adds/removes (here the insert of row 3); change_feed takes every line's 'cdc' "
-    "(parsed.others with a cdc key), so we return the change file's row 99 and lose the insert of row 3"))
 @pytest.mark.parametrize("other", ["txn", "metaData", "protocol"])
 def test_a_cdc_sharing_its_line_with_an_earlier_action_is_not_the_commits_change_data(tmp_path, other):
     root = str(tmp_path / "t")
@@ -235,11 +208,6 @@ def test_control_a_cdc_before_the_other_action_in_unwraps_order_is_the_change_da
     assert changes.column("id").to_pylist() == [99]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "History takes a commitInfo that shares its line with an add ({'add': A, 'commitInfo': C}): Delta Spark's "
-    "DeltaHistoryManager.getCommitInfoOpt reads the commit by Action.fromJson (SingleAction.unwrap: the line is "
-    "the add) and finds no CommitInfo, so DESCRIBE HISTORY shows CommitInfo.empty (operation null) for that "
-    "version; we show C's operation 'MERGE' (action_lines.first_action takes any line whose commitInfo is non-null)"))
 def test_a_commit_info_sharing_its_line_with_an_add_is_not_the_commits_info(tmp_path):
     root = str(tmp_path / "t")
     sizes = _two_file_table(root)

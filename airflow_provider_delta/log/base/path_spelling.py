@@ -21,6 +21,7 @@ the spelling as it is; delta-rs compares the strings too). So:
 from __future__ import annotations
 
 import re
+from typing import Iterable
 from urllib.parse import quote, unquote
 
 
@@ -157,6 +158,31 @@ def canonical_log_path(raw: str) -> str:
     if authority == "//":
         authority = ""                     # an empty authority is not written back (file:///t -> file:/t)
     return scheme + authority + norm + tail
+
+
+_NEEDS_NORMALIZING = re.compile(NEEDS_NORMALIZING_REGEX)
+#: a string :func:`encode_path` leaves as it is (the characters it keeps)
+_ENCODED_AS_IS = re.compile(r"[A-Za-z0-9/=:@$&+,;~\-_.!*'()]*")
+
+
+def log_path_key(raw: str) -> str:
+    """:func:`canonical_log_path` of one raw log path, a plain one (the most) tested by a pattern only:
+    the key a remove reconciles with, and conflict checks compare by."""
+    # every alternative of NEEDS_NORMALIZING_REGEX needs a leading '/' or '.', a '/.' or a '//'
+    may = raw.startswith(("/", ".")) or "/." in raw or "//" in raw
+    return canonical_log_path(raw) if may and _NEEDS_NORMALIZING.search(raw) else raw
+
+
+def keys_of_spellings(paths: Iterable[str]) -> set[str]:
+    """The reconciliation keys path strings may stand for, each given raw (as the log spells it) or
+    decoded (as ``files()`` gives it): the key of the string and of its encoding (:func:`encode_path`).
+    Plain paths (the most) are their own key and cost a pattern test."""
+    out: set[str] = set()
+    for p in paths:
+        out.add(log_path_key(p))
+        if not _ENCODED_AS_IS.fullmatch(p):
+            out.add(log_path_key(encode_path(p)))
+    return out
 
 
 def uri_path_part(raw: str) -> str:

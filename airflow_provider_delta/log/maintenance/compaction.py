@@ -24,6 +24,8 @@ from ..base.names import LOG_DIR, commit_path, compaction_path
 from ..read.action_lines import action_kind
 from ..read.commit_reader import parse_json_lines
 from ..read.listing import list_backfilled
+from ..read.protocol_metadata import is_table_metadata
+from ..read.replay import without_pathless_file_actions
 from ..read.segment import describe_range, first_gap
 from ..read.table_log import TableLog
 
@@ -45,6 +47,7 @@ def compacted_actions(commits: list[list[dict[str, Any]]]) -> list[dict[str, Any
     protocol = metadata = None
     for actions in commits:
         for a in actions:
+            a = without_pathless_file_actions(a)   # read as replay reads the line
             kind = action_kind(a)
             if kind in ("add", "remove"):
                 a = {kind: a[kind]}    # another writer's null keys beside it dropped
@@ -57,7 +60,7 @@ def compacted_actions(commits: list[list[dict[str, Any]]]) -> list[dict[str, Any
                 domains[a["domainMetadata"]["domain"]] = {kind: a[kind]}
             elif kind == "protocol":
                 protocol = {kind: a[kind]}
-            elif kind == "metaData":
+            elif kind == "metaData" and is_table_metadata(a[kind]):
                 metadata = {kind: a[kind]}
     out: list[dict[str, Any]] = [x for x in (protocol, metadata) if x is not None]
     out += [a for a in files.values() if "add" in a] + [a for a in files.values() if "remove" in a]

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 #: a JSON escape of an ASCII letter (``\u0070`` for ``p``; action keys are letters only): no writer
 #: needs one, but JSON allows it, so a commit holding one may spell an action's key so, which the line
@@ -110,9 +110,16 @@ def parsed_lines(data: bytes) -> Iterator[dict[str, Any]]:
             yield action
 
 
-def _matched_lines(data: bytes, kind: str, start: int, end: int) -> Iterator[dict[str, Any]]:
-    """The lines of ``data[start:end]`` that are the action ``kind``, found by the key pattern and parsed
-    (keys spelled plainly; a line is parsed once however often the key is in it)."""
+def is_line_of_kind(line: Any, kind: str) -> bool:
+    """Whether the parsed ``line`` is the action ``kind`` as :func:`action_kind` says (Delta Spark's
+    ``Action.fromJson``: ``{"add": A, "commitInfo": C}`` is the add, no commitInfo)."""
+    return action_kind(line) == kind
+
+
+def _matched_lines(data: bytes, kind: str, start: int, end: int,
+                   is_kind: Callable[[Any, str], bool] = action_of) -> Iterator[dict[str, Any]]:
+    """The lines of ``data[start:end]`` that are the action ``kind`` (``is_kind``), found by the key pattern
+    and parsed (keys spelled plainly; a line is parsed once however often the key is in it)."""
     pattern = _key_pattern(kind)
     pos = start
     while True:
@@ -126,7 +133,7 @@ def _matched_lines(data: bytes, kind: str, start: int, end: int) -> Iterator[dic
             action = json.loads(data[line_start:line_end])
         except ValueError:
             action = None    # the replay reports a malformed line
-        if action_of(action, kind):
+        if is_kind(action, kind):
             yield action
         pos = line_end
 
@@ -148,12 +155,15 @@ def actions_by_kind(data: bytes, kinds: tuple[str, ...], start: int = 0, end: in
             else [] for kind in kinds}
 
 
-def first_action(data: bytes, kind: str) -> dict[str, Any] | None:
+def first_action(data: bytes, kind: str, unwrapped: bool = False) -> dict[str, Any] | None:
     """The value of the first action ``kind`` in ``data`` (``{...}``, not ``{kind: {...}}``), or None;
-    the search stops at the first match (a ``commitInfo`` usually opens the file)."""
+    the search stops at the first match (a ``commitInfo`` usually opens the file). ``unwrapped``: only a
+    line that *is* that action by :func:`action_kind` counts (where Delta Spark reads a commit by
+    ``Action.fromJson``, as its history's ``getCommitInfoOpt`` does), not one whose earlier action in
+    unwrap's order is another (``{"add": A, "commitInfo": C}``)."""
+    is_kind = is_line_of_kind if unwrapped else action_of
     if may_spell_keys_escaped(data):
-        found = action_lines(data, kind)
-        return found[0][kind] if found else None
+        return next((line[kind] for line in parsed_lines(data) if is_kind(line, kind)), None)
     if data.find(quoted_key(kind)) < 0:
         return None
-    return next((action[kind] for action in _matched_lines(data, kind, 0, len(data))), None)
+    return next((action[kind] for action in _matched_lines(data, kind, 0, len(data), is_kind)), None)

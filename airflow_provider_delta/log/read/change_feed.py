@@ -34,6 +34,7 @@ import pyarrow.compute as pc
 from ..base import arrow_build as ab
 from ..base.action_schemas import FILE_COLUMNS, empty_file_actions
 from ..base.actions import Metadata, Protocol
+from .action_lines import action_kind
 from .change_rows import CHANGE_TYPE, cdc_rows, file_action_rows
 from .column_mapping import partition_keys
 from .commit_reader import read_blobs
@@ -188,7 +189,9 @@ def read_changes(log: "TableLog", start: Any = None, end: Any = None, columns: I
         parsed = parse_json_logs([(version, data, path)], _partition_keys(metadata, end_snap))
         fa = parsed.file_actions
         is_add = fa.column("is_add")
-        cdc = [a["cdc"] for _, a in parsed.others if isinstance(a.get("cdc"), dict)]
+        # a line is its first action in SingleAction.unwrap's order, as Delta Spark's CDCReader reads it:
+        # {"txn"|"metaData"|"protocol": ..., "cdc": C} holds no change file
+        cdc = [a["cdc"] for _, a in parsed.others if action_kind(a) == "cdc" and isinstance(a["cdc"], dict)]
         removes = fa.filter(pc.invert(is_add))
         if metadata.partition_columns and not cdc:     # a remove may lack its partitionValues
             removes = complete_removes(removes, lambda v=version: _files_before(log, v),

@@ -39,9 +39,12 @@ def file_timestamps(listing: LogListing) -> dict[int, int]:
     return out
 
 
-def commit_info_of(data: bytes) -> dict[str, Any] | None:
-    """The ``commitInfo`` of a commit file's bytes (None when it has none)."""
-    info = first_action(data, "commitInfo")
+def commit_info_of(data: bytes, unwrapped: bool = False) -> dict[str, Any] | None:
+    """The ``commitInfo`` of a commit file's bytes (None when it has none). ``unwrapped``: a line that is
+    another action by Delta Spark's ``SingleAction.unwrap`` order does not count (history reads commits
+    so, ``DeltaHistoryManager.getCommitInfoOpt``); without it, any line with a non-null ``commitInfo``
+    counts, as Delta Spark's snapshot reconstruction reads a commit's in-commit timestamp."""
+    info = first_action(data, "commitInfo", unwrapped)
     return info if isinstance(info, dict) else None
 
 

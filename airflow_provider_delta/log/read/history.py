@@ -96,7 +96,7 @@ def history_back(latest: Snapshot, since_ms: int | None = None) -> Iterator[dict
     v = listing.latest
     while v is not None and v >= 0 and v in listing.commits:
         blob = read_commit_file(storage, listing.commits[v])
-        entry = dict(commit_info_of(blob) or {})
+        entry = dict(commit_info_of(blob, unwrapped=True) or {})
         entry["version"] = v
         entry["timestamp"] = commit_timestamp(storage, v, protocol, metadata, listing, blob=blob)
         if since_ms is not None and entry["timestamp"] < since_ms:

@@ -4,7 +4,7 @@ Most questions about a table (may we read it? what is its schema, its
 properties, its id?) need only these two actions. They come from the newest
 commits of the segment that carry them (found as :mod:`.action_lines` finds an
 action: a commit without them costs a substring test) or else from the
-checkpoint's two columns.
+checkpoint's two columns. A ``metaData`` without an id is not the table's (:func:`is_table_metadata`).
 """
 from __future__ import annotations
 
@@ -39,8 +39,18 @@ def newest_protocol_metadata(blobs: CommitBlobs | list[tuple[int, bytes, str]]) 
     return protocol, metadata
 
 
+def is_table_metadata(value: Any) -> bool:
+    """Whether a ``metaData`` action's value counts as the table's metadata: Delta Spark's protocol and
+    metadata reconstruction keeps only rows with ``metaData.id is not null``
+    (``Snapshot.protocolMetadataAndICTReconstruction``), so one whose id is absent or null is skipped and
+    the older metadata stays in effect. A value that is no object counts (it is refused as malformed)."""
+    return not isinstance(value, dict) or value.get("id") is not None
+
+
 def _the_action(blobs: CommitBlobs, i: int, kind: str, found: list[dict[str, Any]]) -> Any:
     """The value of commit ``i``'s one action ``kind`` (None: it has none), refusing two."""
+    if kind == "metaData":
+        found = [a for a in found if is_table_metadata(a[kind])]
     if len(found) > 1:
         version, path = blobs.versions[i], blobs.paths[i]
         raise CorruptLogError(f"{path}: commit {version} holds more than one {kind} action", path=path)
@@ -58,7 +68,7 @@ def load_protocol_metadata(storage: Storage, segment: LogSegment,
         cp = read_checkpoint(storage, segment.checkpoint_files, segment.checkpoint_version or 0,
                              with_files=False)
         protocol = protocol if protocol is not None else cp.protocol
-        metadata = metadata if metadata is not None else cp.metadata
+        metadata = metadata if metadata is not None or not is_table_metadata(cp.metadata) else cp.metadata
     return parse_protocol_metadata(protocol, metadata, f"{storage.uri} at version {segment.version}")
 
 

@@ -124,7 +124,8 @@ def _parse_json_logs(blobs: CommitBlobs | list[tuple[int, bytes, str]], partitio
     seqs = np.arange(seq_start, seq_start + total, dtype=np.int64)
     file_start_row = np.concatenate(([0], np.cumsum(counts)[:-1]))
     add_col, rm_col = t.column("add"), t.column("remove")
-    add_valid, rm_valid = one_action_per_line({"add": ak.is_valid(add_col), "remove": ak.is_valid(rm_col)})
+    add_valid, rm_valid = one_action_per_line({"add": file_action_validity(add_col),
+                                               "remove": file_action_validity(rm_col)})
     others: list[tuple[int, dict[str, Any]]] = []
     other_rows = _nonzero(ak.invert(ak.or_(add_valid, rm_valid)))
     if len(other_rows):
@@ -137,7 +138,7 @@ def _parse_json_logs(blobs: CommitBlobs | list[tuple[int, bytes, str]], partitio
                 _raise_first_bad_line(blobs)
             if not isinstance(obj, dict):
                 _raise_first_bad_line(blobs)
-            others.append((blobs.versions[fi], obj))
+            others.append((blobs.versions[fi], without_pathless_file_actions(obj)))
     jobs = []   # (kind, rows of the kind's actions in this chunk, the chunk, its validity)
     for col, valid, kind in ((add_col, add_valid, "add"), (rm_col, rm_valid, "remove")):
         offset = 0
@@ -166,6 +167,30 @@ def _parse_json_logs(blobs: CommitBlobs | list[tuple[int, bytes, str]], partitio
 _FAST_KINDS = ("add", "remove")
 if not all(set(kinds_before(kind)) <= set(_FAST_KINDS) for kind in _FAST_KINDS):
     raise ImportError("replay's fast path must read every action kind that takes a line before its own")
+
+
+def file_action_validity(col: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
+    """Where an ``add`` or ``remove`` column holds a file action for state reconstruction: the action and
+    its ``path`` not null. Delta Spark's ``Snapshot.stateReconstruction`` sets an add or remove whose path
+    is null to null before ``SingleAction.unwrap``, so such a line is its other action
+    (``{"add": {}, "remove": R}`` removes R) or none (:func:`without_pathless_file_actions`)."""
+    valid = ak.is_valid(col)
+    if not has_pathless_file_action(col):
+        return valid                            # the usual log: every action names its path
+    return ak.and_(valid, ak.is_valid(ak.struct_field(col, "path")))
+
+
+def has_pathless_file_action(col: pa.ChunkedArray | pa.Array) -> bool:
+    """Whether an ``add``/``remove`` column holds an action without a path (:func:`file_action_validity`)."""
+    return ak.struct_field(col, "path").null_count != col.null_count
+
+
+def without_pathless_file_actions(obj: dict[str, Any]) -> dict[str, Any]:
+    """A parsed line as state reconstruction sees it: an ``add``/``remove`` object without a path (absent or
+    null) dropped (:func:`file_action_validity`)."""
+    if not any(isinstance(obj.get(k), dict) and obj[k].get("path") is None for k in _FAST_KINDS):
+        return obj
+    return {k: v for k, v in obj.items() if not (k in _FAST_KINDS and isinstance(v, dict) and v.get("path") is None)}
 
 
 def one_action_per_line(valid: dict[str, pa.ChunkedArray]) -> list[pa.ChunkedArray]:
@@ -258,6 +283,7 @@ def _parse_slow(blobs: list[tuple[int, bytes, str]], seq_start: int) -> ParsedLo
     seq = seq_start
     for version, data, path in blobs:
         for i, obj in enumerate(parse_json_lines(data, path), start=1):
+            obj = without_pathless_file_actions(obj)
             kind = action_kind(obj)
             if kind not in ("add", "remove"):
                 others.append((version, obj))

@@ -347,6 +347,8 @@ def _resolve_removes(changes: PendingChanges, snap: Snapshot | None, clock: Call
         for row in live:
             out.append(_remove_of(entry, path, row, now, changes.remove_data_change.get(path, True)))
             changes.read.removed_paths.add(row["path"])   # a concurrent remove of the live spelling conflicts
+            if row.get(LOG_PATH_COLUMN):
+                changes.read.removed_paths.add(row[LOG_PATH_COLUMN])     # and one of its key
     return out
 
 

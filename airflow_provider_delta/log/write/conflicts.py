@@ -30,7 +30,8 @@ lose or duplicate data. The checks, in Delta Spark's order (``ConflictChecker.ch
    ConcurrentDeleteDeleteException.
 
 Files are compared by path, as Delta Spark's checks do (a deletion-vector update of a file we
-read or remove is a remove of that path).
+read or remove is a remove of that path), each path by its reconciliation key (Delta Spark's canonical
+path, as replay cancels adds by): ``./p``, ``p=1//b`` and ``p`` are one file, ``/t/p`` and ``file:///t/p``.
 """
 from __future__ import annotations
 
@@ -47,6 +48,7 @@ from ..base.features import (CHECKPOINT_POLICY_PROPERTY, COLUMN_ID_KEY, COLUMN_M
                              DELETION_VECTORS_PROPERTY, ICT_ENABLE_PROPERTY, ICT_ENABLEMENT_TIMESTAMP_PROPERTY,
                              ICT_ENABLEMENT_VERSION_PROPERTY, PHYSICAL_NAME_KEY, ROW_TRACKING_PROPERTY,
                              column_mapping_mode, is_downgrade, supported_features)
+from ..base.path_spelling import keys_of_spellings, log_path_key
 from ..base.schema import serialize_partition_value
 from ..read.action_lines import action_kind
 from .isolation import SERIALIZABLE, SNAPSHOT_ISOLATION, WRITE_SERIALIZABLE
@@ -151,11 +153,29 @@ def _path(action: dict[str, Any]) -> str:
     return unquote(action.get("path") or "")
 
 
-def _is_one_of(action: dict[str, Any], paths: set[str]) -> bool:
-    """Whether the action's file is in ``paths``, which may hold it decoded (as ``files()`` gives
-    paths) or as the log spells it (as a caller of ``mark_read`` may pass them)."""
-    raw = action.get("path") or ""
-    return raw in paths or unquote(raw) in paths
+def _first_of(removes: list[dict[str, Any]], paths: set[str], by_key: bool = True) -> dict[str, Any] | None:
+    """The first of the winner's ``removes`` whose file is in ``paths``, which may hold it decoded (as
+    ``files()`` gives paths), as the log spells it (as a caller of ``mark_read`` may pass them) or as
+    its reconciliation key (``files()``' ``log_path``). Files are compared by that key, Delta Spark's
+    canonical path (:func:`~..base.path_spelling.canonical_log_path`), which replay cancels an add by:
+    Delta Spark's read files and removes carry it (``Snapshot.stateReconstruction``), so its
+    ConflictChecker matches ``./p`` read with ``p`` removed, ``/t/p`` with ``file:///t/p``. The keys
+    of ``paths`` are made only when a spelling alone does not match (plain paths: a pattern test), and
+    not at all when ``by_key`` is False."""
+    if not removes or not paths:
+        return None
+    keys = None
+    for rm in removes:
+        raw = rm.get("path") or ""
+        if raw in paths or unquote(raw) in paths:
+            return rm
+        if not by_key:
+            continue
+        if keys is None:
+            keys = keys_of_spellings(paths)
+        if log_path_key(raw) in keys:
+            return rm
+    return None
 
 
 def canonical_partition_value(value: str | None, t: Any) -> str | None:
@@ -349,10 +369,11 @@ def check_appends(current: ReadSet, winner: WinningCommit) -> None:
 
 def check_deletes_of_read_files(current: ReadSet, winner: WinningCommit) -> None:
     """ConflictChecker.checkForDeletedFilesAgainstCurrentTxnReadFiles."""
-    for rm in winner.removes:
-        if _is_one_of(rm, current.read_paths):
-            raise _conflict(ConcurrentDeleteReadError, winner, "concurrent_delete_read",
-                            f"file {_path(rm)!r} that this transaction read was removed")
+    # having read the whole table, any remove conflicts: the keys need not be made to name the file
+    rm = _first_of(winner.removes, current.read_paths, by_key=not current.read_all)
+    if rm is not None:
+        raise _conflict(ConcurrentDeleteReadError, winner, "concurrent_delete_read",
+                        f"file {_path(rm)!r} that this transaction read was removed")
     if winner.removes and current.read_all:
         raise _conflict(ConcurrentDeleteReadError, winner, "concurrent_delete_read",
                         f"file {_path(winner.removes[0])!r} was removed while this transaction read the whole table")
@@ -360,10 +381,10 @@ def check_deletes_of_read_files(current: ReadSet, winner: WinningCommit) -> None
 
 def check_deletes_of_removed_files(current: ReadSet, winner: WinningCommit) -> None:
     """ConflictChecker.checkForDeletedFilesAgainstCurrentTxnDeletedFiles."""
-    for rm in winner.removes:
-        if _is_one_of(rm, current.removed_paths):
-            raise _conflict(ConcurrentDeleteDeleteError, winner, "concurrent_delete_delete",
-                            f"file {_path(rm)!r} that this transaction removes was already removed")
+    rm = _first_of(winner.removes, current.removed_paths)
+    if rm is not None:
+        raise _conflict(ConcurrentDeleteDeleteError, winner, "concurrent_delete_delete",
+                        f"file {_path(rm)!r} that this transaction removes was already removed")
 
 
 def check_removes_of_added_files(current: ReadSet, winner: WinningCommit) -> None:
@@ -374,9 +395,7 @@ def check_removes_of_added_files(current: ReadSet, winner: WinningCommit) -> Non
     rows back, the others read twice) or bring back rows the winner rewrote elsewhere. Delta Spark
     has no such check because its writers add only fresh paths; ours may re-add a live one
     (:func:`~..base.feature_actions.check_live_file_replaced`)."""
-    if not current.added_paths:
-        return
-    for rm in winner.removes:
-        if _is_one_of(rm, current.added_paths):
-            raise _conflict(ConcurrentDeleteDeleteError, winner, "concurrent_delete_delete",
-                            f"file {_path(rm)!r} that this transaction adds was removed (replaced or rewritten)")
+    rm = _first_of(winner.removes, current.added_paths)
+    if rm is not None:
+        raise _conflict(ConcurrentDeleteDeleteError, winner, "concurrent_delete_delete",
+                        f"file {_path(rm)!r} that this transaction adds was removed (replaced or rewritten)")

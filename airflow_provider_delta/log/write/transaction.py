@@ -37,6 +37,7 @@ from ..base.errors import InvalidArgumentError, TableNotFoundError, VersionNotFo
 from ..base.features import (FEATURE_PROPERTY_PREFIX, MIN_READER_VERSION_PROPERTY,
                              MIN_WRITER_VERSION_PROPERTY)
 from ..base.names import LOG_DIR
+from ..base.path_spelling import LOG_PATH_COLUMN
 from ..base.property_values import check_property_values, checked_names
 from ..base.schema import schema_to_arrow, serialize_partition_value
 from ..read.column_mapping import partition_keys
@@ -233,6 +234,8 @@ class Transaction:
             if mask is not None:
                 files = ak.filter(files, mask)
         self._changes.read.read_paths.update(files.column("path").to_pylist())
+        if LOG_PATH_COLUMN in files.column_names:      # the keys too: a winner's remove is matched by its key
+            self._changes.read.read_paths.update(k for k in files.column(LOG_PATH_COLUMN).to_pylist() if k)
         return files
 
     def transaction_version(self, app_id: str) -> int | None:
