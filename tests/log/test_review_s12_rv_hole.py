@@ -250,13 +250,6 @@ def test_landed_version_does_not_take_the_committing_tables_cached_snapshot_for_
 
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "Seen while fixing s12 hole findings (not fixed): a DeltaTable's cached latest snapshot is updated "
-    "incrementally from the version it read (Snapshot.update replays the new commit files on top), so after a "
-    "commit left in a hole (undecided check, file kept) the committing table's snapshot() replays it - its txn "
-    "record and rows show - while every fresh reader starts at checkpoint 4 and does not (Delta Spark's "
-    "snapshot update builds a new segment from the newest checkpoint). Expected: the updated snapshot equals a "
-    "fresh load whenever a checkpoint newer than the cached version exists."))
 def test_the_committing_tables_updated_snapshot_matches_a_fresh_load_after_a_hole_commit(tmp_path):
     t = undecided_hole_table(tmp_path)
     t.snapshot()                                             # cached at version 2

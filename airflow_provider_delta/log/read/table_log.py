@@ -68,6 +68,12 @@ class TableLog:
         #: latest version whose protocol :meth:`latest_version` checked may be listed without a catalog
         self._listable_version: int | None = None
 
+    def forget_cached_snapshot(self) -> None:
+        """Load the next latest snapshot afresh from the newest checkpoint instead of updating the cached one
+        by the commits after it: after a commit file was left below a newer checkpoint (a hole), the cached
+        snapshot would replay it, while every other reader starts at the checkpoint and does not."""
+        self._snapshot_cache = None
+
     def through(self, source: CommitSource) -> "TableLog":
         """The same table read through another commit source (e.g. one catalog state, pinned)."""
         other = TableLog.__new__(TableLog)

@@ -226,12 +226,14 @@ class Committer:
             newer = landed_below_newer_log(self.table.storage, version, self._hole_evidence)
         except Exception as e:      # our commit landed: whether it lies in a hole is what is not known
             self.outcome_unknown = True
+            self.table.forget_cached_snapshot()
             raise CommitOutcomeUnknownError(
                 f"version {version} of {self.table.uri} landed, but checking whether metadata cleanup raced it "
                 f"below a newer checkpoint failed ({type(e).__name__}: {e}). The commit file was left in place; "
                 "read the table to see whether the change is there before redoing it", version=version) from e
         if newer is None:
             return
+        self.table.forget_cached_snapshot()     # its update would replay our file, which readers of the checkpoint do not
         if newer.undecided:
             raise CommitOutcomeUnknownError(
                 f"version {version} of {self.table.uri} landed, and checkpoint {newer.version} is above it while "
