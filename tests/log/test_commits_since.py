@@ -110,12 +110,6 @@ def test_a_fresh_reader_of_a_table_recreated_at_the_location_reads_the_new_table
     assert new.latest == 3 and [c.version for c in new.commits] == [2, 3] and _ids(new) == [11, 12]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "A long-lived reader (a poller's table object) keeps the table id it read once: after the managed table at the "
-    "location is deleted and created again (a new metaData.id, the same commit owner), its polls list the new "
-    "table's files but ask the owner for the old id's tail, so the new table's un-backfilled commit 4 is never "
-    "handed out (latest says 4, commits hold only 3) and a commit of the old table could be. Expected: the new "
-    "table's commits, or a typed error saying the table at the location was replaced."))
 def test_a_long_lived_reader_of_a_table_recreated_at_the_location(tmp_path):
     uri, url = str(tmp_path / "t"), f"sqlite:///{tmp_path / 'owner.db'}"
     _managed(uri, url, [1, 2])

@@ -19,7 +19,7 @@ from ..base.errors import CorruptLogError, InvalidArgumentError
 from ..base.features import Operation
 from .history import history, history_back, version_at
 from .listing import LogListing, list_backfilled, list_log
-from ..base.names import commit_path
+from ..base.names import LogFile, commit_path
 from .new_commits import CommitsSince, read_commits_since
 from .action_lines import may_carry
 from .protocol_metadata import load_protocol, load_protocol_metadata
@@ -65,6 +65,8 @@ class TableLog:
         self._snapshot_cache: Snapshot | None = None
         #: newest backfilled version a listing of this object saw: polls list from there on
         self._known_backfilled: int | None = None
+        #: that version's commit file as listed then (a different file there later: the table was replaced)
+        self._known_file: LogFile | None = None
         #: latest version whose protocol :meth:`latest_version` checked may be listed without a catalog
         self._listable_version: int | None = None
 
@@ -82,6 +84,7 @@ class TableLog:
         other._table_id = self._table_id
         other._snapshot_cache = None
         other._known_backfilled = None
+        other._known_file = None
         other._listable_version = None
         return other
 
@@ -107,12 +110,27 @@ class TableLog:
         Answers the latest version and the commits after it, not a snapshot."""
         if known_version is None:
             known_version = self._known_backfilled
-        return self._remember(list_log(self.storage, self.commit_owner, self._table_id_of, known_version))
+        listing = list_log(self.storage, self.commit_owner, self._table_id_of, known_version)
+        if self._replaced(listing):
+            # the table at the location was deleted and created again: what this object read of the former
+            # one (its id, which keys the commit source's tail; its snapshot) is the former table's
+            self._table_id, self._known_backfilled, self._known_file, self._snapshot_cache = None, None, None, None
+            listing = list_log(self.storage, self.commit_owner, self._table_id_of)
+        return self._remember(listing)
 
     def _remember(self, listing: LogListing) -> LogListing:
         if listing.max_backfilled is not None:
             self._known_backfilled = listing.max_backfilled
+            self._known_file = listing.commits.get(listing.max_backfilled)
         return listing
+
+    def _replaced(self, listing: LogListing) -> bool:
+        """Whether the commit file of the newest backfilled version this object saw is another file now (size
+        or modification time): a backfilled commit is written once, so another one there is another table's."""
+        known = self._known_file
+        now = listing.commits.get(known.version) if known is not None else None
+        return (now is not None and known is not None and now.version not in listing.unbackfilled
+                and bool(now.size and known.size) and (now.size, now.mtime_ms) != (known.size, known.mtime_ms))
 
     def _table_id_of(self, listing: LogListing) -> str | None:
         """The table id (metaData.id) the commit source keys the table by, read once.
