@@ -130,3 +130,20 @@ def test_the_two_commands_say_how_to_pick_a_python_at_the_floor():
     pages = (ROOT / "README.md").read_text() + (DOCS / "getting-started.md").read_text()
     checks_version = "version_info" in makefile or "sys.version" in makefile
     assert "PYTHON=" in pages or checks_version
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "README.md and docs/getting-started.md list what a fresh machine needs for the two commands as "
+    "'Python >= 3.11 and Java 17+', but both commands fetch the Delta Spark jars first (make jars, "
+    "scripts/fetch_delta_jars.py) with `mvn`, which fails 'mvn not found on PATH (install Maven...)': Maven "
+    "is a prerequisite the entry pages do not name (getting-started mentions 'through Maven' only after the "
+    "commands, as what they do)"))
+def test_the_two_commands_name_every_tool_they_need_on_a_fresh_machine():
+    fetch = (ROOT / "scripts" / "fetch_delta_jars.py").read_text()
+    assert 'shutil.which("mvn")' in fetch and "mvn not found on PATH" in fetch      # Maven is required
+    makefile = (ROOT / "Makefile").read_text()
+    assert re.search(r"^run: install jars$", makefile, re.M) and re.search(r"^test: install jars", makefile, re.M)
+    for page in (ROOT / "README.md", DOCS / "getting-started.md"):
+        sentence = re.search(r"On a fresh machine with ([^:]*)", page.read_text())
+        assert sentence, page
+        assert "Maven" in sentence.group(1) or "mvn" in sentence.group(1), (page.name, sentence.group(1))
