@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from airflow.providers.common.compat.sdk import AirflowFailException
 
-from ..log import PairUndoneByRestoreError, PositionUndoneByRestoreError, check_pair_not_undone
+from ..log import (PairRestoreUndecidedError, PairUndoneByRestoreError, PositionUndoneByRestoreError,
+                   check_pair_not_undone)
 
 
 class DeltaPairUndoneByRestoreError(PairUndoneByRestoreError, AirflowFailException):
@@ -17,6 +18,13 @@ class DeltaPairUndoneByRestoreError(PairUndoneByRestoreError, AirflowFailExcepti
     retrying (a retry is skipped again, by Delta Spark too); the message names the version to go above
     (``app_version`` of a Spark operator, ``txn_version`` of the hook). Also the log layer's
     :class:`~airflow_provider_delta.log.PairUndoneByRestoreError`."""
+
+
+class DeltaPairRestoreUndecidedError(PairRestoreUndecidedError, AirflowFailException):
+    """The exactly-once pair is committed, but a later RESTORE may have undone its commit and the log does not
+    tell: neither skipping nor writing again is known to be right, so the task fails without retrying (a retry
+    finds the same log); the message says what to check. Also the log layer's
+    :class:`~airflow_provider_delta.log.PairRestoreUndecidedError` - not a claim that the rows are gone."""
 
 
 class DeltaPositionUndoneByRestoreError(PositionUndoneByRestoreError, AirflowFailException):
@@ -34,5 +42,7 @@ def refuse_undone_pair(table, app_id: str, version: int, *, recorded: int | None
     try:
         check_pair_not_undone(table, app_id, version, recorded=recorded, version_parameter=version_parameter)
     except PairUndoneByRestoreError as e:
-        raise DeltaPairUndoneByRestoreError(str(e), version=e.version, restore_version=e.restore_version,
-                                            restored_version=e.restored_version) from None
+        kind = DeltaPairRestoreUndecidedError if isinstance(e, PairRestoreUndecidedError) \
+            else DeltaPairUndoneByRestoreError
+        raise kind(str(e), version=e.version, restore_version=e.restore_version,
+                   restored_version=e.restored_version) from None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Sequence
 
+from ..hooks.arguments import refused_without_retry
 from ..hooks.delta_table import DeltaTableHook
 from ..log import CloneResult, DeltaError, TableAlreadyExistsError, clone_table, cloned_source_version
 from .base import DeltaVersionAsOfOperator, earlier_try_commit, job_info, metrics_of
@@ -50,7 +51,8 @@ class DeltaCloneOperator(DeltaVersionAsOfOperator):
         source = source_hook.get_table(self.source_uri)
         target = self.hook.get_table(self.table_uri)
         try:
-            result = clone_table(source, target, version, timestamp, job=job_info(context))
+            with refused_without_retry("CLONE refused its arguments"):     # a target inside the source...
+                result = clone_table(source, target, version, timestamp, job=job_info(context))
         except TableAlreadyExistsError:
             result = self._earlier_try_clone(source, target, version, timestamp, context)
             if result is None:

@@ -19,13 +19,6 @@ DOCS = ROOT / "docs"
 SCHEMA = pa.schema([("id", pa.int64())])
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "docs/guides/spark.md ('a pair undone by a RESTORE') and the changelog say an undecided pair is "
-    "PairRestoreUndecidedError; through Airflow (DeltaTableHook.commit_files, both Spark operators: "
-    "hooks/undone_by_restore.refuse_undone_pair) it is re-raised as DeltaPairUndoneByRestoreError, which is no "
-    "PairRestoreUndecidedError, and docs/log/errors.md describes that type as 'a later RESTORE undid that "
-    "commit ... re-run with a higher app_version' - the advice the undecided case must not get (rows may be "
-    "there). A callback or a user telling the two apart by type cannot"))
 def test_an_undecided_pair_through_the_hook_is_the_undecided_error_the_spark_guide_names(tmp_path):
     from airflow_provider_delta.hooks import DeltaTableHook
     from airflow_provider_delta.log import DeltaTable, PairRestoreUndecidedError, PairUndoneByRestoreError
@@ -50,12 +43,6 @@ def _connection_row(field: str) -> str:
     return rows[0]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "docs/airflow/connections.md: extra storage_options are 'fsspec options ... for every table of the "
-    "connection', but DeltaConnectionConfig.storage_options_for passes the extras (not only login/password) "
-    "through options_for_place: an absolute table_uri on another store or on another host of a host-bound "
-    "store gets none of them (an SFTP timeout, an S3 endpoint_url for a gs:// table). The row should say so, "
-    "as the login/password row does"))
 def test_the_storage_options_row_says_which_tables_get_them():
     from airflow_provider_delta.hooks.config import DeltaConnectionConfig
     row = _connection_row("extra `storage_options`")
@@ -78,11 +65,6 @@ def _howto_pages_by_class() -> dict[str, Path]:
     return pages
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "A task run cleared after it succeeded stays silent (its earlier try's asset event exists), a retry of a "
-    "try that died announces: the clone, restore and spark-submit pages say so, but "
-    "docs/howto/delta-spark-application-operator.md, whose operator does the same (spark_base.report_commit), "
-    "says nothing about what a retry or a cleared run announces"))
 def test_every_operator_page_whose_operator_announces_an_earlier_try_says_what_a_cleared_run_does():
     import airflow_provider_delta.operators as operators
     pages = _howto_pages_by_class()
@@ -98,12 +80,6 @@ def test_every_operator_page_whose_operator_announces_an_earlier_try_says_what_a
     assert silent == []
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "DeltaCloneOperator: a target inside the table whose files the clone lists is refused with a plain "
-    "InvalidArgumentError, which Airflow retries (every retry meets the same refusal); DeltaOptimizeOperator "
-    "turns the log layer's refusal of its arguments into DeltaArgumentError (no retry, "
-    "refused_without_retry), and docs/howto/index.md promises a meaningless argument fails at once. The clone "
-    "page does not say the refusal is retried"))
 def test_the_clone_operators_refused_target_fails_without_retry(tmp_path):
     from airflow.providers.common.compat.sdk import AirflowFailException
     from airflow_provider_delta.log import DeltaTable, InvalidArgumentError
@@ -118,11 +94,6 @@ def test_the_clone_operators_refused_target_fails_without_retry(tmp_path):
     assert isinstance(raised.value, AirflowFailException), type(raised.value).__mro__
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "README.md and docs/getting-started.md: 'On a fresh machine with Python >= 3.11 ... make run / make "
-    "test', but the Makefile builds .venv with `python3` (PYTHON ?= python3) and checks no version: where "
-    "python3 is older (Ubuntu 22.04, Debian 11: 3.10) pip stops with 'requires a different Python' and "
-    "neither page says `make run PYTHON=python3.11` (nor does the Makefile say which Python it needs)"))
 def test_the_two_commands_say_how_to_pick_a_python_at_the_floor():
     makefile = (ROOT / "Makefile").read_text()
     assert re.search(r"^PYTHON \?= python3$", makefile, re.M)
@@ -132,12 +103,6 @@ def test_the_two_commands_say_how_to_pick_a_python_at_the_floor():
     assert "PYTHON=" in pages or checks_version
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "README.md and docs/getting-started.md list what a fresh machine needs for the two commands as "
-    "'Python >= 3.11 and Java 17+', but both commands fetch the Delta Spark jars first (make jars, "
-    "scripts/fetch_delta_jars.py) with `mvn`, which fails 'mvn not found on PATH (install Maven...)': Maven "
-    "is a prerequisite the entry pages do not name (getting-started mentions 'through Maven' only after the "
-    "commands, as what they do)"))
 def test_the_two_commands_name_every_tool_they_need_on_a_fresh_machine():
     fetch = (ROOT / "scripts" / "fetch_delta_jars.py").read_text()
     assert 'shutil.which("mvn")' in fetch and "mvn not found on PATH" in fetch      # Maven is required
