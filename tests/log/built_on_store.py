@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 import pyarrow as pa
 
@@ -99,13 +99,17 @@ class HoleBeforeThePut:
     """The table's own store; right before the next commit-file put (version v) lands, another writer commits
     v and on (``others``: callables on its DeltaTable), checkpoints its last version, and cleanup removes
     every commit below ``v + keep_from`` (the commits being past log retention; checkpoints stay) - so our put
-    lands in the hole. ``tie``: the checkpoint gets our commit file's very time (a whole-second store);
-    ``after``: called with the log folder once cleanup is done."""
+    lands in the hole. ``gone(v, C)``: instead, the versions whose commit files cleanup removed (any order a
+    cleaner deletes in). ``tie``: the checkpoint gets our commit file's very time (a whole-second store);
+    ``checkpoint_ahead_ms``: that time plus so much (the cleaner's clock ahead of ours); ``after``: called with
+    the log folder once cleanup is done."""
 
     def __init__(self, inner, uri: str, others: list[Callable[[DeltaTable], Any]], keep_from: int = 1,
-                 tie: bool = False, after: Callable[[str], Any] | None = None):
-        self.inner, self.uri, self.others, self.keep_from, self.tie = inner, uri, others, keep_from, tie
-        self.after, self.armed = after, True
+                 tie: bool = False, after: Callable[[str], Any] | None = None,
+                 gone: Callable[[int, int], Iterable[int]] | None = None, checkpoint_ahead_ms: int | None = None):
+        self.inner, self.uri, self.others, self.keep_from = inner, uri, others, keep_from
+        self.after, self.gone, self.armed = after, gone, True
+        self.checkpoint_ahead_ms = 0 if tie and checkpoint_ahead_ms is None else checkpoint_ahead_ms
 
     def put_if_absent(self, target: str, data: bytes) -> bool:
         if not (self.armed and "_delta_log" in target and target.endswith(".json")):
@@ -119,16 +123,20 @@ class HoleBeforeThePut:
         top = other.latest_version()
         other.checkpoint(top)
         log_dir = os.path.dirname(target)
-        for name in os.listdir(log_dir):
-            head = name.split(".")[0]
-            if head.isdigit() and int(head) < ours + self.keep_from and ".checkpoint." not in name:
-                os.remove(os.path.join(log_dir, name))                  # cleanup: below the checkpoint
+        if self.gone is not None:
+            for v in self.gone(ours, top):
+                os.remove(os.path.join(log_dir, f"{v:020d}.json"))
+        else:
+            for name in os.listdir(log_dir):
+                head = name.split(".")[0]
+                if head.isdigit() and int(head) < ours + self.keep_from and ".checkpoint." not in name:
+                    os.remove(os.path.join(log_dir, name))              # cleanup: below the checkpoint
         if self.after is not None:
             self.after(log_dir)
         landed = self.inner.put_if_absent(target, data)
-        if self.tie:
-            own_ns = os.stat(target).st_mtime_ns
-            os.utime(os.path.join(log_dir, f"{top:020d}.checkpoint.parquet"), ns=(own_ns, own_ns))
+        if self.checkpoint_ahead_ms is not None:
+            ns = os.stat(target).st_mtime_ns + self.checkpoint_ahead_ms * 1_000_000
+            os.utime(os.path.join(log_dir, f"{top:020d}.checkpoint.parquet"), ns=(ns, ns))
         return landed
 
     def __getattr__(self, name):

@@ -8,10 +8,10 @@ import os
 from typing import Any, Callable
 
 import pyarrow as pa
-import pytest
 
 from airflow_provider_delta.log import DeltaTable
 from airflow_provider_delta.log.base.errors import DeltaError
+from built_on_store import HoleBeforeThePut
 from test_hole_evidence import _table
 
 SCHEMA = pa.schema([("id", pa.int64())])
@@ -37,40 +37,14 @@ def _outcome(fn: Callable[[], Any]) -> str:
         return type(e).__name__
 
 
-class CleanupRacesThePut:
+def CleanupRacesThePut(inner, uri: str, others: list[Callable[[DeltaTable], Any]],
+                       gone: Callable[[int, int], range], checkpoint_ahead_ms: int | None = None) -> HoleBeforeThePut:
     """The table's own store; right before our next commit put (version v) lands, another writer commits v and
     on (``others``), checkpoints its last version C, and a cleanup deletes ``gone(v, C)`` - the versions whose
     commit files are removed by the time our put lands. ``checkpoint_ahead_ms``: after our put, the checkpoint's
     file time is set that far past our commit file's (the cleaner's clock ahead of ours, on a store whose file
     times are the writers' clocks - the skew the module docstring itself allows for, the other way round)."""
-
-    def __init__(self, inner, uri: str, others: list[Callable[[DeltaTable], Any]],
-                 gone: Callable[[int, int], range], checkpoint_ahead_ms: int | None = None):
-        self.inner, self.uri, self.others, self.gone = inner, uri, others, gone
-        self.checkpoint_ahead_ms, self.armed = checkpoint_ahead_ms, True
-
-    def put_if_absent(self, target: str, data: bytes) -> bool:
-        if not (self.armed and "_delta_log" in target and target.endswith(".json")):
-            return self.inner.put_if_absent(target, data)
-        self.armed = False
-        ours = int(os.path.basename(target).split(".")[0])
-        other = DeltaTable(self.uri)
-        other.auto_checkpoint = False
-        for step in self.others:
-            step(other)
-        top = other.latest_version()
-        other.checkpoint(top)
-        log_dir = os.path.dirname(target)
-        for v in self.gone(ours, top):
-            os.remove(os.path.join(log_dir, f"{v:020d}.json"))
-        landed = self.inner.put_if_absent(target, data)
-        if self.checkpoint_ahead_ms is not None:
-            ns = os.stat(target).st_mtime_ns + self.checkpoint_ahead_ms * 1_000_000
-            os.utime(os.path.join(log_dir, f"{top:020d}.checkpoint.parquet"), ns=(ns, ns))
-        return landed
-
-    def __getattr__(self, name):
-        return getattr(self.inner, name)
+    return HoleBeforeThePut(inner, uri, others, gone=gone, checkpoint_ahead_ms=checkpoint_ahead_ms)
 
 
 # ------------------------------------------------------------------ wrong "committed" (a lost write reported done)
