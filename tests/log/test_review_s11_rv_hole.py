@@ -16,7 +16,7 @@ import pytest
 from airflow_provider_delta.log import CommitOutcomeUnknownError, DeltaTable
 from airflow_provider_delta.log.base.commit_actions import AddFile
 from airflow_provider_delta.log.base.errors import DeltaError, VersionNotFoundError
-from built_on_store import BuiltOnAtOnce, HoleBeforeThePut, idle_table
+from built_on_store import BeforeTheNextPut, BuiltOnAtOnce, HoleBeforeThePut, idle_table
 from test_hole_evidence import _table
 
 SCHEMA = pa.schema([("id", pa.int64())])
@@ -130,30 +130,19 @@ def test_an_undecided_hole_commit_left_in_place_does_not_let_the_next_writer_int
     x_txn.__enter__()                                          # X reads version 2
     x_outcome: list[str] = []
 
-    class XRacesYsPut:
-        """Y's store: right before Y's first commit put (its pre-check at 3 passed), X commits into the hole."""
-
-        def __init__(self, inner):
-            self.inner, self.armed = inner, True
-
-        def put_if_absent(self, target: str, data: bytes) -> bool:
-            if self.armed and "_delta_log" in target and target.endswith(".json"):
-                self.armed = False
-                x.storage.files = HoleBeforeThePut(x.storage.files, root, [
-                    lambda other, n=n: other.write(pa.table({"id": [n]})) for n in (50, 60, 70)], keep_from=2)
-                x_txn.set_txn("x-job", 1)
-                try:
-                    x_txn.__exit__(None, None, None)
-                    x_outcome.append("committed")
-                except DeltaError as e:
-                    x_outcome.append(type(e).__name__)
-            return self.inner.put_if_absent(target, data)
-
-        def __getattr__(self, name):
-            return getattr(self.inner, name)
+    def x_into_the_hole() -> None:
+        """Right before Y's first commit put (its pre-check at 3 passed), X commits into the hole."""
+        x.storage.files = HoleBeforeThePut(x.storage.files, root, [
+            lambda other, n=n: other.write(pa.table({"id": [n]})) for n in (50, 60, 70)], keep_from=2)
+        x_txn.set_txn("x-job", 1)
+        try:
+            x_txn.__exit__(None, None, None)
+            x_outcome.append("committed")
+        except DeltaError as e:
+            x_outcome.append(type(e).__name__)
     y = DeltaTable(root)
     y.auto_checkpoint = False
-    y.storage.files = XRacesYsPut(y.storage.files)
+    y.storage.files = BeforeTheNextPut(y.storage.files, x_into_the_hole)
     try:
         y.write(pa.table({"id": [8]}))                         # Y reads version 2
         y_outcome = "committed"

@@ -11,7 +11,7 @@ import pyarrow as pa
 
 from airflow_provider_delta.log import DeltaTable
 from airflow_provider_delta.log.base.errors import DeltaError
-from built_on_store import HoleBeforeThePut
+from built_on_store import BeforeTheNextPut, HoleBeforeThePut
 from test_hole_evidence import _table
 
 SCHEMA = pa.schema([("id", pa.int64())])
@@ -101,25 +101,12 @@ def test_a_writer_catching_up_through_a_hole_commit_does_not_skip_the_cleaned_up
     x_txn.__enter__()                                          # X reads version 2
     x_outcome: list[str] = []
 
-    class XIntoTheHoleBeforeYsPut:
-        def __init__(self, inner):
-            self.inner, self.armed = inner, True
-
-        def put_if_absent(self, target: str, data: bytes) -> bool:
-            if self.armed and "_delta_log" in target and target.endswith(".json"):
-                self.armed = False
-                x.storage.files = CleanupRacesThePut(x.storage.files, root, [delete_f, _txn_only(1), _txn_only(2)],
-                                                     gone=lambda ours, top: range(0, ours + 1))   # 0..3 gone
-                x_txn.set_txn("x-job", 1)
-                try:
-                    x_txn.__exit__(None, None, None)
-                    x_outcome.append("committed")
-                except DeltaError as e:
-                    x_outcome.append(type(e).__name__)
-            return self.inner.put_if_absent(target, data)
-
-        def __getattr__(self, name):
-            return getattr(self.inner, name)
+    def x_into_the_hole() -> None:
+        """Right before Y's put: X's txn-only commit lands at v3 while cleanup empties 0..3 below checkpoint 5."""
+        x.storage.files = CleanupRacesThePut(x.storage.files, root, [delete_f, _txn_only(1), _txn_only(2)],
+                                             gone=lambda ours, top: range(0, ours + 1))   # 0..3 gone
+        x_txn.set_txn("x-job", 1)
+        x_outcome.append(_outcome(lambda: x_txn.__exit__(None, None, None)))
 
     y = DeltaTable(root)
     y.auto_checkpoint = False
@@ -127,7 +114,7 @@ def test_a_writer_catching_up_through_a_hole_commit_does_not_skip_the_cleaned_up
     y_txn.__enter__()                                          # Y reads version 2
     y_txn.remove_file(f_path)
     y_txn.add_file(_parquet_add(y, "f-rewritten.parquet", [11]))
-    y.storage.files = XIntoTheHoleBeforeYsPut(y.storage.files)
+    y.storage.files = BeforeTheNextPut(y.storage.files, x_into_the_hole)
     y_outcome = _outcome(lambda: y_txn.__exit__(None, None, None))
     assert x_outcome == ["CommitOutcomeUnknownError"]          # X's txn-only commit left at v3, in the hole
     assert _ids(root) in ([2], [2, 11])
